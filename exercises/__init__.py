@@ -1,0 +1,1 @@
+"""Exercise stubs students fill in (CURRICULUM.md is their contract)."""

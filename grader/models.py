@@ -1,0 +1,105 @@
+"""The data that crosses module boundaries: submissions in, results out.
+
+Every step of the pipeline takes and returns these models; outputs (JSON, HTML, CSV) are renderings
+of `SubmissionResult`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Literal
+
+from pydantic import BaseModel, Field, computed_field
+
+Status = Literal["passed", "failed", "error", "timeout", "crashed"]
+Visibility = Literal["visible", "hidden"]
+
+
+class CheckInfo(BaseModel):
+    """What a check declares next to its code."""
+
+    points: float = Field(gt=0)
+    targets: list[str] = Field(min_length=1)
+    visibility: Visibility = "hidden"
+    timeout: float | None = Field(None, gt=0, description="default deadline of each call, seconds")
+    title: str = ""
+
+
+class SourceChunk(BaseModel):
+    """A unit of student code run in order: a whole .py file, or one notebook code cell."""
+
+    code: str
+    filename: str
+    label: str
+    first_line: int = 1
+    keep_going: bool = False  # a notebook cell that raises does not stop the next cells
+
+
+class ModuleSource(BaseModel):
+    """One exercise module as submitted, decoded and checked for syntax in the grader."""
+
+    exercise: str
+    path: str = Field(description="where it was found, relative to the submission")
+    kind: Literal["py", "ipynb"]
+    chunks: list[SourceChunk] = []
+    notes: list[str] = Field([], description="problems that do not stop grading")
+    fatal: str | None = Field(None, description="why the module cannot run at all")
+
+
+class Submission(BaseModel):
+    student: str
+    root: str
+    modules: dict[str, ModuleSource] = {}
+    notes: list[str] = []
+
+
+class CheckResult(BaseModel):
+    id: str
+    exercise: str
+    title: str = ""
+    targets: list[str]
+    visibility: Visibility
+    points: float
+    max_points: float
+    status: Status
+    message: str = ""
+    call: str | None = Field(None, description="the call that failed, as the student would write it")
+    expected: str | None = None
+    got: str | None = None
+    hint: str | None = Field(None, description="one line on the concept behind the check")
+    output: str = Field("", description="what the student's code printed during this check")
+    diagnoses: list[str] = []
+    duration_s: float = 0.0
+
+
+class ExerciseResult(BaseModel):
+    exercise: str
+    path: str | None = Field(None, description="the file graded, relative to the submission")
+    score: float
+    max_score: float
+    notes: list[str] = Field([], description="load and import problems, notebook cell errors")
+    output: str = Field("", description="what the module printed while it was imported")
+
+
+class SubmissionResult(BaseModel):
+    student: str
+    grader_version: str
+    graded_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    isolation: Literal["full", "reduced", "none"] = "none"
+    exercises: list[ExerciseResult] = []
+    checks: list[CheckResult] = []
+    notes: list[str] = []
+
+    @computed_field
+    @property
+    def score(self) -> float:
+        return round(sum(c.points for c in self.checks), 6)
+
+    @computed_field
+    @property
+    def max_score(self) -> float:
+        return round(sum(c.max_points for c in self.checks), 6)
+
+    @property
+    def all_passed(self) -> bool:
+        return bool(self.checks) and all(c.status == "passed" for c in self.checks)

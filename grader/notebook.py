@@ -1,0 +1,96 @@
+"""Turn a submitted notebook into source chunks: one per code cell, IPython syntax removed.
+
+Runs in the grader and executes nothing: the cells are run later, in the worker, one at a time,
+so that a scratch cell that raises after the definitions does not erase them.
+"""
+
+from __future__ import annotations
+
+import re
+
+import nbformat
+
+from grader.models import SourceChunk
+
+# Cell magics whose body is still Python; any other cell magic makes the cell not Python.
+PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug"}
+_LINE_MAGIC = re.compile(r"^(\s*)(%|!)")
+
+
+class NotebookError(ValueError):
+    """The file cannot be read as a notebook; the message says why, for the student."""
+
+
+def read_cells(text: str) -> tuple[list[tuple[int, str]], list[str]]:
+    """(cell number, source) of every code cell, and notes on what was unusual."""
+    notes: list[str] = []
+    try:
+        nb = nbformat.reads(text, as_version=4)
+    except nbformat.reader.NotJSONError as exc:
+        raise NotebookError(f"the notebook is not valid JSON ({_first_line(exc)})") from None
+    except Exception as exc:  # noqa: BLE001 - nbformat raises many kinds on odd files
+        raise NotebookError(f"the notebook could not be read ({_first_line(exc)})") from None
+    try:
+        nbformat.validate(nb)
+    except nbformat.ValidationError as exc:
+        notes.append(f"the notebook is not valid nbformat ({_first_line(exc)}); "
+                     "its code cells were read anyway")
+    cells = nb.get("cells")
+    if not isinstance(cells, list):
+        raise NotebookError("the notebook has no list of cells")
+    out = []
+    for number, cell in enumerate(cells, start=1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        if isinstance(source, list):
+            source = "".join(str(s) for s in source)
+        if not isinstance(source, str):
+            notes.append(f"cell {number} has no readable source and was skipped")
+            continue
+        out.append((number, source))
+    return out, notes
+
+
+def strip_ipython(source: str) -> tuple[str | None, str | None]:
+    """Source with IPython-only syntax removed, or None when the cell is not Python at all;
+    plus a note for the student when something was removed."""
+    lines = source.splitlines()
+    note = None
+    if lines and lines[0].lstrip().startswith("%%"):
+        magic = lines[0].lstrip()[2:].split(maxsplit=1)[0] if lines[0].strip() != "%%" else ""
+        if magic not in PYTHON_CELL_MAGICS:
+            return None, f"cell magic %%{magic} (not Python) was skipped"
+        lines = [""] + lines[1:]  # keep line numbers
+        note = f"cell magic %%{magic} removed"
+    removed = 0
+    for i, line in enumerate(lines):
+        m = _LINE_MAGIC.match(line)
+        if m:
+            # `pass` keeps an indented block valid and the line numbers unchanged.
+            lines[i] = f"{m.group(1)}pass"
+            removed += 1
+    if removed:
+        note = (note + "; " if note else "") + f"{removed} IPython magic/shell line(s) removed"
+    return "\n".join(lines) + "\n", note
+
+
+def notebook_chunks(text: str, display_name: str) -> tuple[list[SourceChunk], list[str]]:
+    """The code cells of a notebook as chunks, with notes; raises NotebookError."""
+    cells, notes = read_cells(text)
+    chunks = []
+    for number, source in cells:
+        code, note = strip_ipython(source)
+        if note:
+            notes.append(f"cell {number}: {note}")
+        if code is None or not code.strip():
+            continue
+        chunks.append(SourceChunk(code=code, filename=f"{display_name} [cell {number}]",
+                                  label=f"cell {number}", keep_going=True))
+    return chunks, notes
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__
+

@@ -1,0 +1,69 @@
+"""Grade one loaded submission: run its checks in a pytest session, assemble the result."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+import grader
+from grader.models import CheckResult, ExerciseResult, Submission, SubmissionResult
+from grader.plugin import GradingSession, ResultCollector
+from grader.registry import CHECKS_DIR, check_files
+from grader.student import StudentModule
+from grader.worker.client import Zygote
+from grader.worker.limits import WorkerLimits
+
+
+def run_checks(submission: Submission, *, exercises: list[str],
+               limits: WorkerLimits | None = None, zygote: Zygote | None = None,
+               checks_dir: Path = CHECKS_DIR) -> SubmissionResult:
+    """Run the checks of `exercises` against `submission` and return its result.
+
+    Student code runs only in workers forked by `zygote` (one is started when none is given).
+    Never raises for anything the submission does.
+    """
+    session = GradingSession(submission, limits=limits, zygote=zygote)
+    collector = ResultCollector()
+    files = check_files(exercises, checks_dir=checks_dir)
+    args = [str(f) for f in files] + [
+        "-c", str(checks_dir / "pytest.ini"), "--rootdir", str(checks_dir),
+        "--disable-plugin-autoload", "-p", "grader.plugin", "-p", "no:terminal",
+        "-p", "no:cacheprovider", "-p", "no:faulthandler", "-p", "no:pastebin",
+        "-p", "no:junitxml", "-p", "no:doctest", "-p", "no:legacypath",
+    ]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            pytest.main(args, plugins=[session, collector])
+    finally:
+        session.close()
+    return assemble_result(submission, session.modules, collector.results, exercises)
+
+
+def assemble_result(submission: Submission, modules: Mapping[str, StudentModule],
+                    checks: list[CheckResult], exercises: list[str] | None = None
+                    ) -> SubmissionResult:
+    """The submission's result from its check results and what loading its modules showed."""
+    if exercises is None:
+        exercises = list(dict.fromkeys(c.exercise for c in checks))
+    parts = []
+    for exercise in exercises:
+        mine = [c for c in checks if c.exercise == exercise]
+        source = submission.modules.get(exercise)
+        module = modules.get(exercise)
+        notes = list(source.notes) if source else [
+            f"file not submitted: expected {exercise}.py or {exercise}.ipynb"]
+        if source and source.fatal:
+            notes.append(source.fatal)
+        if module is not None:
+            notes += module.notes
+        parts.append(ExerciseResult(
+            exercise=exercise, path=source.path if source else None,
+            score=round(sum(c.points for c in mine), 6),
+            max_score=round(sum(c.max_points for c in mine), 6), notes=notes,
+            output=module.import_output if module is not None else ""))
+    return SubmissionResult(student=submission.student, grader_version=grader.__version__,
+                            exercises=parts, checks=checks, notes=list(submission.notes))

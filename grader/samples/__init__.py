@@ -1,0 +1,1 @@
+"""Sample submissions used by `torchgrade demo` (the correct one and the stub are built from solutions/ and exercises/)."""

@@ -1,0 +1,236 @@
+"""`StudentModule`: a student's exercise module as checks see it, loaded in a sandboxed worker.
+
+Checks call into it (`sub.call("c_strides", (2, 3), 8)`) and get plain data back, decoded in the
+grader. Whatever goes wrong on the student's side arrives as a `StudentError` whose `status` and
+message become the check's verdict; a worker that timed out or crashed is replaced for the next
+call, and a module that cannot be imported fails every check with the same message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from grader.compare import CheckFailure, format_call, short
+from grader.models import ModuleSource, Status
+from grader.worker import wire
+from grader.worker.client import Worker, WorkerCrashed, WorkerTimeout
+from grader.worker.limits import WorkerLimits
+
+
+class StudentError(Exception):
+    """Student code produced no usable value; the check gets `status` and this message."""
+
+    def __init__(self, message: str, *, status: Status = "error", call: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.call = call
+
+
+class ModuleUnavailable(StudentError):
+    """The module was not submitted, does not compile, or failed to import."""
+
+
+class StudentModule:
+    def __init__(self, exercise: str, source: ModuleSource | None, *,
+                 spawn: Callable[[WorkerLimits], Worker], limits: WorkerLimits):
+        self.exercise = exercise
+        self.source = source
+        self.limits = limits
+        self.default_timeout = limits.call_timeout
+        self.names: dict[str, str] = {}
+        self.notes: list[str] = []  # notebook cells that raised, for the report
+        self.import_output = ""
+        self._spawn = spawn
+        self._worker: Worker | None = None
+        self._failure: ModuleUnavailable | None = None
+        self._loaded_once = False
+        self._output: list[str] = []
+        self.segments = wire.SegmentTable()
+
+    # ------------------------------------------------------------------ loading
+
+    @property
+    def filename(self) -> str:
+        return self.source.path if self.source else f"{self.exercise}.py"
+
+    def _load(self) -> Worker:
+        if self._failure is not None:
+            raise self._failure
+        if self.source is None:
+            self._failure = ModuleUnavailable(
+                f"file not submitted: expected {self.exercise}.py or {self.exercise}.ipynb")
+            raise self._failure
+        if self.source.fatal:
+            self._failure = ModuleUnavailable(self.source.fatal)
+            raise self._failure
+        if self._worker is not None and self._worker.alive:
+            return self._worker
+        worker = self._spawn(self.limits)
+        request = {"op": "load", "module": self.exercise,
+                   "chunks": [c.model_dump() for c in self.source.chunks]}
+        first = not self._loaded_once
+        self._loaded_once = True
+        try:
+            reply = worker.request(request, self.limits.load_timeout, self.segments)
+        except WorkerTimeout as exc:
+            self._fail_import(worker, first,
+                              f"importing {self.filename} timed out after {exc.seconds:g} s: is "
+                              "there an endless loop or a long computation at the top level? Put "
+                              "scratch code under `if __name__ == \"__main__\":`.", "timeout")
+        except WorkerCrashed as exc:
+            self._fail_import(worker, first, f"importing {self.filename} crashed: {exc}", "crashed")
+        if first:
+            self.import_output = worker.output.take()
+        else:
+            worker.output.take()
+        if not reply.get("ok"):
+            error = reply.get("error", {})
+            where = error.get("where", self.filename)
+            line = f", line {error['line']}" if error.get("line") else ""
+            status: Status = "crashed" if error.get("kind") == "memory" else "error"
+            self._fail_import(worker, False, f"importing {self.filename} failed ({where}{line}): "
+                              f"{_describe(error)}", status)
+        self.names = dict(reply.get("names", {}))
+        if first:
+            self.notes = [f"{e.get('where')}: {_describe(e)}" for e in reply.get("cell_errors", [])]
+        self._worker = worker
+        return worker
+
+    def _fail_import(self, worker: Worker, first: bool, message: str, status: Status):
+        output = worker.close()
+        if first:
+            self.import_output = output
+        self._failure = ModuleUnavailable(message, status=status)
+        raise self._failure
+
+    def _retire(self) -> None:
+        if self._worker is not None:
+            self._output.append(self._worker.close())
+            self._worker = None
+
+    # ------------------------------------------------------------------ calls
+
+    def has(self, name: str) -> bool:
+        self._load()
+        return name in self.names
+
+    def call(self, name: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
+        """Call `name(*args, **kwargs)` in the worker and return its decoded result."""
+        text = format_call(name, args, kwargs)
+        worker = self._load()
+        if name not in self.names:
+            raise StudentError(f"{self.filename} defines no {name}: check its spelling and that "
+                               "it is defined at the top level of the file.", call=text)
+        return self._request(worker, {"op": "call", "name": name, "args": list(args),
+                                      "kwargs": kwargs}, text, timeout)
+
+    def probe(self, probe: str, *args: Any, timeout: float | None = None, label: str = "",
+              **kwargs: Any) -> Any:
+        """Run `grader.probes.<module>:<function>(student_module, *args, **kwargs)` in the worker."""
+        worker = self._load()
+        text = label or format_call(probe.partition(":")[2], args, kwargs)
+        return self._request(worker, {"op": "probe", "probe": probe, "args": list(args),
+                                      "kwargs": kwargs}, text, timeout)
+
+    def raises(self, expected: type[BaseException], name: str, *args: Any,
+               hint: str | None = None, **kwargs: Any) -> None:
+        """The call must raise `expected` (or a subclass); fails the check otherwise."""
+        text = format_call(name, args, kwargs)
+        try:
+            value = self.call(name, *args, **kwargs)
+        except StudentRaised as exc:
+            if expected.__name__ in exc.mro:
+                return
+            if exc.type == "NotImplementedError":
+                raise
+            raise CheckFailure(f"{text} raised {exc.type}; expected {expected.__name__}.\n"
+                               f"{exc.detail}".rstrip(), call=text,
+                               expected=expected.__name__, got=exc.type, hint=hint) from None
+        raise CheckFailure(f"{text} returned {short(value)}; expected it to raise "
+                           f"{expected.__name__}.", call=text, expected=expected.__name__,
+                           got=short(value), hint=hint)
+
+    def _request(self, worker: Worker, message: dict, text: str, timeout: float | None) -> Any:
+        seconds = timeout or self.default_timeout
+        try:
+            reply = worker.request(message, seconds, self.segments)
+        except WorkerTimeout:
+            self._retire()
+            raise StudentError(f"{text} timed out after {seconds:g} s (an endless loop, or far "
+                               "too slow).", status="timeout", call=text) from None
+        except WorkerCrashed as exc:
+            self._retire()
+            raise StudentError(f"{text} crashed: {exc}.", status="crashed", call=text) from None
+        if reply.get("ok"):
+            return reply.get("value")
+        error = reply.get("error", {})
+        kind = error.get("kind")
+        if kind == "memory":
+            self._retire()
+            raise StudentError(f"{text} ran out of memory (the limit is "
+                               f"{self.limits.address_space / 2**30:g} GiB).", status="crashed",
+                               call=text)
+        if kind == "raised":
+            raise StudentRaised(text, error)
+        if kind == "not_plain":
+            raise StudentError(f"{text} {error.get('message')}: return the kind of value the "
+                               "contract names (numbers, tuples, numpy arrays, tensors).", call=text)
+        raise StudentError(f"{text}: {_describe(error)}", call=text)
+
+    # ------------------------------------------------------------------ shared memory
+
+    def shared(self, value: np.ndarray | torch.Tensor) -> np.ndarray | torch.Tensor:
+        """A copy of `value` in memory shared with the worker: a view of it that the student's
+        code returns comes back as a view of this very memory."""
+        if isinstance(value, torch.Tensor):
+            return torch.from_numpy(self.segments.shared_copy(value.detach().numpy()))
+        return self.segments.shared_copy(np.asarray(value))
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def end_check(self) -> str:
+        """Output printed since the last call of this method; frees this check's shared memory."""
+        if self._worker is not None:
+            self._output.append(self._worker.output.take())
+        text = "".join(self._output)
+        self._output = []
+        self.segments.close()
+        return text
+
+    def close(self) -> None:
+        self._retire()
+        self._output = []
+        self.segments.close()
+
+
+class StudentRaised(StudentError):
+    """The student's function raised an exception (the check may have expected that)."""
+
+    def __init__(self, call: str, error: dict):
+        self.type = str(error.get("type", "Exception"))
+        self.mro = [str(m) for m in error.get("mro", [])]
+        self.raw_message = str(error.get("message", ""))
+        self.detail = str(error.get("traceback", "")).rstrip()
+        if self.type == "NotImplementedError":
+            message = f"{call} is not implemented yet (it raises NotImplementedError)."
+        else:
+            message = f"{call} raised {self.type}: {self.raw_message}"
+            if self.detail:
+                message += "\n" + self.detail
+        super().__init__(message, call=call)
+
+
+def _describe(error: dict) -> str:
+    kind = error.get("kind")
+    if kind in ("exit", "protocol", "missing", "not_callable", "not_plain"):
+        return str(error.get("message"))
+    text = f"{error.get('type', 'Exception')}: {error.get('message', '')}"
+    if kind == "memory":
+        text = "ran out of memory: " + text
+    if error.get("traceback"):
+        text += "\n" + str(error["traceback"]).rstrip()
+    return text

@@ -1,0 +1,204 @@
+"""The worker's side of the boundary: runs in a process forked by the zygote, next to student code.
+
+`serve` answers requests over a private socket until the grader closes it:
+
+- `load`:  build the student's module from source chunks (a .py is one chunk, a notebook one chunk
+           per code cell); a notebook cell that raises is recorded and the next cell still runs.
+- `call`:  call a module-level name with decoded arguments and return the result.
+- `probe`: run a function from `grader.probes` (instrumentation that holds no answers) on the
+           student's module and return its plain records.
+
+Everything this process sends is untrusted by the grader; nothing here decides a verdict.
+"""
+
+from __future__ import annotations
+
+import importlib
+import linecache
+import os
+import signal
+import socket
+import sys
+import traceback
+import types
+
+from grader.worker import wire
+from grader.worker.limits import WorkerLimits, apply_limits, die_with_parent
+
+MESSAGE_LIMIT = 2000
+TRACEBACK_LIMIT = 4000
+
+
+def start(sock_fd: int, out_fd: int, scratch: str, limits: dict) -> None:
+    """Entry point in the freshly forked child; never returns."""
+    code = 0
+    try:
+        os.setsid()
+        die_with_parent()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(out_fd, 2)
+        os.closerange(3, sock_fd)
+        os.closerange(sock_fd + 1, 1 << 16)
+        os.chdir(scratch)
+        os.environ.clear()
+        os.environ.update({"HOME": scratch, "TMPDIR": scratch, "PATH": "/usr/bin:/bin",
+                           "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+        sys.stdin = open(os.devnull)
+        apply_limits(WorkerLimits(**limits))
+        import torch
+
+        torch.set_num_threads(1)
+        serve(socket.socket(fileno=sock_fd))
+    except BaseException:  # noqa: BLE001 - the worker must exit, whatever happened
+        code = 70
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:  # noqa: BLE001
+            pass
+        os._exit(code)
+
+
+def serve(sock: socket.socket) -> None:
+    table = wire.SegmentTable()
+    module: types.ModuleType | None = None
+    while True:
+        try:
+            doc, buffers, fds = wire.recv_frame(sock)
+        except EOFError:
+            return
+        try:
+            request = wire.decode(doc, buffers, table, fds)
+            op = request.get("op")
+            if op == "load":
+                module, reply = load(request)
+            elif op == "call":
+                reply = call(module, request)
+            elif op == "probe":
+                reply = probe(module, request)
+            elif op == "ping":
+                reply = {"ok": True}
+            else:
+                reply = {"ok": False, "error": {"kind": "protocol", "message": f"unknown op {op!r}"}}
+            try:
+                encoded = wire.encode(reply, table)
+            except (wire.NotPlainData, RecursionError) as exc:
+                encoded = wire.encode({"ok": False, "error": {
+                    "kind": "not_plain", "message": f"returned {exc}"}})
+        finally:
+            for fd in fds:
+                if all(seg.fd != fd for seg in table.segments.values()):
+                    os.close(fd)
+        _flush_output()
+        wire.send_frame(sock, encoded)
+        # The arrays sent this call stay valid wherever student code kept them; the table
+        # only forgets them so that memory is returned once nothing refers to it.
+        table.close()
+
+
+def _flush_output() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001 - student code may have replaced the streams
+            pass
+
+
+def load(request: dict) -> tuple[types.ModuleType, dict]:
+    name = request["module"]
+    module = types.ModuleType(name)
+    chunks = request["chunks"]
+    module.__file__ = chunks[0]["filename"] if chunks else f"{name}.py"
+    sys.modules[name] = module
+    cell_errors = []
+    for chunk in chunks:
+        code, filename = chunk["code"], chunk["filename"]
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        try:
+            exec(compile(code, filename, "exec", dont_inherit=True), module.__dict__)
+        except BaseException as exc:  # noqa: BLE001 - any failure of student code is reported
+            error = describe_exception(exc, {c["filename"] for c in chunks})
+            error["where"] = chunk["label"]
+            if not chunk.get("keep_going"):
+                return module, {"ok": False, "error": error}
+            cell_errors.append(error)
+    return module, {"ok": True, "names": public_names(module), "cell_errors": cell_errors}
+
+
+def public_names(module: types.ModuleType) -> dict[str, str]:
+    names = {}
+    for key, value in list(vars(module).items()):
+        if key.startswith("_") or isinstance(value, types.ModuleType):
+            continue
+        names[key] = "class" if isinstance(value, type) else (
+            "function" if callable(value) else "other")
+    return names
+
+
+def call(module: types.ModuleType | None, request: dict) -> dict:
+    if module is None:
+        return {"ok": False, "error": {"kind": "protocol", "message": "no module loaded"}}
+    name = request["name"]
+    target = getattr(module, name, None)
+    if target is None:
+        return {"ok": False, "error": {"kind": "missing", "message": f"no {name} defined"}}
+    if not callable(target):
+        return {"ok": False, "error": {
+            "kind": "not_callable", "message": f"{name} is a {type(target).__name__}, not a function"}}
+    return _run(target, request.get("args", []), request.get("kwargs", {}),
+                {module.__file__})
+
+
+def probe(module: types.ModuleType | None, request: dict) -> dict:
+    if module is None:
+        return {"ok": False, "error": {"kind": "protocol", "message": "no module loaded"}}
+    modname, _, fname = request["probe"].partition(":")
+    if not modname.isidentifier():
+        return {"ok": False, "error": {"kind": "protocol", "message": "bad probe name"}}
+    fn = getattr(importlib.import_module(f"grader.probes.{modname}"), fname)
+    args = [module] + list(request.get("args", []))
+    return _run(fn, args, request.get("kwargs", {}), {module.__file__})
+
+
+def _run(fn, args, kwargs, student_files: set[str]) -> dict:
+    try:
+        value = fn(*args, **kwargs)
+    except BaseException as exc:  # noqa: BLE001 - including SystemExit and KeyboardInterrupt
+        return {"ok": False, "error": describe_exception(exc, student_files)}
+    return {"ok": True, "value": value}
+
+
+def describe_exception(exc: BaseException, student_files: set[str]) -> dict:
+    """Plain description of an exception raised by student code, its own frames only."""
+    kind = "raised"
+    if isinstance(exc, SystemExit):
+        kind = "exit"
+    elif isinstance(exc, MemoryError):
+        kind = "memory"
+    try:
+        message = str(exc)[:MESSAGE_LIMIT]
+    except BaseException:  # noqa: BLE001 - a hostile __str__
+        message = "<the exception's message could not be read>"
+    if isinstance(exc, SystemExit):
+        message = f"called sys.exit({exc.code!r})"[:MESSAGE_LIMIT]
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in student_files]
+    line = None
+    if isinstance(exc, SyntaxError) and exc.filename in student_files:
+        line = exc.lineno
+    elif frames:
+        line = frames[-1].lineno
+    text = "".join(traceback.format_list(frames[-10:]))[-TRACEBACK_LIMIT:]
+    return {
+        "kind": kind,
+        "type": type(exc).__qualname__,
+        "mro": [c.__qualname__ for c in type(exc).__mro__],
+        "message": message,
+        "traceback": text,
+        "line": line,
+    }

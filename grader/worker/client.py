@@ -1,0 +1,309 @@
+"""The grader's side of the boundary: start the zygote, spawn workers, send requests with deadlines.
+
+`Zygote` owns the warm parent process; `Worker` is one forked worker process. A request either
+returns the worker's decoded reply or raises `WorkerTimeout` / `WorkerCrashed`; in both cases the
+worker is dead afterwards (killed with its whole process group) and must be replaced.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import grader
+from grader.worker import wire
+from grader.worker.limits import WorkerLimits
+
+READY_TIMEOUT = 120.0
+SIGNAL_NAMES = {
+    signal.SIGSEGV: "segmentation fault", signal.SIGBUS: "bus error",
+    signal.SIGABRT: "aborted", signal.SIGKILL: "killed", signal.SIGXCPU: "CPU time limit",
+    signal.SIGFPE: "floating-point exception", signal.SIGILL: "illegal instruction",
+    signal.SIGTERM: "terminated", signal.SIGXFSZ: "file size limit",
+}
+
+
+class WorkerError(Exception):
+    """The worker could not answer; its process is gone."""
+
+
+class WorkerTimeout(WorkerError):
+    def __init__(self, seconds: float):
+        super().__init__(f"timed out after {seconds:g} s")
+        self.seconds = seconds
+
+
+class WorkerCrashed(WorkerError):
+    pass
+
+
+class ZygoteError(RuntimeError):
+    """The warm parent could not be started (an installation problem, not a student's)."""
+
+
+def _worker_env(scratch_root: str) -> dict[str, str]:
+    package_root = str(Path(grader.__file__).resolve().parent.parent)
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "HOME": scratch_root,
+        "PYTHONPATH": package_root,
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+    }
+
+
+class Zygote:
+    """The warm parent process. Not thread-safe: one per grading thread."""
+
+    def __init__(self, *, python: str = sys.executable, scratch_root: str | None = None):
+        self.scratch_root = scratch_root or tempfile.mkdtemp(prefix="torchgrade-")
+        self._own_root = scratch_root is None
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._log = tempfile.TemporaryFile()
+        self.process = subprocess.Popen(
+            [python, "-m", "grader.worker.zygote", str(theirs.fileno())],
+            pass_fds=[theirs.fileno()], env=_worker_env(self.scratch_root),
+            stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
+            cwd=self.scratch_root, start_new_session=True)
+        theirs.close()
+        self.ctrl = ours
+        self._reader = wire.FrameReader()
+        self._exits: dict[int, dict] = {}
+        self._lock = threading.Lock()
+        ready = self._next(lambda m: m.get("op") == "ready", READY_TIMEOUT)
+        if ready is None:
+            raise ZygoteError("the worker parent did not start: " + self._log_tail())
+        self.threads = ready.get("threads")
+
+    def _log_tail(self) -> str:
+        self._log.seek(0)
+        text = self._log.read()[-2000:].decode("utf-8", "replace").strip()
+        return text or f"exit status {self.process.poll()}"
+
+    def _next(self, want, timeout: float) -> dict | None:
+        """Read control messages until one satisfies `want`; records every exit note."""
+        deadline = time.monotonic() + timeout
+        while True:
+            frame = self._reader.frame()
+            if frame is not None:
+                msg = wire.decode(*frame)
+                if msg.get("op") == "exited":
+                    self._exits[msg["pid"]] = msg
+                if want(msg):
+                    return msg
+                continue
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            readable, _, _ = select.select([self.ctrl], [], [], remaining)
+            if readable:
+                chunk = self.ctrl.recv(1 << 16)
+                if not chunk:
+                    return None
+                self._reader.feed(chunk)
+
+    def spawn(self, limits: WorkerLimits) -> "Worker":
+        with self._lock:
+            if self.process.poll() is not None:
+                raise ZygoteError("the worker parent has exited: " + self._log_tail())
+            scratch = tempfile.mkdtemp(prefix="w", dir=self.scratch_root)
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            out_r, out_w = os.pipe()
+            try:
+                request = wire.encode({"op": "spawn", "scratch": scratch,
+                                       "limits": limits.model_dump()})
+                request.fds = [theirs.fileno(), out_w]
+                wire.send_frame(self.ctrl, request)
+            finally:
+                theirs.close()
+                os.close(out_w)
+            reply = self._next(lambda m: m.get("op") == "spawned", READY_TIMEOUT)
+            if reply is None:
+                ours.close()
+                os.close(out_r)
+                raise ZygoteError("the worker parent did not answer: " + self._log_tail())
+            return Worker(self, reply["pid"], ours, out_r, scratch, limits)
+
+    def exit_note(self, pid: int, timeout: float = 2.0) -> dict | None:
+        with self._lock:
+            if len(self._exits) > 4096:  # notes of workers nobody asked about
+                self._exits.clear()
+            if pid in self._exits:
+                return self._exits.pop(pid)
+            msg = self._next(lambda m: m.get("op") == "exited" and m.get("pid") == pid, timeout)
+            return self._exits.pop(pid, None) if msg else None
+
+    def close(self) -> None:
+        try:
+            self.ctrl.close()
+        finally:
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self._log.close()
+            if self._own_root:
+                shutil.rmtree(self.scratch_root, ignore_errors=True)
+
+    def __enter__(self) -> "Zygote":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class OutputBuffer:
+    """Bounded capture of a worker's stdout and stderr: the first and last `limit // 2` bytes
+    since the last `take()`, with a count of what was dropped in between."""
+
+    def __init__(self, limit: int):
+        self.half = max(limit // 2, 1)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def add(self, data: bytes) -> None:
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            excess = len(self.tail) - self.half
+            if excess > 0:
+                self.dropped += excess
+                del self.tail[:excess]
+
+    def take(self) -> str:
+        text = self.head.decode("utf-8", "replace")
+        if self.dropped:
+            text += f"\n[... {self.dropped} bytes of output omitted ...]\n"
+        text += self.tail.decode("utf-8", "replace")
+        self.head, self.tail, self.dropped = bytearray(), bytearray(), 0
+        return text
+
+
+class Worker:
+    """One worker process, served by `child.serve`."""
+
+    def __init__(self, zygote: Zygote, pid: int, sock: socket.socket, out_fd: int,
+                 scratch: str, limits: WorkerLimits):
+        self.zygote = zygote
+        self.pid = pid
+        self.sock = sock
+        self.sock.setblocking(False)
+        self.out_fd = out_fd
+        os.set_blocking(out_fd, False)
+        self.scratch = scratch
+        self.limits = limits
+        self.output = OutputBuffer(limits.output_bytes)
+        self.alive = True
+
+    def request(self, message: dict, timeout: float, segments: wire.SegmentTable) -> Any:
+        """Send one request and return the decoded reply; the worker dies on any failure.
+
+        Arrays in `segments` travel as shared memory (their descriptors go with the request)
+        and results that lie in them come back as views of the grader's own mapping.
+        """
+        if not self.alive:
+            raise WorkerCrashed("the worker is no longer running")
+        deadline = time.monotonic() + timeout
+        try:
+            encoded = wire.encode(message, segments, send_fds=True)
+            if not wire.send_frame_nonblocking(self.sock, encoded, deadline, self._drain):
+                self.kill()
+                raise WorkerTimeout(timeout)
+            reader = wire.FrameReader()
+            while True:
+                frame = reader.frame()
+                if frame is not None:
+                    self._drain(0)
+                    return wire.decode(*frame, table=segments)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self.kill()
+                    raise WorkerTimeout(timeout)
+                readable, _, _ = select.select([self.sock, self.out_fd], [], [], remaining)
+                if self.out_fd in readable:
+                    self._drain(0)
+                if self.sock in readable:
+                    try:
+                        data, anc, _, _ = self.sock.recvmsg(1 << 20, socket.CMSG_SPACE(64))
+                    except BlockingIOError:
+                        continue
+                    except ConnectionError:
+                        data, anc = b"", []
+                    for fd in wire.fds_from(anc):  # a worker never sends descriptors
+                        os.close(fd)
+                    if not data:
+                        raise WorkerCrashed(self._death())
+                    reader.feed(data)
+        except wire.WireError as exc:
+            self.kill()
+            raise WorkerCrashed(f"the worker sent a malformed reply ({exc})") from None
+        except (BrokenPipeError, ConnectionError):
+            raise WorkerCrashed(self._death()) from None
+
+    def _drain(self, _timeout: float) -> None:
+        while True:
+            try:
+                data = os.read(self.out_fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                return
+            if not data:
+                return
+            self.output.add(data)
+
+    def _death(self) -> str:
+        """Describe how the worker ended (it closed its socket)."""
+        self.alive = False
+        note = self.zygote.exit_note(self.pid)
+        self._drain(0)
+        self.kill()
+        if note is None:
+            return "the worker process stopped answering"
+        if note.get("signal"):
+            sig = note["signal"]
+            name = SIGNAL_NAMES.get(sig, signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else f"signal {sig}")
+            if sig == signal.SIGKILL:
+                return "the worker process was killed (SIGKILL; often the memory limit)"
+            return f"the worker process crashed ({name}, signal {sig})"
+        return f"the worker process exited with status {note.get('code')} (os._exit or a fatal error)"
+
+    def kill(self) -> None:
+        if self.pid:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self.alive = False
+
+    def close(self) -> str:
+        """Stop the worker and return whatever output was not taken yet."""
+        if self.alive:
+            self.kill()
+        self._drain(0)
+        text = self.output.take()
+        try:
+            self.sock.close()
+        finally:
+            os.close(self.out_fd)
+            shutil.rmtree(self.scratch, ignore_errors=True)
+        return text

@@ -1,0 +1,576 @@
+"""Frames and values between the grader and a worker.
+
+A frame is a header, a JSON document and raw byte buffers on a Unix stream socket. File
+descriptors of shared-memory segments travel as SCM_RIGHTS data with the header, grader to
+worker only.
+
+Values: `encode` turns plain data into a JSON tree plus buffers; `decode` rebuilds plain data and
+nothing else: None, bool, int, float, complex, str, bytes, list, tuple, dict, numpy arrays and
+scalars of an allowlisted dtype, torch tensors, dtypes and sizes. It never imports or calls
+anything the data names, so the worst a hostile worker can send is a wrong value (which a check
+then fails) or a malformed one (`WireError`).
+
+Shared segments make memory identity observable from the grader: an array argument that lives
+in a segment the grader created arrives in the worker as a view of the same memory, and a result
+that lies in such a segment comes back as a view (segment, offset, strides) which the grader
+rebuilds on *its own* mapping. `np.shares_memory` and the values read afterwards are then
+computed by the grader on memory it owns, not reported by the worker.
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import mmap
+import os
+import select
+import socket
+import struct
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+MAGIC = b"TGW1"
+HEADER = struct.Struct("!4sII")  # magic, JSON length, number of buffers
+MAX_FDS = 64
+ARENA_BYTES = 16 << 20  # sparse: pages cost memory only once written
+
+NUMPY_DTYPES = {
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128",
+}
+TORCH_DTYPES = {
+    "bool": torch.bool, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
+    "int64": torch.int64, "uint8": torch.uint8, "float16": torch.float16,
+    "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": torch.float64,
+    "complex64": torch.complex64, "complex128": torch.complex128,
+}
+
+
+class WireError(Exception):
+    """A frame or value that breaks the format (from a hostile or broken peer)."""
+
+
+class NotPlainData(WireError):
+    """A value of a type that may not cross the boundary; the message names the type."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_json: int = 64 << 20
+    max_buffers: int = 100_000
+    max_bytes: int = 512 << 20
+    max_depth: int = 64
+
+
+DEFAULT_LIMITS = Limits()
+
+
+# --------------------------------------------------------------------------- shared segments
+
+
+@dataclass
+class Segment:
+    id: int
+    fd: int
+    size: int
+    mm: mmap.mmap
+    base: np.ndarray  # uint8 over the whole mapping; keeps `mm` exported while arrays use it
+
+    @property
+    def addr(self) -> int:
+        return int(self.base.ctypes.data)
+
+
+@dataclass
+class SegmentTable:
+    """Shared-memory segments one side has mapped, found by address range."""
+
+    segments: dict[int, Segment] = field(default_factory=dict)
+    _next_id: int = 1
+    _arena: Segment | None = None
+    _arena_used: int = 0
+
+    def create(self, nbytes: int) -> Segment:
+        """Grader side: a new zero-filled memfd segment of at least `nbytes`."""
+        size = max(int(nbytes), 1)
+        fd = os.memfd_create(f"torchgrade-seg{self._next_id}", os.MFD_CLOEXEC)
+        os.ftruncate(fd, size)
+        seg = self._map(self._next_id, fd, size)
+        self._next_id += 1
+        return seg
+
+    def adopt(self, seg_id: int, fd: int, size: int) -> Segment:
+        """Worker side: map a segment the grader sent (replacing an older one with that id)."""
+        old = self.segments.get(seg_id)
+        if old is not None and old.fd != fd:
+            os.close(old.fd)
+        return self._map(seg_id, fd, size)
+
+    def _map(self, seg_id: int, fd: int, size: int) -> Segment:
+        mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        seg = Segment(seg_id, fd, size, mm, np.frombuffer(mm, dtype=np.uint8))
+        self.segments[seg_id] = seg
+        return seg
+
+    def locate(self, lo: int, hi: int) -> Segment | None:
+        for seg in self.segments.values():
+            if seg.addr <= lo and hi <= seg.addr + seg.size:
+                return seg
+        return None
+
+    def view(self, seg_id: int, dtype: np.dtype, shape, strides, offset: int) -> np.ndarray:
+        seg = self.segments.get(seg_id)
+        if seg is None:
+            raise WireError(f"view of unknown segment {seg_id}")
+        try:
+            return np.ndarray(tuple(shape), dtype=dtype, buffer=seg.base, offset=offset,
+                              strides=tuple(strides))
+        except (TypeError, ValueError) as exc:
+            raise WireError(f"view outside its segment: {exc}") from None
+
+    def shared_copy(self, value: np.ndarray) -> np.ndarray:
+        """A C-ordered copy of `value` in shared memory; views of it are shared too.
+
+        Small copies are packed into one segment (a bump allocator) so that a check with
+        hundreds of cases does not hold hundreds of file descriptors.
+        """
+        value = np.asarray(value)
+        need = max(value.nbytes, 1)
+        seg = self._arena
+        if seg is None or self._arena_used + need > seg.size:
+            seg = self._arena = self.create(max(need, ARENA_BYTES))
+            self._arena_used = 0
+        offset = self._arena_used
+        self._arena_used = offset + (need + 63) // 64 * 64
+        out = np.ndarray(value.shape, dtype=value.dtype, buffer=seg.base, offset=offset)
+        out[...] = value
+        return out
+
+    def close(self) -> None:
+        for seg in self.segments.values():
+            os.close(seg.fd)
+        self.segments.clear()
+        self._arena = None
+
+
+def _byte_bounds(addr: int, shape, strides, itemsize: int) -> tuple[int, int]:
+    lo = hi = addr
+    for n, s in zip(shape, strides):
+        if s < 0:
+            lo += s * (n - 1)
+        else:
+            hi += s * (n - 1)
+    return lo, hi + itemsize
+
+
+# --------------------------------------------------------------------------- values
+
+
+@dataclass
+class Encoded:
+    doc: dict
+    buffers: list = field(default_factory=list)
+    fds: list[int] = field(default_factory=list)
+
+
+class _Encoder:
+    def __init__(self, table: SegmentTable | None, send_fds: bool, limits: Limits):
+        self.table = table
+        self.send_fds = send_fds
+        self.limits = limits
+        self.buffers: list = []
+        self.nbytes = 0
+        self.segs: dict[int, dict] = {}
+        self.fds: list[int] = []
+
+    def buffer(self, data) -> int:
+        self.nbytes += len(data)
+        if self.nbytes > self.limits.max_bytes or len(self.buffers) >= self.limits.max_buffers:
+            raise NotPlainData(f"the value is larger than {self.limits.max_bytes >> 20} MB")
+        self.buffers.append(data)
+        return len(self.buffers) - 1
+
+    def shared_view(self, addr: int, shape, byte_strides, itemsize: int, count: int):
+        if self.table is None or count == 0:
+            return None
+        lo, hi = _byte_bounds(addr, shape, byte_strides, itemsize)
+        seg = self.table.locate(lo, hi)
+        if seg is None:
+            return None
+        if self.send_fds and seg.id not in self.segs:
+            if len(self.fds) >= MAX_FDS:
+                return None
+            self.segs[seg.id] = {"id": seg.id, "size": seg.size, "fd": len(self.fds)}
+            self.fds.append(seg.fd)
+        return {"seg": seg.id, "offset": addr - seg.addr, "strides": list(byte_strides)}
+
+    def value(self, x: Any, depth: int = 0):
+        if depth > self.limits.max_depth:
+            raise NotPlainData("the value is nested too deeply")
+        t = type(x)
+        if x is None or t is bool or t is int or t is str:
+            return x
+        if t is float:
+            return x
+        if t is complex:
+            return {"$": "complex", "re": x.real, "im": x.imag}
+        if t is bytes or t is bytearray:
+            return {"$": "bytes", "buf": self.buffer(bytes(x))}
+        if t is list:
+            return [self.value(v, depth + 1) for v in x]
+        if t is tuple:
+            return {"$": "tuple", "items": [self.value(v, depth + 1) for v in x]}
+        if t is dict:
+            return {"$": "dict",
+                    "items": [[self.value(k, depth + 1), self.value(v, depth + 1)]
+                              for k, v in x.items()]}
+        if t is np.ndarray:
+            return self.ndarray(x)
+        if isinstance(x, np.generic) and t.__module__ == "numpy":
+            name = x.dtype.name
+            if name not in NUMPY_DTYPES:
+                raise NotPlainData(f"numpy scalar of dtype {name} is not supported")
+            return {"$": "npscalar", "dtype": name, "buf": self.buffer(x.tobytes())}
+        if t is torch.Tensor or t is torch.nn.Parameter:
+            return self.tensor(x)
+        if t is torch.Size:
+            return {"$": "size", "items": [int(v) for v in x]}
+        if t is torch.dtype:
+            return {"$": "dtype", "lib": "torch", "name": str(x).removeprefix("torch.")}
+        if isinstance(x, np.dtype) and x.name in NUMPY_DTYPES:
+            return {"$": "dtype", "lib": "numpy", "name": x.name}
+        raise NotPlainData(f"an object of type {describe_type(x)}, which is not plain data")
+
+    def ndarray(self, a: np.ndarray):
+        name = a.dtype.name
+        if name not in NUMPY_DTYPES or not a.dtype.isnative:
+            raise NotPlainData(f"a numpy array of dtype {a.dtype}, which is not supported")
+        node = {"$": "ndarray", "dtype": name, "shape": list(a.shape),
+                "writeable": bool(a.flags.writeable)}
+        view = self.shared_view(int(a.ctypes.data), a.shape, a.strides, a.itemsize, a.size)
+        if view is not None:
+            node["view"] = view
+        else:
+            node["buf"] = self.buffer(np.ascontiguousarray(a).tobytes())
+        return node
+
+    def tensor(self, t: torch.Tensor):
+        if t.layout != torch.strided or t.device.type != "cpu" or t.is_quantized:
+            raise NotPlainData(f"a {t.layout} tensor on {t.device}; return a dense CPU tensor")
+        name = str(t.dtype).removeprefix("torch.")
+        if name not in TORCH_DTYPES:
+            raise NotPlainData(f"a tensor of dtype {t.dtype}, which is not supported")
+        node = {"$": "tensor", "dtype": name, "shape": list(t.shape),
+                "requires_grad": bool(t.requires_grad),
+                "parameter": type(t) is torch.nn.Parameter}
+        esize = t.element_size()
+        view = None
+        if name in NUMPY_DTYPES and not t.is_conj() and not t.is_neg():
+            view = self.shared_view(int(t.data_ptr()), t.shape, [s * esize for s in t.stride()],
+                                    esize, t.numel())
+        if view is not None:
+            node["view"] = view
+        else:
+            flat = t.detach().resolve_conj().resolve_neg().contiguous().reshape(-1)
+            if name == "bfloat16":
+                flat = flat.view(torch.int16)
+            node["buf"] = self.buffer(flat.numpy().tobytes())
+        return node
+
+
+def describe_type(x: Any) -> str:
+    t = type(x)
+    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def encode(value: Any, table: SegmentTable | None = None, *, send_fds: bool = False,
+           limits: Limits = DEFAULT_LIMITS) -> Encoded:
+    enc = _Encoder(table, send_fds, limits)
+    tree = enc.value(value)
+    return Encoded({"v": tree, "segs": list(enc.segs.values())}, enc.buffers, enc.fds)
+
+
+class _Decoder:
+    def __init__(self, buffers: list, table: SegmentTable | None, limits: Limits):
+        self.buffers = buffers
+        self.table = table
+        self.limits = limits
+
+    def buf(self, node, expected: int | None = None) -> bytes:
+        i = node.get("buf")
+        if type(i) is not int or not 0 <= i < len(self.buffers):
+            raise WireError("bad buffer reference")
+        data = self.buffers[i]
+        if expected is not None and len(data) != expected:
+            raise WireError(f"buffer of {len(data)} bytes where {expected} were announced")
+        return data
+
+    def shape(self, node) -> tuple[int, ...]:
+        shape = node.get("shape")
+        if type(shape) is not list or len(shape) > 32 or any(
+                type(n) is not int or n < 0 for n in shape):
+            raise WireError("bad shape")
+        return tuple(shape)
+
+    def value(self, x, depth: int = 0):
+        if depth > self.limits.max_depth:
+            raise WireError("value nested too deeply")
+        t = type(x)
+        if x is None or t in (bool, int, float, str):
+            return x
+        if t is list:
+            return [self.value(v, depth + 1) for v in x]
+        if t is not dict:
+            raise WireError(f"unexpected JSON {t.__name__}")
+        kind = x.get("$")
+        if kind == "tuple":
+            return tuple(self.value(v, depth + 1) for v in x["items"])
+        if kind == "dict":
+            out = {}
+            for pair in x["items"]:
+                if type(pair) is not list or len(pair) != 2:
+                    raise WireError("bad dict item")
+                key = self.value(pair[0], depth + 1)
+                try:
+                    out[key] = self.value(pair[1], depth + 1)
+                except TypeError:
+                    raise WireError("unhashable dict key") from None
+            return out
+        if kind == "complex":
+            return complex(float(x["re"]), float(x["im"]))
+        if kind == "bytes":
+            return bytes(self.buf(x))
+        if kind == "ndarray":
+            return self.ndarray(x)
+        if kind == "npscalar":
+            dtype = self.np_dtype(x)
+            return np.frombuffer(self.buf(x, dtype.itemsize), dtype=dtype)[0]
+        if kind == "tensor":
+            return self.tensor(x)
+        if kind == "size":
+            return torch.Size(int(v) for v in x["items"])
+        if kind == "dtype":
+            if x.get("lib") == "torch" and x.get("name") in TORCH_DTYPES:
+                return TORCH_DTYPES[x["name"]]
+            if x.get("lib") == "numpy" and x.get("name") in NUMPY_DTYPES:
+                return np.dtype(x["name"])
+            raise WireError("unknown dtype")
+        raise WireError(f"unknown value kind {kind!r}")
+
+    def np_dtype(self, node) -> np.dtype:
+        name = node.get("dtype")
+        if name not in NUMPY_DTYPES:
+            raise WireError(f"dtype {name!r} not allowed")
+        return np.dtype(name)
+
+    def view(self, node, dtype: np.dtype, shape) -> np.ndarray:
+        v = node["view"]
+        if self.table is None or type(v) is not dict:
+            raise WireError("unexpected shared view")
+        strides = v.get("strides")
+        if type(strides) is not list or len(strides) != len(shape) or any(
+                type(s) is not int for s in strides) or type(v.get("offset")) is not int:
+            raise WireError("bad view")
+        return self.table.view(v.get("seg"), dtype, shape, strides, v["offset"])
+
+    def ndarray(self, node) -> np.ndarray:
+        dtype, shape = self.np_dtype(node), self.shape(node)
+        if "view" in node:
+            arr = self.view(node, dtype, shape)
+        else:
+            count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+            data = self.buf(node, count * dtype.itemsize)
+            arr = np.frombuffer(bytearray(data), dtype=dtype).reshape(shape)
+        if node.get("writeable") is False:
+            arr.flags.writeable = False
+        return arr
+
+    def tensor(self, node) -> torch.Tensor:
+        name, shape = node.get("dtype"), self.shape(node)
+        if name not in TORCH_DTYPES:
+            raise WireError(f"tensor dtype {name!r} not allowed")
+        dtype = TORCH_DTYPES[name]
+        if "view" in node:
+            if name not in NUMPY_DTYPES:
+                raise WireError("bad tensor view")
+            arr = self.view(node, np.dtype(name), shape)
+            if any(s < 0 for s in arr.strides):
+                raise WireError("tensor view with a negative stride")
+            t = torch.from_numpy(arr)
+        else:
+            count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+            esize = torch.empty((), dtype=dtype).element_size()
+            data = self.buf(node, count * esize)
+            if count == 0:
+                t = torch.empty(shape, dtype=dtype)
+            elif name == "bfloat16":
+                t = torch.frombuffer(bytearray(data), dtype=torch.int16).view(dtype).reshape(shape)
+            else:
+                t = torch.frombuffer(bytearray(data), dtype=dtype).reshape(shape)
+        grad = node.get("requires_grad") is True and (t.is_floating_point() or t.is_complex())
+        if node.get("parameter") is True:
+            return torch.nn.Parameter(t, requires_grad=grad)
+        return t.requires_grad_(grad) if grad else t
+
+
+def decode(doc: dict, buffers: list, table: SegmentTable | None = None, fds: list[int] = (),
+           *, limits: Limits = DEFAULT_LIMITS) -> Any:
+    """Rebuild a value from `encode`'s output; adopts the segments whose fds came with it."""
+    try:
+        if type(doc) is not dict:
+            raise WireError("frame is not a JSON object")
+        for spec in doc.get("segs", []):
+            if table is None or not fds:
+                raise WireError("segments where none may be sent")
+            table.adopt(int(spec["id"]), fds[int(spec["fd"])], int(spec["size"]))
+        return _Decoder(buffers, table, limits).value(doc.get("v"))
+    except WireError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, OverflowError, RecursionError) as exc:
+        raise WireError(f"malformed value: {type(exc).__name__}: {exc}") from None
+
+
+# --------------------------------------------------------------------------- frames
+
+
+def _frame_header(encoded: Encoded) -> tuple[bytes, bytes]:
+    doc = json.dumps(encoded.doc, separators=(",", ":")).encode()
+    lengths = struct.pack(f"!{len(encoded.buffers)}Q", *(len(b) for b in encoded.buffers))
+    return HEADER.pack(MAGIC, len(doc), len(encoded.buffers)) + lengths, doc
+
+
+def send_frame(sock: socket.socket, encoded: Encoded) -> None:
+    """Blocking send (the worker's side)."""
+    head, doc = _frame_header(encoded)
+    anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", encoded.fds))] \
+        if encoded.fds else []
+    sent = sock.sendmsg([head], anc)
+    if sent < len(head):
+        sock.sendall(head[sent:])
+    sock.sendall(doc)
+    for b in encoded.buffers:
+        sock.sendall(b)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytearray:
+    data = bytearray(n)
+    view = memoryview(data)
+    got = 0
+    while got < n:
+        k = sock.recv_into(view[got:])
+        if k == 0:
+            raise EOFError("peer closed the connection")
+        got += k
+    return data
+
+
+def recv_frame(sock: socket.socket, limits: Limits = DEFAULT_LIMITS) -> tuple[dict, list, list]:
+    """Blocking receive (the worker's side): returns (doc, buffers, fds)."""
+    head = bytearray()
+    fds: list[int] = []
+    while len(head) < HEADER.size:
+        data, anc, _flags, _ = sock.recvmsg(HEADER.size - len(head),
+                                            socket.CMSG_SPACE(MAX_FDS * 4))
+        if not data:
+            raise EOFError("peer closed the connection")
+        head += data
+        fds += fds_from(anc)
+    magic, doc_len, nbuf = HEADER.unpack(head)
+    if magic != MAGIC or doc_len > limits.max_json or nbuf > limits.max_buffers:
+        raise WireError("bad frame header")
+    lengths = struct.unpack(f"!{nbuf}Q", _recv_exact(sock, 8 * nbuf))
+    if sum(lengths) > limits.max_bytes:
+        raise WireError("frame too large")
+    doc = json.loads(_recv_exact(sock, doc_len))
+    return doc, [bytes(_recv_exact(sock, n)) for n in lengths], fds
+
+
+def fds_from(anc) -> list[int]:
+    fds: list[int] = []
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            arr = array.array("i")
+            arr.frombytes(data[: len(data) - len(data) % arr.itemsize])
+            fds += arr.tolist()
+    return fds
+
+
+class FrameReader:
+    """Incremental, non-blocking frame parser for the grader's side.
+
+    `feed` takes whatever the socket had; `frame()` returns a complete frame or None. Limits are
+    enforced from the header on, before the payload is buffered, so a hostile worker cannot make
+    the grader allocate more than `limits.max_bytes`.
+    """
+
+    def __init__(self, limits: Limits = DEFAULT_LIMITS):
+        self.limits = limits
+        self.data = bytearray()
+        self._need: tuple[int, int, tuple[int, ...]] | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        self.data += chunk
+        if len(self.data) > self.limits.max_bytes + self.limits.max_json + (1 << 20):
+            raise WireError("worker sent more than the message limit")
+
+    def frame(self) -> tuple[dict, list] | None:
+        if self._need is None:
+            if len(self.data) < HEADER.size:
+                return None
+            magic, doc_len, nbuf = HEADER.unpack_from(self.data)
+            if magic != MAGIC or doc_len > self.limits.max_json or nbuf > self.limits.max_buffers:
+                raise WireError("bad frame header from worker")
+            if len(self.data) < HEADER.size + 8 * nbuf:
+                return None
+            lengths = struct.unpack_from(f"!{nbuf}Q", self.data, HEADER.size)
+            if sum(lengths) > self.limits.max_bytes:
+                raise WireError(f"worker sent more than {self.limits.max_bytes >> 20} MB")
+            self._need = (HEADER.size + 8 * nbuf, doc_len, lengths)
+        start, doc_len, lengths = self._need
+        if len(self.data) < start + doc_len + sum(lengths):
+            return None
+        try:
+            doc = json.loads(bytes(self.data[start:start + doc_len]))
+        except (ValueError, RecursionError) as exc:
+            raise WireError(f"worker sent malformed JSON: {exc}") from None
+        pos, buffers = start + doc_len, []
+        for n in lengths:
+            buffers.append(bytes(self.data[pos:pos + n]))
+            pos += n
+        del self.data[:pos]
+        self._need = None
+        return doc, buffers
+
+
+def send_frame_nonblocking(sock: socket.socket, encoded: Encoded, deadline: float,
+                           on_idle=None) -> bool:
+    """Send a frame without blocking past `deadline`; False on timeout.
+
+    `on_idle(timeout)` is called while the socket is not writable (to drain worker output).
+    """
+    head, doc = _frame_header(encoded)
+    chunks = [memoryview(head), memoryview(doc)] + [memoryview(b) for b in encoded.buffers]
+    anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", encoded.fds))] \
+        if encoded.fds else []
+    first = True
+    for chunk in chunks:
+        while len(chunk):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            _, writable, _ = select.select([], [sock], [], min(remaining, 0.05))
+            if not writable:
+                if on_idle is not None:
+                    on_idle(0)
+                continue
+            try:
+                sent = sock.sendmsg([chunk], anc) if first else sock.send(chunk)
+            except BlockingIOError:
+                continue
+            first = False
+            chunk = chunk[sent:]
+    return True
