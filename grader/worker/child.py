@@ -27,6 +27,12 @@ from grader.worker.limits import WorkerLimits, apply_limits, die_with_parent
 
 MESSAGE_LIMIT = 2000
 TRACEBACK_LIMIT = 4000
+_student_files: set[str] = set()
+
+
+def student_files() -> set[str]:
+    """The file names student code was compiled under (for probes that watch it run)."""
+    return set(_student_files)
 
 
 def start(sock_fd: int, out_fd: int, scratch: str, limits: dict) -> None:
@@ -49,6 +55,9 @@ def start(sock_fd: int, out_fd: int, scratch: str, limits: dict) -> None:
         os.environ.update({"HOME": scratch, "TMPDIR": scratch, "PATH": "/usr/bin:/bin",
                            "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
         sys.stdin = open(os.devnull)
+        # Line buffering keeps prints and tracebacks in the order they happened.
+        sys.stdout.reconfigure(line_buffering=True)
+        sys.stderr.reconfigure(line_buffering=True)
         apply_limits(WorkerLimits(**limits))
         import torch
 
@@ -117,6 +126,7 @@ def load(request: dict) -> tuple[types.ModuleType, dict]:
     module.__file__ = chunks[0]["filename"] if chunks else f"{name}.py"
     sys.modules[name] = module
     cell_errors = []
+    _student_files.update(c["filename"] for c in chunks)
     for chunk in chunks:
         code, filename = chunk["code"], chunk["filename"]
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
@@ -151,8 +161,7 @@ def call(module: types.ModuleType | None, request: dict) -> dict:
     if not callable(target):
         return {"ok": False, "error": {
             "kind": "not_callable", "message": f"{name} is a {type(target).__name__}, not a function"}}
-    return _run(target, request.get("args", []), request.get("kwargs", {}),
-                {module.__file__})
+    return _run(target, request.get("args", []), request.get("kwargs", {}), _student_files)
 
 
 def probe(module: types.ModuleType | None, request: dict) -> dict:
@@ -163,7 +172,7 @@ def probe(module: types.ModuleType | None, request: dict) -> dict:
         return {"ok": False, "error": {"kind": "protocol", "message": "bad probe name"}}
     fn = getattr(importlib.import_module(f"grader.probes.{modname}"), fname)
     args = [module] + list(request.get("args", []))
-    return _run(fn, args, request.get("kwargs", {}), {module.__file__})
+    return _run(fn, args, request.get("kwargs", {}), _student_files)
 
 
 def _run(fn, args, kwargs, student_files: set[str]) -> dict:

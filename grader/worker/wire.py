@@ -260,7 +260,7 @@ class _Encoder:
 
     def tensor(self, t: torch.Tensor):
         if t.layout != torch.strided or t.device.type != "cpu" or t.is_quantized:
-            raise NotPlainData(f"a {t.layout} tensor on {t.device}; return a dense CPU tensor")
+            raise NotPlainData(f"a {t.layout} tensor on {t.device}, which is not supported (return a dense CPU tensor)")
         name = str(t.dtype).removeprefix("torch.")
         if name not in TORCH_DTYPES:
             raise NotPlainData(f"a tensor of dtype {t.dtype}, which is not supported")

@@ -1,0 +1,205 @@
+"""Wrong implementations of `strides_broadcasting`, each with the checks it must fail.
+
+A mutant is the reference solution with one function redefined at the end of the file: the
+classic mistakes students make. Together they show every check can fail.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    code: str
+    fails: frozenset[str]
+
+
+def M(name: str, code: str, *fails: str) -> Mutant:
+    return Mutant(name, code, frozenset(f"strides_broadcasting.{f}" for f in fails))
+
+
+MUTANTS = [
+    M("c_strides_fortran_order", """
+def c_strides(shape, itemsize):
+    out, step = [], itemsize
+    for n in shape:
+        out.append(step)
+        step *= n
+    return tuple(out)
+""", "c_strides_matches_numpy", "c_strides_edge_cases"),
+    M("c_strides_seeded_with_itemsize", """
+def c_strides(shape, itemsize):
+    strides = [itemsize]
+    for n in reversed(shape[1:]):
+        strides.insert(0, strides[0] * n)
+    return tuple(strides)
+""", "c_strides_edge_cases"),
+    M("is_c_contiguous_length_one_axes_matter", """
+def is_c_contiguous(shape, strides, itemsize):
+    expected = itemsize
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if s != expected:
+            return False
+        expected *= n
+    return True
+""", "is_c_contiguous_real_arrays", "is_c_contiguous_length_one_and_empty"),
+    M("is_c_contiguous_forgets_empty_arrays", """
+def is_c_contiguous(shape, strides, itemsize):
+    expected = itemsize
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1 and s != expected:
+            return False
+        expected *= n
+    return True
+""", "is_c_contiguous_length_one_and_empty"),
+    M("transpose_view_copies", """
+def transpose_view(a):
+    return np.ascontiguousarray(a.T)
+""", "transpose_view_values_and_layout", "transpose_view_any_layout"),
+    M("transpose_view_assumes_contiguous_input", """
+def transpose_view(a):
+    return np.lib.stride_tricks.as_strided(a.ravel(), a.shape[::-1], a.strides[::-1])
+""", "transpose_view_any_layout"),
+    M("broadcast_shape_aligns_from_the_left", """
+def broadcast_shape(*shapes):
+    ndim = max((len(s) for s in shapes), default=0)
+    padded = [tuple(s) + (1,) * (ndim - len(s)) for s in shapes]
+    out = []
+    for sizes in zip(*padded):
+        big = {n for n in sizes if n != 1}
+        if len(big) > 1:
+            raise ValueError("incompatible")
+        out.append(big.pop() if big else 1)
+    return tuple(out)
+""", "broadcast_shape_compatible", "broadcast_shape_edge_cases"),
+    M("broadcast_shape_max_without_checks", """
+def broadcast_shape(*shapes):
+    ndim = max((len(s) for s in shapes), default=0)
+    padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
+    return tuple(max(sizes) for sizes in zip(*padded))
+""", "broadcast_shape_edge_cases", "broadcast_shape_incompatible"),
+    M("broadcast_shape_needs_a_shape", """
+def broadcast_shape(*shapes):
+    ndim = max(len(s) for s in shapes)
+    out = []
+    for axis in range(-ndim, 0):
+        sizes = {s[axis] for s in shapes if len(s) >= -axis} - {1}
+        if len(sizes) > 1:
+            raise ValueError("incompatible")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+""", "broadcast_shape_edge_cases"),
+    M("broadcast_strides_forgets_new_axes", """
+def broadcast_strides(shape, strides, target_shape):
+    return tuple(0 if n != t else s for n, s, t in zip(shape, strides, target_shape[-len(shape):]))
+""", "broadcast_strides_matches_numpy", "broadcast_strides_any_layout",
+       "broadcast_strides_incompatible"),
+    M("broadcast_strides_keeps_length_one_strides", """
+def broadcast_strides(shape, strides, target_shape):
+    if len(shape) > len(target_shape):
+        raise ValueError("too many axes")
+    offset = len(target_shape) - len(shape)
+    out = [0] * offset
+    for n, s, t in zip(shape, strides, target_shape[offset:]):
+        if n == t:
+            out.append(s)
+        elif n == 1:
+            out.append(0)
+        else:
+            raise ValueError("incompatible")
+    return tuple(out)
+""", "broadcast_strides_any_layout"),
+    M("broadcast_strides_never_raises", """
+def broadcast_strides(shape, strides, target_shape):
+    offset = len(target_shape) - len(shape)
+    return (0,) * offset + tuple(s if n == t and n != 1 else 0
+                                 for n, s, t in zip(shape, strides, target_shape[offset:]))
+""", "broadcast_strides_incompatible"),
+    M("sliding_windows_one_row_short", """
+def sliding_windows(x, window, step=1):
+    if window < 1 or step < 1 or window > len(x):
+        raise ValueError("bad window")
+    count = max((len(x) - window) // step, 1)
+    (s,) = x.strides
+    return np.lib.stride_tricks.as_strided(x, (count, window), (step * s, s), writeable=False)
+""", "sliding_windows_values", "sliding_windows_steps_and_layouts"),
+    M("sliding_windows_copies", """
+def sliding_windows(x, window, step=1):
+    if window < 1 or step < 1 or window > len(x):
+        raise ValueError("bad window")
+    rows = (len(x) - window) // step + 1
+    return np.array([x[i * step:i * step + window] for i in range(rows)])
+""", "sliding_windows_is_a_read_only_view", "sliding_windows_steps_and_layouts"),
+    M("sliding_windows_writeable", """
+def sliding_windows(x, window, step=1):
+    if window < 1 or step < 1 or window > len(x):
+        raise ValueError("bad window")
+    count = (len(x) - window) // step + 1
+    (s,) = x.strides
+    return np.lib.stride_tricks.as_strided(x, (count, window), (step * s, s))
+""", "sliding_windows_is_a_read_only_view"),
+    M("sliding_windows_assumes_contiguous_x", """
+def sliding_windows(x, window, step=1):
+    if window < 1 or step < 1 or window > len(x):
+        raise ValueError("bad window")
+    count = (len(x) - window) // step + 1
+    return np.lib.stride_tricks.as_strided(x, (count, window), (step * x.itemsize, x.itemsize),
+                                           writeable=False)
+""", "sliding_windows_steps_and_layouts"),
+    M("sliding_windows_no_validation", """
+def sliding_windows(x, window, step=1):
+    count = (len(x) - window) // step + 1
+    (s,) = x.strides
+    return np.lib.stride_tricks.as_strided(x, (max(count, 0), max(window, 0)), (step * s, s),
+                                           writeable=False)
+""", "sliding_windows_invalid"),
+    M("center_columns_global_mean", """
+def center_columns(x):
+    return x - x.mean()
+""", "center_columns_values", "center_columns_shapes_and_layouts"),
+    M("center_columns_in_place", """
+def center_columns(x):
+    x -= x.mean(axis=0)
+    return x
+""", "center_columns_leaves_input_alone", "center_columns_shapes_and_layouts"),
+    M("center_columns_assumes_c_order", """
+def center_columns(x):
+    n, d = x.shape
+    columns = np.lib.stride_tricks.as_strided(x, (d, n), (x.itemsize, x.itemsize * d))
+    return x - columns.mean(axis=1)
+""", "center_columns_shapes_and_layouts"),
+    M("pairwise_missing_factor_two", """
+def pairwise_sq_dists(a, b):
+    return np.maximum((a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - a @ b.T, 0)
+""", "pairwise_sq_dists_values", "pairwise_sq_dists_never_negative",
+       "pairwise_sq_dists_is_vectorised"),
+    M("pairwise_not_clipped", """
+def pairwise_sq_dists(a, b):
+    return (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2 * a @ b.T
+""", "pairwise_sq_dists_never_negative"),
+    M("pairwise_python_loops", """
+def pairwise_sq_dists(a, b):
+    out = np.zeros((len(a), len(b)))
+    for i in range(len(a)):
+        for j in range(len(b)):
+            out[i, j] = float(((a[i] - b[j]) ** 2).sum())
+    return out
+""", "pairwise_sq_dists_is_vectorised"),
+    M("pairwise_loop_over_rows", """
+def pairwise_sq_dists(a, b):
+    return np.array([((row - b) ** 2).sum(axis=1) for row in a])
+""", "pairwise_sq_dists_is_vectorised"),
+    M("to_tensor_always_copies", """
+def to_tensor(arr, share):
+    return torch.tensor(arr)
+""", "to_tensor_share_true_shares_memory", "to_tensor_dtypes_and_shapes"),
+    M("to_tensor_always_shares", """
+def to_tensor(arr, share):
+    return torch.from_numpy(arr)
+""", "to_tensor_share_false_copies", "to_tensor_dtypes_and_shapes"),
+    M("to_tensor_contiguous_first", """
+def to_tensor(arr, share):
+    arr = np.ascontiguousarray(arr)
+    return torch.from_numpy(arr) if share else torch.tensor(arr)
+""", "to_tensor_dtypes_and_shapes"),
+]

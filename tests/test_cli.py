@@ -1,0 +1,142 @@
+"""The command-line contract: grade, check, demo, usage errors, and the pytest entry point."""
+
+import csv
+import json
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from conftest import EXERCISES, REPO, SOLUTIONS
+from grader.exports import read_json
+from grader.models import SubmissionResult
+
+EXERCISE = "strides_broadcasting"
+
+
+def torchgrade(*args, cwd=None, timeout=300):
+    return subprocess.run([sys.executable, "-m", "grader.cli", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory):
+    root = tmp_path_factory.mktemp("class")
+    subs = root / "submissions"
+    (subs / "alice").mkdir(parents=True)
+    (subs / "alice" / f"{EXERCISE}.py").write_text((SOLUTIONS / f"{EXERCISE}.py").read_text())
+    (subs / "bob" / "hw1").mkdir(parents=True)
+    (subs / "bob" / "hw1" / f"{EXERCISE}.py").write_text((EXERCISES / f"{EXERCISE}.py").read_text())
+    (subs / "carol").mkdir()
+    (subs / "carol" / f"{EXERCISE}.py").write_text("def c_strides(:\n")
+    (subs / "dave").mkdir()  # handed in nothing
+    with zipfile.ZipFile(subs / "erin.zip", "w") as z:
+        z.writestr(f"erin/{EXERCISE}.py", (SOLUTIONS / f"{EXERCISE}.py").read_text())
+    (subs / "=frank").mkdir()
+    (subs / "=frank" / f"{EXERCISE}.py").write_text(
+        (SOLUTIONS / f"{EXERCISE}.py").read_text() + "\nprint('<script>alert(1)</script>')\n")
+    out = root / "out"
+    proc = torchgrade("grade", subs, "--out", out)
+    return proc, out
+
+
+def test_grade_writes_every_output_and_exits_zero(graded_class):
+    proc, out = graded_class
+    assert proc.returncode == 0, proc.stderr
+    students = ["=frank", "alice", "bob", "carol", "dave", "erin"]
+    for s in students:
+        result = read_json(out / s / "results.json")  # validates against the model
+        assert result.student == s and (out / s / "report.html").stat().st_size > 0
+    index = (out / "index.html").read_text()
+    assert all(f'href="{s.replace("=", "%3D")}/report.html"' in index for s in students)
+    rows = list(csv.DictReader((out / "grades.csv").open()))
+    scores = {r["student"]: float(r["score"]) for r in rows}
+    assert scores["alice"] == scores["erin"] == scores["'=frank"] == float(rows[0]["max_score"]) > 0
+    assert scores["bob"] == scores["carol"] == scores["dave"] == 0
+
+
+def test_results_json_has_the_contract_fields(graded_class):
+    _, out = graded_class
+    data = json.loads((out / "alice" / "results.json").read_text())
+    for key in ("student", "score", "max_score", "grader_version", "checks"):
+        assert key in data
+    check = data["checks"][0]
+    for key in ("id", "exercise", "targets", "points", "max_points", "status", "message",
+                "diagnoses", "duration_s"):
+        assert key in check
+    assert check["exercise"] == EXERCISE and check["targets"] == ["c_strides"]
+    SubmissionResult.model_validate(data)
+
+
+def test_bad_submissions_get_clear_messages(graded_class):
+    _, out = graded_class
+    carol = read_json(out / "carol" / "results.json")
+    assert all("SyntaxError in strides_broadcasting.py, line 1" in c.message for c in carol.checks)
+    dave = read_json(out / "dave" / "results.json")
+    assert all(c.message.startswith("file not submitted") for c in dave.checks)
+    bob = read_json(out / "bob" / "results.json")
+    assert bob.exercises[0].path == "hw1/strides_broadcasting.py"
+
+
+def test_student_output_is_escaped_in_reports(graded_class):
+    _, out = graded_class
+    html = (out / "=frank" / "report.html").read_text()
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;" in html
+
+
+def test_check_prints_verdicts_and_sets_the_exit_code(tmp_path):
+    good = torchgrade("check", SOLUTIONS / f"{EXERCISE}.py", "--out", tmp_path / "a")
+    assert good.returncode == 0, good.stderr
+    assert "[ PASSED  ]" in good.stdout and (tmp_path / "a" / "solutions" / "report.html").exists()
+    bad = torchgrade("check", EXERCISES / f"{EXERCISE}.py", "--out", tmp_path / "b")
+    assert bad.returncode == 1
+    assert "not implemented yet" in bad.stdout and "Score: 0 /" in bad.stdout
+
+
+@pytest.mark.parametrize("args, words", [
+    (["grade", "/no/such/folder", "--out", "x"], "no such folder"),
+    (["grade", "{empty}", "--out", "x"], "holds no student folders"),
+    (["check", "/no/such/file.py"], "no such file"),
+    (["check", "{empty}"], "no exercise file found"),
+    (["grade", "{empty}"], "required: --out"),
+    (["grade", "{empty}", "--out", "x", "--frobnicate"], "unrecognized arguments"),
+    (["frobnicate"], "invalid choice"),
+    (["check", "{solutions}", "--exercises", "nope"], "unknown exercise 'nope'"),
+])
+def test_usage_errors_exit_2_with_one_line(tmp_path, args, words):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    args = [a.format(empty=empty, solutions=SOLUTIONS) for a in args]
+    proc = torchgrade(*args, cwd=tmp_path)
+    assert proc.returncode == 2 and words in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_demo_grades_the_bundled_class(tmp_path):
+    proc = torchgrade("demo", "--out", tmp_path / "demo", timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "index.html" in proc.stdout.splitlines()[-1]
+    results = {p.parent.name: read_json(p) for p in (tmp_path / "demo" / "results").glob("*/results.json")}
+    assert {"ada_correct", "ben_stub", "eve_notebook", "gus_zipped", "hal_hostile"} <= set(results)
+    full = results["ada_correct"].max_score
+    assert results["ada_correct"].score == results["gus_zipped"].score == full
+    assert results["eve_notebook"].score == full  # a scratch cell that raises costs nothing
+    assert results["ben_stub"].score == 0
+    hal = {c.status for c in results["hal_hostile"].checks}
+    assert {"timeout", "crashed", "error", "failed", "passed"} <= hal
+
+
+def test_pytest_runs_the_checks_directly(tmp_path):
+    results = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, "-m", "pytest", str(REPO / "grader" / "checks"),
+                           "--submission", str(SOLUTIONS), "--results-json", str(results), "-q"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert "torchgrade:" in proc.stdout
+    result = read_json(results)
+    assert result.score == result.max_score > 0
+    stub = subprocess.run([sys.executable, "-m", "pytest", str(REPO / "grader" / "checks"),
+                           "--submission", str(EXERCISES), "-q"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert stub.returncode == 1 and "not implemented yet" in stub.stdout

@@ -1,0 +1,48 @@
+"""An installed (non-editable) torchgrade finds its templates, checks, stubs and solutions."""
+
+import os
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from conftest import REPO, SOLUTIONS
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    root = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(root),
+                    str(REPO)], check=True, capture_output=True, timeout=600)
+    wheel = next(root.glob("torchgrade-*.whl"))
+    site = root / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
+                    str(site), str(wheel)], check=True, capture_output=True, timeout=600)
+    return wheel, site
+
+
+def test_wheel_ships_package_data(installed):
+    wheel, _ = installed
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for required in ("grader/templates/report.html.j2", "grader/templates/style.css",
+                     "grader/checks/pytest.ini", "grader/checks/test_strides_broadcasting.py",
+                     "grader/exercises/strides_broadcasting.py",
+                     "grader/solutions/strides_broadcasting.py",
+                     "grader/samples/cleo_mistakes/strides_broadcasting.py"):
+        assert required in names, required
+    assert not any(n.startswith(("tests/", "grader/tests/")) for n in names)
+
+
+def test_installed_package_grades_and_renders_a_report(installed, tmp_path):
+    _, site = installed
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    probe = subprocess.run([sys.executable, "-c", "import grader; print(grader.__file__)"],
+                           env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert probe.stdout.startswith(str(site))
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", "check",
+                           str(SOLUTIONS / "strides_broadcasting.py"), "--out", str(tmp_path / "o")],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    html = (tmp_path / "o" / "solutions" / "report.html").read_text()
+    assert "Feedback for solutions" in html and "Every check passed" in html

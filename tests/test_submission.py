@@ -1,0 +1,156 @@
+"""Finding and reading submissions: every problem becomes a message, nothing raises."""
+
+import json
+import zipfile
+
+import nbformat
+import pytest
+
+from grader.notebook import strip_ipython
+from grader.submission import load_submission
+
+EX = ["strides_broadcasting", "other"]
+
+
+def write(root, files):
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return root
+
+
+def notebook(*cells, valid=True) -> str:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    return nbformat.writes(nb)
+
+
+def test_finds_files_at_the_top_and_one_folder_deeper(tmp_path):
+    root = write(tmp_path / "alice", {"hw1/strides_broadcasting.py": "x = 1\n", "other.py": "y = 2\n",
+                                      "unrelated.py": "z = 3\n"})
+    sub = load_submission(root, exercises=EX)
+    assert sub.student == "alice"
+    assert sub.modules["strides_broadcasting"].path == "hw1/strides_broadcasting.py"
+    assert sub.modules["other"].chunks[0].code == "y = 2\n"
+
+
+def test_prefers_the_shallowest_file_and_says_so(tmp_path):
+    root = write(tmp_path / "s", {"strides_broadcasting.py": "a = 1\n",
+                                  "old/strides_broadcasting.py": "a = 2\n",
+                                  "strides_broadcasting.ipynb": notebook("a = 3")})
+    module = load_submission(root, exercises=EX).modules["strides_broadcasting"]
+    assert module.path == "strides_broadcasting.py"
+    assert any("also found" in n and "old/strides_broadcasting.py" in n for n in module.notes)
+
+
+def test_ignores_checkpoints_caches_and_hidden_folders(tmp_path):
+    root = write(tmp_path / "s", {".ipynb_checkpoints/strides_broadcasting.py": "bad = 1\n",
+                                  "__pycache__/strides_broadcasting.py": "bad = 1\n",
+                                  ".hidden/strides_broadcasting.py": "bad = 1\n"})
+    assert load_submission(root, exercises=EX).modules == {}
+
+
+def test_a_zip_inside_the_student_folder(tmp_path):
+    root = tmp_path / "bob"
+    root.mkdir()
+    with zipfile.ZipFile(root / "upload.zip", "w") as z:
+        z.writestr("bob/hw1/strides_broadcasting.py", "v = 1\n")
+        z.writestr("__MACOSX/bob/hw1/._strides_broadcasting.py", "junk")
+        z.writestr("../evil/other.py", "w = 1\n")
+    sub = load_submission(root, exercises=EX)
+    assert sub.modules["strides_broadcasting"].chunks[0].code == "v = 1\n"
+    assert "other" not in sub.modules
+
+
+def test_a_bare_zip_and_a_broken_zip(tmp_path):
+    good = tmp_path / "carol.zip"
+    with zipfile.ZipFile(good, "w") as z:
+        z.writestr("strides_broadcasting.py", "v = 1\n")
+    assert load_submission(good, exercises=EX).student == "carol"
+    bad = tmp_path / "dave"
+    write(bad, {"sub.zip": b"PK\x03\x04 not really a zip"})
+    sub = load_submission(bad, exercises=EX)
+    assert sub.modules == {} and "not a readable zip file" in sub.notes[0]
+
+
+def test_syntax_error_names_file_and_line(tmp_path):
+    root = write(tmp_path / "s", {"strides_broadcasting.py": "x = 1\ndef f(:\n    pass\n"})
+    module = load_submission(root, exercises=EX).modules["strides_broadcasting"]
+    assert module.fatal.startswith("SyntaxError in strides_broadcasting.py, line 2")
+
+
+@pytest.mark.parametrize("content, words", [
+    (b"\x00\x01\x02binary", "binary"),
+    (b"x = '\xff\xfe'\ndef f():\n    return 1\n", "not valid UTF-8 (byte 0xff on line 1)"),
+])
+def test_binary_and_non_utf8_files(tmp_path, content, words):
+    root = write(tmp_path / "s", {"strides_broadcasting.py": content})
+    module = load_submission(root, exercises=EX).modules["strides_broadcasting"]
+    assert words in (module.fatal or "") + " ".join(module.notes)
+
+
+def test_latin1_with_a_coding_cookie_is_read_as_declared(tmp_path):
+    root = write(tmp_path / "s", {"strides_broadcasting.py":
+                                  "# -*- coding: latin-1 -*-\nname = 'Jos\xe9'\n".encode("latin-1")})
+    module = load_submission(root, exercises=EX).modules["strides_broadcasting"]
+    assert "José" in module.chunks[0].code and not module.notes and module.fatal is None
+
+
+def test_empty_file_is_noted(tmp_path):
+    root = write(tmp_path / "s", {"strides_broadcasting.py": ""})
+    module = load_submission(root, exercises=EX).modules["strides_broadcasting"]
+    assert module.fatal is None and "empty" in module.notes[0]
+
+
+@pytest.mark.parametrize("text, words", [
+    ("{not json", "not valid JSON"),
+    ("[1, 2, 3]", "could not be read"),
+])
+def test_unreadable_notebooks(tmp_path, text, words):
+    root = write(tmp_path / "s", {"strides_broadcasting.ipynb": text})
+    module = load_submission(root, exercises=EX).modules["strides_broadcasting"]
+    assert words in module.fatal
+
+
+def test_invalid_nbformat_is_read_leniently(tmp_path):
+    nb = json.loads(notebook("def f():\n    return 1"))
+    del nb["metadata"]
+    nb["cells"][0]["bogus"] = True
+    root = write(tmp_path / "s", {"strides_broadcasting.ipynb": json.dumps(nb)})
+    module = load_submission(root, exercises=EX).modules["strides_broadcasting"]
+    assert module.fatal is None and "def f" in module.chunks[0].code
+    assert any("not valid nbformat" in n for n in module.notes)
+
+
+def test_notebook_cells_magics_and_syntax_errors(tmp_path):
+    text = notebook("%matplotlib inline\nimport numpy as np", "def f():\n    !ls\n    return 1",
+                    "%%bash\necho hi", "%%time\nx = f()", "def broken(:\n  pass", "")
+    root = write(tmp_path / "s", {"strides_broadcasting.ipynb": text})
+    module = load_submission(root, exercises=EX).modules["strides_broadcasting"]
+    codes = [c.code for c in module.chunks]
+    assert codes[0].startswith("pass\nimport numpy") and "    pass\n    return 1" in codes[1]
+    assert len(codes) == 3 and codes[2] == "\nx = f()\n"
+    assert all(c.keep_going for c in module.chunks)
+    notes = " | ".join(module.notes)
+    assert "%%bash" in notes and "SyntaxError" in notes and "cell 5" in notes
+
+
+def test_strip_ipython_keeps_line_numbers():
+    code, note = strip_ipython("a = 1\n%time b = 2\n  !echo\nc = 3")
+    assert code.splitlines() == ["a = 1", "pass", "  pass", "c = 3"] and "2" in note
+
+
+def test_a_single_file_with_the_wrong_name(tmp_path):
+    path = write(tmp_path / "s", {"homework.py": "x = 1\n"}) / "homework.py"
+    sub = load_submission(path, exercises=EX)
+    assert sub.modules == {} and "name it after the exercise" in sub.notes[0]
+
+
+def test_symlinks_are_not_followed(tmp_path):
+    secret = write(tmp_path / "other_student", {"strides_broadcasting.py": "secret = 1\n"})
+    root = tmp_path / "mallory"
+    root.mkdir()
+    (root / "strides_broadcasting.py").symlink_to(secret / "strides_broadcasting.py")
+    (root / "link").symlink_to(secret)
+    sub = load_submission(root, exercises=EX)
+    assert sub.modules == {} and "symbolic link" in sub.notes[0]

@@ -1,0 +1,268 @@
+"""The trust boundary: what student code can and cannot do to the grader."""
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from grader.models import ModuleSource, SourceChunk
+from grader.student import ModuleUnavailable, StudentError, StudentModule, StudentRaised
+from grader.worker.client import OutputBuffer
+from grader.worker.limits import WorkerLimits
+
+FAST = WorkerLimits(call_timeout=2.0, load_timeout=3.0)
+
+
+def module_of(zygote, code: str, limits: WorkerLimits = FAST, kind="py") -> StudentModule:
+    chunks = [SourceChunk(code=code, filename="m.py", label="m.py")]
+    source = ModuleSource(exercise="m", path="m.py", kind=kind, chunks=chunks)
+    return StudentModule("m", source, spawn=zygote.spawn, limits=limits)
+
+
+def test_the_warm_parent_is_single_threaded(zygote):
+    assert zygote.threads == 1
+
+
+def test_worker_sees_no_grader_internals(zygote):
+    sub = module_of(zygote, "import sys\n"
+                            "def loaded(): return sorted(m for m in sys.modules if m.startswith('grader'))\n"
+                            "def threads(): import os; return len(os.listdir('/proc/self/task'))\n"
+                            "def env(): import os; return dict(os.environ)\n"
+                            "def cwd(): import os; return os.getcwd()\n")
+    try:
+        loaded = sub.call("loaded")
+        assert not [m for m in loaded if m.startswith(("grader.checks", "grader.solutions",
+                                                       "grader.runner", "grader.plugin"))]
+        assert sub.call("threads") == 1
+        env = sub.call("env")
+        assert env["OMP_NUM_THREADS"] == "1" and "PYTHONPATH" not in env
+        assert sub.call("cwd") == env["HOME"]  # a private scratch folder
+    finally:
+        sub.close()
+
+
+def test_a_timeout_fails_only_that_call_and_a_fresh_worker_serves_the_next(zygote):
+    sub = module_of(zygote, "import time\nstate = []\n"
+                            "def slow(): time.sleep(60)\n"
+                            "def ok(x): state.append(x); return len(state)\n")
+    try:
+        assert sub.call("ok", 1) == 1
+        start = time.monotonic()
+        with pytest.raises(StudentError) as info:
+            sub.call("slow", timeout=0.5)
+        assert info.value.status == "timeout" and "timed out after 0.5 s" in str(info.value)
+        assert time.monotonic() - start < 3
+        assert sub.call("ok", 2) == 1  # a fresh import: the old worker's state is gone
+    finally:
+        sub.close()
+
+
+@pytest.mark.parametrize("body, words", [
+    ("import os; os._exit(3)", "exited with status 3"),
+    ("import ctypes; ctypes.string_at(0)", "segmentation fault"),
+    ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "killed"),
+])
+def test_crashes_fail_the_call_with_a_plain_message(zygote, body, words):
+    sub = module_of(zygote, f"def boom():\n    {body}\ndef ok():\n    return 'fine'\n")
+    try:
+        with pytest.raises(StudentError) as info:
+            sub.call("boom")
+        assert info.value.status == "crashed" and words in str(info.value)
+        assert sub.call("ok") == "fine"
+    finally:
+        sub.close()
+
+
+def test_memory_limit_is_a_crash_not_a_hang(zygote):
+    sub = module_of(zygote, "import numpy as np\ndef hog():\n    return np.ones(10**10)\n"
+                            "def ok():\n    return 1\n")
+    try:
+        with pytest.raises(StudentError) as info:
+            sub.call("hog")
+        assert info.value.status == "crashed" and "memory" in str(info.value)
+        assert sub.call("ok") == 1
+    finally:
+        sub.close()
+
+
+def test_processes_started_by_student_code_die_with_the_worker(zygote, tmp_path):
+    marker = tmp_path / "child.pid"
+    sub = module_of(zygote, "import subprocess, time\n"
+                            "def spawn(path):\n"
+                            "    p = subprocess.Popen(['sleep', '300'])\n"
+                            "    open(path, 'w').write(str(p.pid))\n"
+                            "    time.sleep(60)\n")
+    try:
+        with pytest.raises(StudentError):
+            sub.call("spawn", str(marker), timeout=1.0)
+        pid = int(marker.read_text())
+        for _ in range(50):
+            if not _alive(pid):
+                break
+            time.sleep(0.05)
+        assert not _alive(pid)
+    finally:
+        sub.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("code, status, words", [
+    ("raise ValueError('bad top level')\n", "error", "ValueError: bad top level"),
+    ("import sys\nsys.exit(4)\n", "error", "sys.exit(4)"),
+    ("while True:\n    pass\n", "timeout", "timed out"),
+    ("import os\nos._exit(0)\n", "crashed", "exited with status 0"),
+    ("import no_such_package_xyz\n", "error", "ModuleNotFoundError"),
+])
+def test_import_failures_fail_every_call_with_one_message(zygote, code, status, words):
+    sub = module_of(zygote, code + "def f():\n    return 1\n")
+    try:
+        for _ in range(2):
+            with pytest.raises(ModuleUnavailable) as info:
+                sub.call("f")
+            assert info.value.status == status and words in str(info.value)
+    finally:
+        sub.close()
+
+
+def test_import_error_names_the_line(zygote):
+    sub = module_of(zygote, "x = 1\n\ny = 1 / 0\n")
+    try:
+        with pytest.raises(ModuleUnavailable) as info:
+            sub.call("f")
+        assert "line 3" in str(info.value) and "ZeroDivisionError" in str(info.value)
+    finally:
+        sub.close()
+
+
+def test_exceptions_carry_type_mro_and_student_frames_only(zygote):
+    sub = module_of(zygote, "class Mine(ValueError):\n    pass\n"
+                            "def f():\n    raise Mine('no')\n")
+    try:
+        with pytest.raises(StudentRaised) as info:
+            sub.call("f")
+        err = info.value
+        assert err.type == "Mine" and "ValueError" in err.mro
+        assert 'File "m.py", line 4, in f' in err.detail and "grader" not in err.detail
+        sub.raises(ValueError, "f")  # a subclass counts
+    finally:
+        sub.close()
+
+
+def test_missing_function_costs_only_its_call(zygote):
+    sub = module_of(zygote, "def present():\n    return 2\n")
+    try:
+        with pytest.raises(StudentError) as info:
+            sub.call("absent")
+        assert "defines no absent" in str(info.value)
+        assert sub.call("present") == 2
+    finally:
+        sub.close()
+
+
+def test_monkeypatching_in_the_worker_does_not_reach_the_grader(zygote):
+    sub = module_of(zygote, "import numpy as np, torch\n"
+                            "np.allclose = lambda *a, **k: True\n"
+                            "np.array_equal = lambda *a, **k: True\n"
+                            "torch.allclose = lambda *a, **k: True\n"
+                            "def f():\n    return np.zeros(3)\n")
+    try:
+        got = sub.call("f")
+        assert not np.array_equal(got, np.ones(3))  # the grader's numpy is untouched
+        assert type(got) is np.ndarray
+    finally:
+        sub.close()
+
+
+def test_sabotaging_the_workers_builtins_only_breaks_the_submission(zygote):
+    sub = module_of(zygote, "import builtins\nbuiltins.isinstance = lambda *a: True\n"
+                            "def f():\n    return 1\n")
+    try:
+        with pytest.raises(StudentError) as info:
+            sub.call("f")
+        assert info.value.status in ("crashed", "error")
+    finally:
+        sub.close()
+
+
+def test_output_is_captured_per_check_and_bounded(zygote):
+    limits = WorkerLimits(call_timeout=5.0, output_bytes=4096)
+    sub = module_of(zygote, "import sys\nprint('at import')\n"
+                            "def chatty(n):\n    print('x' * n)\n    print('to stderr', file=sys.stderr)\n"
+                            "    return n\n", limits)
+    try:
+        assert sub.call("chatty", 10) == 10
+        assert sub.import_output == "at import\n"
+        assert sub.end_check() == "x" * 10 + "\nto stderr\n"
+        assert sub.call("chatty", 10_000_000) == 10_000_000
+        text = sub.end_check()
+        assert len(text) < 4096 + 200 and "bytes of output omitted" in text
+        assert text.rstrip().endswith("to stderr")
+    finally:
+        sub.close()
+
+
+def test_output_buffer_keeps_head_and_tail():
+    buf = OutputBuffer(10)
+    buf.add(b"abcdefghijklmnop")
+    text = buf.take()
+    assert text.startswith("abcde") and text.endswith("lmnop") and "6 bytes" in text
+    assert buf.take() == ""
+
+
+def test_not_plain_results_are_refused(zygote):
+    sub = module_of(zygote, "class Fake(tuple):\n    def __eq__(self, o):\n        return True\n"
+                            "def f():\n    return Fake((1, 2))\n")
+    try:
+        with pytest.raises(StudentError) as info:
+            sub.call("f")
+        assert "not plain data" in str(info.value) and "Fake" in str(info.value)
+    finally:
+        sub.close()
+
+
+def test_notebook_cells_keep_going_after_an_error(zygote):
+    chunks = [SourceChunk(code="def f():\n    return 1\n", filename="nb [cell 1]", label="cell 1",
+                          keep_going=True),
+              SourceChunk(code="raise RuntimeError('scratch')\n", filename="nb [cell 2]",
+                          label="cell 2", keep_going=True),
+              SourceChunk(code="def g():\n    return f() + 1\n", filename="nb [cell 3]",
+                          label="cell 3", keep_going=True)]
+    source = ModuleSource(exercise="m", path="m.ipynb", kind="ipynb", chunks=chunks)
+    sub = StudentModule("m", source, spawn=zygote.spawn, limits=FAST)
+    try:
+        assert sub.call("g") == 2
+        assert len(sub.notes) == 1 and "cell 2" in sub.notes[0] and "scratch" in sub.notes[0]
+    finally:
+        sub.close()
+
+
+def test_shared_inputs_show_in_place_writes(zygote):
+    sub = module_of(zygote, "def scale(a):\n    a *= 2\n    return a[::-1]\n")
+    try:
+        a = sub.shared(np.arange(4.0))
+        got = sub.call("scale", a)
+        assert np.array_equal(a, [0, 2, 4, 6])  # the worker wrote into the grader's memory
+        assert np.shares_memory(got, a) and got.strides == (-8,)
+    finally:
+        sub.close()
+
+
+def test_no_worker_processes_are_left_behind(zygote):
+    sub = module_of(zygote, "import os\ndef pid():\n    return os.getpid()\n")
+    pid = sub.call("pid")
+    assert _alive(pid)
+    sub.close()
+    for _ in range(50):
+        if not _alive(pid):
+            break
+        time.sleep(0.05)
+    assert not _alive(pid)
+    assert os.getpid() != pid
