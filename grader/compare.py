@@ -20,10 +20,13 @@ class CheckFailure(AssertionError):
     """The submission's behaviour is wrong. `str()` is the message shown to the student."""
 
     def __init__(self, message: str, *, call: str | None = None, expected: str | None = None,
-                 got: str | None = None, hint: str | None = None):
+                 got: str | None = None, hint: str | None = None,
+                 evidence: dict[str, Any] | None = None):
         text = message if not hint else f"{message}\nHint: {hint}"
         super().__init__(text)
         self.call, self.expected, self.got, self.hint = call, expected, got, hint
+        # Plain facts the check measured (JSON-able): what diagnoses and report plots read.
+        self.evidence = dict(evidence or {})
 
 
 def fail(message: str, **fields) -> None:

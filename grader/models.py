@@ -7,7 +7,7 @@ of `SubmissionResult`.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, computed_field
 
@@ -68,6 +68,8 @@ class CheckResult(BaseModel):
     got: str | None = None
     hint: str | None = Field(None, description="one line on the concept behind the check")
     output: str = Field("", description="what the student's code printed during this check")
+    evidence: dict[str, Any] = Field({}, description="plain facts the check measured (numbers, "
+                                     "short lists): what diagnoses and report plots are made of")
     diagnoses: list[str] = []
     duration_s: float = 0.0
 

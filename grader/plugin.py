@@ -27,6 +27,7 @@ from grader.worker.limits import WorkerLimits
 
 log = logging.getLogger("torchgrade")
 SESSION_KEY = pytest.StashKey["GradingSession"]()
+EVIDENCE_KEY = pytest.StashKey[dict]()
 INTERNAL_ERROR = ("the grader itself failed on this check ({}); this is not your fault, please "
                   "tell your instructor")
 
@@ -83,6 +84,7 @@ class ResultCollector:
         module = item.funcargs.get("sub") if hasattr(item, "funcargs") else None
         output = module.end_check() if isinstance(module, StudentModule) else ""
         result = make_result(item, call, output)
+        result.evidence = {**item.stash.get(EVIDENCE_KEY, {}), **result.evidence}
         self.results.append(result)
         passed = result.status == "passed"
         return pytest.TestReport(
@@ -111,7 +113,8 @@ def make_result(item: pytest.Item, call: pytest.CallInfo, output: str) -> CheckR
         return CheckResult(status="passed", **{**fields, "points": info.points})
     if isinstance(exc, CheckFailure):
         return CheckResult(status="failed", message=str(exc), call=exc.call,
-                           expected=exc.expected, got=exc.got, hint=exc.hint, **fields)
+                           expected=exc.expected, got=exc.got, hint=exc.hint,
+                           evidence=exc.evidence, **fields)
     if isinstance(exc, StudentError):
         return CheckResult(status=exc.status, message=str(exc), call=exc.call, **fields)
     if isinstance(exc, AssertionError):  # a bare assert in a check: its message only
@@ -175,6 +178,13 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     score = sum(r.points for r in collector.results)
     total = sum(r.max_points for r in collector.results)
     terminalreporter.write_sep("=", f"torchgrade: {score:g} / {total:g} points")
+
+
+@pytest.fixture
+def evidence(request: pytest.FixtureRequest) -> dict:
+    """A dict for facts a check measured, kept in its result even when it passes (a loss
+    curve for the report, say). Values must be JSON-able: numbers, strings, short lists."""
+    return request.node.stash.setdefault(EVIDENCE_KEY, {})
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+import torch
 
 import grader
 from grader.models import CheckResult, ExerciseResult, Submission, SubmissionResult
@@ -26,6 +27,8 @@ def run_checks(submission: Submission, *, exercises: list[str],
     Student code runs only in workers forked by `zygote` (one is started when none is given).
     Never raises for anything the submission does.
     """
+    # References are computed single-threaded, like the workers, so that seeded runs agree.
+    torch.set_num_threads(1)
     session = GradingSession(submission, limits=limits, zygote=zygote)
     collector = ResultCollector()
     files = check_files(exercises, checks_dir=checks_dir)

@@ -1,21 +1,9 @@
-"""Wrong implementations of `strides_broadcasting`, each with the checks it must fail.
+"""Wrong implementations of `strides_broadcasting`: the classic mistakes, each with the checks
+it must fail (see mutants/__init__.py)."""
 
-A mutant is the reference solution with one function redefined at the end of the file: the
-classic mistakes students make. Together they show every check can fail.
-"""
+from mutants import mutant_factory
 
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class Mutant:
-    name: str
-    code: str
-    fails: frozenset[str]
-
-
-def M(name: str, code: str, *fails: str) -> Mutant:
-    return Mutant(name, code, frozenset(f"strides_broadcasting.{f}" for f in fails))
+M = mutant_factory("strides_broadcasting")
 
 
 MUTANTS = [
@@ -202,4 +190,30 @@ def to_tensor(arr, share):
     arr = np.ascontiguousarray(arr)
     return torch.from_numpy(arr) if share else torch.tensor(arr)
 """, "to_tensor_dtypes_and_shapes"),
+]
+
+# Correct variants (they must fail nothing): the styles a strict check could wrongly reject.
+MUTANTS += [
+    M("correct_pairwise_broadcast_3d", """
+def pairwise_sq_dists(a, b):
+    return ((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)
+"""),
+    M("correct_pairwise_loop_over_dimensions", """
+def pairwise_sq_dists(a, b):
+    out = np.zeros((len(a), len(b)))
+    for k in range(a.shape[1]):
+        out += (a[:, k, None] - b[None, :, k]) ** 2
+    return out
+"""),
+    M("correct_c_strides_with_np_prod_floats", """
+def c_strides(shape, itemsize):
+    return tuple(itemsize * np.prod(shape[i + 1:]) for i in range(len(shape)))
+"""),
+    M("correct_is_c_contiguous_returns_numpy_bool", """
+def is_c_contiguous(shape, strides, itemsize):
+    if 0 in shape:
+        return np.True_
+    return np.bool_(all(s == c for n, s, c in zip(shape, strides, c_strides(shape, itemsize))
+                        if n != 1))
+"""),
 ]

@@ -1,0 +1,92 @@
+"""Every exercise's checks: full marks for the solution (three times, identical verdicts), zero
+with a message for the stub, exactly the expected failures for every wrong implementation in
+tests/mutants/, every check failed by at least one of them, and full marks for the correct
+submissions in other styles in tests/styles/."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from conftest import EXERCISES, REPO, SOLUTIONS, not_passed
+from grader.registry import check_files, known_exercises, visibility_of_file
+from mutants import mutants_of
+
+STYLES = REPO / "tests" / "styles"
+ALL = known_exercises()
+MUTANTS = [m for exercise in ALL for m in mutants_of(exercise)]
+STYLE_FILES = sorted((e, p.name) for e in ALL for p in STYLES.glob(f"{e}__*.py"))
+
+
+def solution(exercise: str) -> str:
+    return (SOLUTIONS / f"{exercise}.py").read_text()
+
+
+def failures(result) -> dict[str, str]:
+    return {c.id: c.message for c in result.checks if c.status != "passed"}
+
+
+@pytest.mark.parametrize("exercise", ALL)
+def test_solution_scores_full_marks_every_time(grade_files, exercise):
+    runs = [grade_files({f"{exercise}.py": solution(exercise)}, exercises=[exercise])
+            for _ in range(3)]
+    for result in runs:
+        assert failures(result) == {}
+        assert result.score == result.max_score > 0
+    assert len({tuple((c.id, c.status) for c in r.checks) for r in runs}) == 1
+
+
+@pytest.mark.parametrize("exercise", ALL)
+def test_stub_scores_zero_with_a_message_on_every_check(grade_files, exercise):
+    stub = (EXERCISES / f"{exercise}.py").read_text()
+    result = grade_files({f"{exercise}.py": stub}, exercises=[exercise])
+    assert result.score == 0 and result.checks
+    for c in result.checks:
+        assert c.status in ("error", "failed") and "not implemented yet" in c.message, c
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=[f"{m.exercise}:{m.name}" for m in MUTANTS])
+def test_mutant_fails_exactly_its_checks(grade_files, mutant):
+    source = mutant.apply(solution(mutant.exercise))
+    result = grade_files({f"{mutant.exercise}.py": source}, exercises=[mutant.exercise])
+    assert not_passed(result) == set(mutant.fails), failures(result)
+
+
+@pytest.mark.parametrize("exercise", ALL)
+def test_every_check_fails_on_some_mutant(grade_files, exercise):
+    result = grade_files({f"{exercise}.py": solution(exercise)}, exercises=[exercise])
+    every = {c.id for c in result.checks}
+    caught = set().union(*(m.fails for m in MUTANTS if m.exercise == exercise))
+    assert every - caught == set(), "checks that no mutant fails"
+    assert caught - every == set(), "mutants name checks that do not exist"
+
+
+@pytest.mark.parametrize("exercise, style", STYLE_FILES)
+def test_correct_submissions_in_other_styles_score_full_marks(grade_files, exercise, style):
+    result = grade_files({f"{exercise}.py": (STYLES / style).read_text()}, exercises=[exercise])
+    assert failures(result) == {}
+
+
+def test_missing_function_costs_only_its_checks(grade_files):
+    source = solution("strides_broadcasting").replace("def to_tensor(", "def to_tensor_renamed(")
+    result = grade_files({"strides_broadcasting.py": source})
+    failed = failures(result)
+    assert failed and all("to_tensor" in cid for cid in failed)
+    assert all("defines no to_tensor" in message for message in failed.values())
+
+
+def test_checks_declare_points_and_the_visibility_of_their_file():
+    for path in check_files():
+        tree = ast.parse(path.read_text())
+        tests = [f for f in tree.body
+                 if isinstance(f, ast.FunctionDef) and f.name.startswith("test_")]
+        assert tests, path
+        for fn in tests:
+            marks = [d for d in fn.decorator_list
+                     if isinstance(d, ast.Call) and getattr(d.func, "id", "") == "check"]
+            assert marks, f"{path.name}::{fn.name} is not a @check"
+            kw = {k.arg: ast.literal_eval(k.value) for k in marks[0].keywords
+                  if k.arg in ("visibility", "points")}
+            assert kw.get("visibility", "hidden") == visibility_of_file(path), fn.name
+            assert kw["points"] > 0
