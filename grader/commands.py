@@ -79,6 +79,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
     summary = GradeSummary(out=out, exercises=chosen)
     out.mkdir(parents=True, exist_ok=True)
     with Zygote() as zygote:
+        warn_isolation(zygote)
         for sub in loaded:
             result = grade_one(sub, exercises=chosen, limits=limits, zygote=zygote)
             write_outputs(result, out)
@@ -148,8 +149,15 @@ def check(path: Path, *, out: Path, exercises: list[str] | None = None,
             raise UsageError(f"no exercise file found in {path} (expected one of {names}, "
                              "or the same names as .ipynb)")
     with Zygote() as zygote:
+        warn_isolation(zygote)
         result = grade_one(submission, exercises=chosen, limits=limits, zygote=zygote)
     return result, write_outputs(result, Path(out))
+
+
+def warn_isolation(zygote: Zygote) -> None:
+    if zygote.isolation != "full":
+        log.warning("torchgrade: warning: worker isolation is %s on this machine; missing: %s. "
+                    "See 'Isolation levels' in the README.", zygote.isolation, zygote.missing)
 
 
 # --------------------------------------------------------------------------- demo

@@ -58,6 +58,11 @@ class GradingSession:
                 spawn=lambda limits: self.zygote().spawn(limits), limits=self.limits)
         return self.modules[exercise]
 
+    @property
+    def isolation(self) -> str:
+        """How contained this session's workers were (none started: nothing to contain)."""
+        return self._zygote.isolation if self._zygote is not None else "none"
+
     def close(self) -> None:
         for module in self.modules.values():
             module.close()
@@ -168,6 +173,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     from grader.exports import write_json
 
     result = assemble_result(grading.submission, grading.modules, collector.results)
+    result.isolation = grading.isolation
     write_json(result, collector.results_json)
 
 

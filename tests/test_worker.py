@@ -86,24 +86,44 @@ def test_memory_limit_is_a_crash_not_a_hang(zygote):
         sub.close()
 
 
-def test_processes_started_by_student_code_die_with_the_worker(zygote, tmp_path):
-    marker = tmp_path / "child.pid"
-    sub = module_of(zygote, "import subprocess, time\n"
-                            "def spawn(path):\n"
-                            "    p = subprocess.Popen(['sleep', '300'])\n"
-                            "    open(path, 'w').write(str(p.pid))\n"
+def test_processes_started_by_student_code_die_with_the_worker(zygote):
+    marker = f"{time.time_ns() % 10**6}.25"  # a unique `sleep` argument, found on the host
+    sub = module_of(zygote, "import subprocess, time, os\n"
+                            "def spawn(marker):\n"
+                            "    subprocess.Popen(['sleep', marker], start_new_session=True)\n"
+                            "    if os.fork() == 0:\n"
+                            "        os.setsid()\n"
+                            "        subprocess.Popen(['sleep', marker])\n"
+                            "        os._exit(0)\n"
                             "    time.sleep(60)\n")
     try:
         with pytest.raises(StudentError):
-            sub.call("spawn", str(marker), timeout=1.0)
-        pid = int(marker.read_text())
-        for _ in range(50):
-            if not _alive(pid):
-                break
-            time.sleep(0.05)
-        assert not _alive(pid)
+            sub.call("spawn", marker, timeout=1.0)
+        assert _wait_until(lambda: not _processes_with(marker)), _processes_with(marker)
     finally:
         sub.close()
+
+
+def _processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if marker.encode() in f.read() and _alive(int(entry)):
+                        found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def _wait_until(condition, seconds: float = 3.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
 
 
 def _alive(pid: int) -> bool:
@@ -256,13 +276,69 @@ def test_shared_inputs_show_in_place_writes(zygote):
 
 
 def test_no_worker_processes_are_left_behind(zygote):
-    sub = module_of(zygote, "import os\ndef pid():\n    return os.getpid()\n")
-    pid = sub.call("pid")
-    assert _alive(pid)
+    marker = f"{time.time_ns() % 10**6}.75"
+    sub = module_of(zygote, "import subprocess\n"
+                            "def start(marker):\n"
+                            "    subprocess.Popen(['sleep', marker])\n"
+                            "    return 1\n")
+    assert sub.call("start", marker) == 1
+    host_pid = sub._worker.pid
+    assert _alive(host_pid) and _processes_with(marker)
     sub.close()
-    for _ in range(50):
-        if not _alive(pid):
-            break
-        time.sleep(0.05)
-    assert not _alive(pid)
-    assert os.getpid() != pid
+    assert _wait_until(lambda: not _alive(host_pid) and not _processes_with(marker))
+
+
+def test_workers_are_contained_when_the_machine_allows(zygote):
+    """On a machine where the grader runs as root with bubblewrap (like CI), isolation is full:
+    the worker runs as its own uid, as PID 2 of its own namespace, without network, and sees
+    none of the grader's files."""
+    if zygote.isolation != "full":
+        pytest.skip(f"isolation is {zygote.isolation} here: {zygote.missing}")
+    sub = module_of(zygote, "import os, socket\n"
+                            "def facts(paths):\n"
+                            "    try:\n"
+                            "        socket.create_connection(('127.0.0.1', 22), timeout=1)\n"
+                            "        net = 'connected'\n"
+                            "    except OSError as e:\n"
+                            "        net = e.strerror\n"
+                            "    def read(p):\n"
+                            "        try:\n"
+                            "            return open(p).read()\n"
+                            "        except OSError:\n"
+                            "            return ''\n"
+                            "    return os.getuid(), os.getpid(), net, [read(p) for p in paths]\n")
+    try:
+        import grader
+        from pathlib import Path
+        root = Path(grader.__file__).parent
+        secrets = [str(root / "checks" / "test_strides_broadcasting_hidden.py"),
+                   str(root / "compare.py"), __file__]
+        uid, pid, net, seen = sub.call("facts", secrets)
+        assert uid != 0 and pid == 2 and "unreachable" in net.lower()
+        assert seen == ["", "", ""]  # missing, or (in an installed package) emptied
+    finally:
+        sub.close()
+
+
+def test_without_isolation_a_killed_parent_is_restarted():
+    """Below full isolation a worker can reach its parent; the batch must survive that."""
+    from grader.worker.client import Zygote
+
+    with Zygote(isolate=False) as bare:
+        assert bare.isolation == "none" and "bubblewrap" in bare.missing
+        killer = module_of(bare, "import os, signal\n"
+                                 "def kill_parent():\n"
+                                 "    os.kill(os.getppid(), signal.SIGKILL)\n"
+                                 "    return 1\n")
+        try:
+            try:
+                killer.call("kill_parent")  # the worker may die with its parent, or not
+            except StudentError as exc:
+                assert exc.status == "crashed"
+        finally:
+            killer.close()
+        after = module_of(bare, "def ok():\n    return 'fine'\n")
+        try:
+            assert after.call("ok") == "fine"
+        finally:
+            after.close()
