@@ -147,6 +147,14 @@ try:
 except OSError:
     pass
 """),
+    Threat("fills_the_disk", at_import="""
+for _i in range(100):
+    try:
+        with open(f"filler{_i}.bin", "wb") as _f:
+            _f.write(b"x" * (8 << 20))
+    except OSError:
+        break
+"""),
     Threat("notebook_not_json", files={f"{EXERCISE}.ipynb": b"{ this is not json"},
            all_checks="error", words="not valid JSON"),
     Threat("binary_file", files={f"{EXERCISE}.py": bytes(range(256)) * 4},

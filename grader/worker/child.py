@@ -99,31 +99,41 @@ def unshare_namespaces() -> None:
     _check(_libc.unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET), "unshare")
 
 
+WORKER_TMPFS_SIZE = "256m"
+
+
+def _mount_tmpfs(path: str, options: str) -> None:
+    data = f"size={WORKER_TMPFS_SIZE},{options}".encode()
+    _check(_libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, data),
+           f"mount a tmpfs on {path}")
+
+
 def confine(scratch: str, uid: int) -> None:
-    """In a fresh mount namespace, as root: private /proc, /tmp and /dev/shm, the scratch
-    folder (kept at its path even under the new /tmp) handed to `uid`, then drop to `uid` for
-    good (no capabilities, no gains through setuid programs)."""
+    """In a fresh mount namespace, as root: private /proc, /tmp, /dev/shm and scratch folder
+    (tmpfs, 256 MB each), then drop to `uid` for good (no capabilities, no gains through
+    setuid programs)."""
     _check(_libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make mounts private")
     _check(_libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None),
            "mount /proc")
-    # The new /tmp and /dev/shm would hide whatever lives there: the scratch folder, and (say,
-    # for a checkout under /tmp) Python itself. Hold those folders open and bind them back.
+    # The new /tmp and /dev/shm would hide whatever lives there (say, for a checkout under
+    # /tmp, Python itself): hold those folders open and bind them back.
     keep = {}
-    for path in sorted({scratch, sys.prefix, sys.base_prefix, *sys.path}):
+    for path in sorted({sys.prefix, sys.base_prefix, *sys.path}):
         if path.startswith(("/tmp/", "/dev/shm/")) and os.path.isdir(path):
             keep[path] = os.open(path, os.O_PATH | os.O_DIRECTORY)
     for path in ("/tmp", "/dev/shm"):
         if os.path.isdir(path):
-            _check(_libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
-                               b"size=256m,mode=1777"), f"mount {path}")
+            _mount_tmpfs(path, "mode=1777")
     for path, fd in keep.items():
         if not os.path.isdir(path):  # not already restored with a folder above it
             os.makedirs(path)
             _check(_libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None,
                                MS_BIND | MS_REC, None), f"bind {path} back")
         os.close(fd)
-    os.chown(scratch, uid, uid)
-    os.chmod(scratch, 0o700)
+    # The scratch folder becomes the worker's own small tmpfs: whatever it writes costs
+    # bounded memory, never the grader's disk, and vanishes with it.
+    os.makedirs(scratch, exist_ok=True)
+    _mount_tmpfs(scratch, f"mode=0700,uid={uid},gid={uid}")
     try:  # under memory pressure the kernel should kill a worker before the grader
         with open("/proc/self/oom_score_adj", "w") as f:
             f.write("1000")
