@@ -154,6 +154,10 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
+    # The first optimizer a process builds (or zero_grads) imports torch._dynamo: 2-3 s, with
+    # sympy. Imported once here (no tensor operation, no thread), not in every worker's deadline.
+    import torch._dynamo  # noqa: F401
+
     free_uids = uid_range()
     contained = bool(free_uids) and namespaces_work(free_uids[0])
     if contained:
