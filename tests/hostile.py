@@ -150,7 +150,7 @@ except OSError:
     Threat("fills_the_disk", at_import="""
 for _i in range(100):
     try:
-        with open(f"filler{_i}.bin", "wb") as _f:
+        with open(f"filler{{_i}}.bin", "wb") as _f:
             _f.write(b"x" * (8 << 20))
     except OSError:
         break
