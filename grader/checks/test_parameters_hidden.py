@@ -238,7 +238,8 @@ def test_running_norm_gradients_match_batchnorm(sub):
                 assign={"weight": weight, "bias": bias}, target="RunningNorm", label=label,
                 hint=NORM_HINT)
     if rec["missing"]:
-        fail(f"{label} has no {rec['missing'][0]}.", call=label, hint=NORM_HINT)
+        fail(f"{label}: the grader needs {rec['missing'][0]} (the contract names the "
+             "parameters weight and bias, shape (num_features,)).", call=label, hint=NORM_HINT)
     bn = torch.nn.BatchNorm1d(c).double()
     with torch.no_grad():
         bn.weight.copy_(weight)

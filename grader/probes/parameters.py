@@ -22,7 +22,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 
 def _value(t: torch.Tensor) -> torch.Tensor:
-    return t.detach().clone()
+    return t.detach().clone().as_subclass(torch.Tensor)
 
 
 def _first_names(model: nn.Module) -> dict[int, str]:
@@ -72,9 +72,10 @@ def _output(y: Any) -> dict:
 # --------------------------------------------------------------------------- building
 
 
-def _build(module, cls: str, args: list, seed: int) -> nn.Module:
+def _build(module, cls: str, args: list, seed: int, init: dict | None) -> nn.Module:
+    """`cls(*args, **init)` from the student's module, built right after seeding torch."""
     torch.manual_seed(seed)
-    return getattr(module, cls)(*args)
+    return getattr(module, cls)(*args, **(init or {}))
 
 
 def _assign(model: nn.Module, by_name: dict | None, by_size: list | None,
@@ -129,15 +130,16 @@ class _OpRecorder(TorchDispatchMode):
 # --------------------------------------------------------------------------- module probes
 
 
-def report(module, cls: str, args: list, seed: int) -> dict:
-    """Build `cls(*args)` and report what it registered."""
-    return registration(_build(module, cls, args, seed))
+def report(module, cls: str, args: list, seed: int, *, init: dict | None = None) -> dict:
+    """Build `cls(*args, **init)` and report what it registered."""
+    return registration(_build(module, cls, args, seed, init))
 
 
-def run(module, cls: str, args: list, seed: int, steps: list, *, assign: dict | None = None,
-        assign_by_size: list | None = None, assign_linears: list | None = None,
-        watch: list | None = None, record_ops: bool = False) -> dict:
-    """Build `cls(*args)`, optionally set parameter values, then run forward steps.
+def run(module, cls: str, args: list, seed: int, steps: list, *, init: dict | None = None,
+        assign: dict | None = None, assign_by_size: list | None = None,
+        assign_linears: list | None = None, watch: list | None = None,
+        record_ops: bool = False) -> dict:
+    """Build `cls(*args, **init)`, optionally set parameter values, then run forward steps.
 
     Each step is {"mode": "train" | "eval", "x": tensor, "seed": int} and optionally
     "requires_grad": True (x then requires grad, as the output of an earlier layer does): the
@@ -146,7 +148,7 @@ def run(module, cls: str, args: list, seed: int, steps: list, *, assign: dict | 
     they are after the step. Gradient tracking stays on, as in training, so that running
     statistics that keep the autograd graph show it. `record_ops` lists the aten operators
     that ran."""
-    model = _build(module, cls, args, seed)
+    model = _build(module, cls, args, seed, init)
     missing = _assign(model, assign, assign_by_size, assign_linears)
     reg = registration(model)
     recorder = _OpRecorder() if record_ops else None
@@ -170,12 +172,13 @@ def run(module, cls: str, args: list, seed: int, steps: list, *, assign: dict | 
             "ops": sorted(recorder.ops) if recorder is not None else []}
 
 
-def round_trip(module, cls: str, args: list, seed_a: int, seed_b: int, x: torch.Tensor) -> dict:
+def round_trip(module, cls: str, args: list, seed_a: int, seed_b: int, x: torch.Tensor, *,
+               init: dict | None = None) -> dict:
     """state_dict() of one instance loaded into a fresh one built with another seed; both are
     then run in eval mode on `x`."""
-    a = _build(module, cls, args, seed_a)
+    a = _build(module, cls, args, seed_a, init)
     state = a.state_dict()
-    b = _build(module, cls, args, seed_b)
+    b = _build(module, cls, args, seed_b, init)
     b.load_state_dict(state)
     a.eval()
     b.eval()
@@ -184,9 +187,10 @@ def round_trip(module, cls: str, args: list, seed_a: int, seed_b: int, x: torch.
     return {"state_dict": _keys(state), "out_a": _output(out_a), "out_b": _output(out_b)}
 
 
-def double_forward(module, cls: str, args: list, seed: int, x: torch.Tensor) -> dict:
+def double_forward(module, cls: str, args: list, seed: int, x: torch.Tensor, *,
+                   init: dict | None = None) -> dict:
     """`.double()`, then a forward in eval mode on a float64 input."""
-    model = _build(module, cls, args, seed).double()
+    model = _build(module, cls, args, seed, init).double()
     model.eval()
     with torch.no_grad():
         y = model(x)
@@ -208,12 +212,12 @@ def _graph_leaves(y: torch.Tensor) -> list[torch.Tensor]:
 
 
 def gradients(module, cls: str, args: list, seed: int, x: torch.Tensor, upstream: torch.Tensor,
-              *, mode: str = "train", input_grad: bool = False, assign: dict | None = None,
-              assign_by_size: list | None = None) -> dict:
+              *, init: dict | None = None, mode: str = "train", input_grad: bool = False,
+              assign: dict | None = None, assign_by_size: list | None = None) -> dict:
     """One forward in `mode` and a backward of sum(output * upstream): the graph audit (every
     leaf reached from the output, whether it is one of model.parameters()), and the gradient
     of every parameter (and of x when `input_grad`)."""
-    model = _build(module, cls, args, seed)
+    model = _build(module, cls, args, seed, init)
     missing = _assign(model, assign, assign_by_size, None)
     model.train(mode == "train")
     x = x.clone().requires_grad_(input_grad)

@@ -224,12 +224,28 @@ class RunningNorm(RunningNorm):
       replace=[("mean = x.mean(dim=0)", "mean = x.mean(dim=0).detach()"),
                ("var = x.var(dim=0, unbiased=False)",
                 "var = x.var(dim=0, unbiased=False).detach()")]),
+    M("running_norm_gamma_and_beta", """
+class RunningNorm(RunningNorm):
+    def __init__(self, num_features, momentum=0.1, eps=1e-5):
+        super().__init__(num_features, momentum, eps)
+        del self.weight, self.bias
+        self.gamma = nn.Parameter(torch.ones(num_features))
+        self.beta = nn.Parameter(torch.zeros(num_features))
+
+    def forward(self, x):
+        self.weight, self.bias = self.gamma, self.beta
+        return super().forward(x)
+""", "running_norm_registers_parameters_and_buffers", *NORM_VALUES,
+      "running_norm_gradients_match_batchnorm"),
     M("running_norm_calls_batch_norm", """
 class RunningNorm(RunningNorm):
     def forward(self, x):
         return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
                             self.training, self.momentum, self.eps)
 """, "running_norm_built_by_hand"),
+    M("correct_running_norm_batchnorm_argument_order", "",
+      replace=[("def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5):",
+                "def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1):")]),
     M("correct_running_norm_one_pass_variance", "",
       replace=[("var = x.var(dim=0, unbiased=False)", "var = (x * x).mean(dim=0) - mean * mean")]),
 
