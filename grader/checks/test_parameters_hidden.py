@@ -126,7 +126,7 @@ def test_mlp_state_dict_round_trip(sub):
     label = mlp_label(args)
     x = seeded_normal(430, 16, 4)
     call = f"fresh = {label}; fresh.load_state_dict(model.state_dict()); both in eval mode"
-    rec = probe(sub, "round_trip", "MLP", list(args), 431, 432, x, target="MLP", label=call,
+    rec = probe(sub, "round_trip", "MLP", list(args), 431, 432, x, target="MLP", label=label,
                 hint=REGISTER_HINT)
     want = sum((a + 1) * b for a, b in mlp_shapes(args))
     saved = sum(math.prod(s["shape"]) for s in rec["state_dict"] if s["shape"] is not None)
