@@ -152,9 +152,6 @@ def main() -> None:
     die_with_parent()
     import numpy  # noqa: F401 - warm imports shared by every fork
     import torch
-    # The first optimizer a process builds imports torch._dynamo (2-4 s); import it once here so
-    # that every worker that builds one (replace_head, training loops) starts with it warm.
-    import torch._dynamo  # noqa: F401
 
     torch.set_num_threads(1)
     # The first optimizer a process builds (or zero_grads) imports torch._dynamo: 2-3 s, with
