@@ -136,7 +136,7 @@ class Value:
         self._backward = lambda: None  # adds this node's grad into its children's
 
     @staticmethod
-    def _wrap(other) -> Value:
+    def _wrap(other) -> "Value":  # quoted: a notebook cell has no `from __future__`
         return other if isinstance(other, Value) else Value(other)
 
     def __add__(self, other):

@@ -6,10 +6,15 @@ Every gradient is compared with torch autograd in float64, computed here in the 
 in `grader/probes/manual_backward.py`, which return plain records.
 
 Tolerances: a correct float64 implementation lands within ~1e-13 (relative) of autograd here
-(measured: linear regression and its 300-step gradient descent 4e-14, softmax cross-entropy
-3e-16, the MLP 2e-13 per element, `Value` graphs 1e-10 where gradients nearly cancel), so
-rtol 1e-10 / atol 1e-12 keeps a margin of 1000x while a missing factor, a wrong sign or a
-float32 shortcut is off by 1e-7 or far more.
+(measured over 20-50 seeds and three styles each: linear regression and its 300-step gradient
+descent 4e-14, softmax cross-entropy 3e-16, the MLP 2e-13 per element), so rtol 1e-10 /
+atol 1e-12 keeps a margin of 500x or more while a missing factor, a wrong sign or a float32
+shortcut is off by 1e-7 or far more. Finite differences, Softplus and `Value` have their own
+tolerances, measured and explained where they are used.
+
+Evidence recorded on failure: `grad_ratio` (the submission's gradient is this constant times
+the expected one), `loss_curve` / `reference_loss_curve` (fit_linear_gd), `eps`, `max_error`,
+`error_ratios` (the finite-difference order check, recorded whether it passes or not).
 """
 
 import numpy as np
@@ -21,7 +26,7 @@ from grader.checks.manual_backward_cases import (
     scalar_gradient_reference, softplus_reference, vjp_reference, away_from_relu_kinks,
     as_number_list, expect_values, ratio_note)
 from grader.compare import fail, short
-from grader.probes.manual_backward import describe_step
+from grader.probes.manual_backward import SCALAR_FUNCTIONS, VECTOR_FUNCTIONS, describe_step
 from grader.registry import check
 from grader.student import StudentRaised
 
@@ -191,15 +196,15 @@ def test_mlp_loss_and_grads_values(sub, evidence):
 
 def numerical_gradient_call(sub, function, x, consts=(), eps=None):
     args = (function, x, list(consts)) + (() if eps is None else (eps,))
-    label = (f"numerical_gradient(f, x{'' if eps is None else f', {eps:g}'})  # f = {function}, "
-             f"x of shape {x.shape}")
+    label = (f"numerical_gradient(f, x{'' if eps is None else f', {eps:g}'})  # "
+             f"f(x) = {SCALAR_FUNCTIONS[function].__doc__}, x of shape {x.shape}")
     return label, sub.probe("manual_backward:numerical_gradient", *args, label=label)
 
 
 # A correct central difference at the default eps = 1e-6 lands within 1e-9 of the true gradient
-# on these functions (measured: 9.6e-10 at worst, rounding in f(x+eps) - f(x-eps) over 2 eps
-# dominates); a forward difference is off by eps/2 * f'' ~ 5e-7. 5e-9 (plus 5e-9 relative)
-# sits 5x above the one and 100x below the other.
+# on these functions (rounding in f(x+eps) - f(x-eps), divided by 2 eps, dominates): measured
+# over 200+ inputs and four styles, the worst error is 0.2 of this tolerance (5e-9 absolute
+# plus 5e-9 relative); a forward difference is off by eps/2 * f'' ~ 5e-7, 100x above it.
 NUMGRAD_RTOL = NUMGRAD_ATOL = 5e-9
 
 
@@ -252,8 +257,8 @@ VJP_TIMEOUT = 10
 
 
 def vjp_call(sub, function, x, v, consts=(), timeout=VJP_TIMEOUT, **kwargs):
-    label = (f"vector_jacobian_product(f, x, v)  # f = {function}, x of shape {tuple(x.shape)}, "
-             f"v of shape {tuple(v.shape)}")
+    label = (f"vector_jacobian_product(f, x, v)  # f(x) = {VECTOR_FUNCTIONS[function].__doc__}, "
+             f"x of shape {tuple(x.shape)}, v of shape {tuple(v.shape)}")
     record = sub.probe("manual_backward:vector_jacobian_product", function, x, v, list(consts),
                        label=label, timeout=timeout, **kwargs)
     return label, record
@@ -283,9 +288,9 @@ REFLECTED_HINT = ("with a plain number on the left, Python calls the Value's ref
 def check_value_program(sub, program, *, title, rtol=1e-9, atol=1e-10):
     """Run a Value program in the worker and compare every node with the torch mirror.
 
-    Measured: correct engines agree with torch.double within 4e-14 absolute and 1e-10 relative
-    (where a gradient is a near-cancelling sum); rtol 1e-9 / atol 1e-10 keeps a 10x margin on
-    the worst case and catches any missing or doubled contribution (off by O(0.01) or more).
+    Measured over 1000 random programs: two correct engines (the solution and the Kahn-ordered
+    style in tests/styles) stay within 4e-14 of torch.double, 0.1% of this tolerance
+    (rtol 1e-9, atol 1e-10); a missing or doubled contribution is off by 1e-3 or far more.
     """
     label = f"{title}:\n{program_text(program)}\n"
     try:

@@ -7,13 +7,14 @@ import numpy as np
 import torch
 
 from grader.checks.manual_backward_cases import (
-    as_tuple, expect_python_float, expect_values, linear_problem, random_program, scalar_gradient_reference,
-    vector_output_shape, vjp_reference)
+    as_tuple, expect_python_float, expect_values, linear_problem, random_program,
+    scalar_gradient_reference, vector_output_shape, vjp_reference)
 from grader.checks.test_manual_backward import (
-    ATOL, CE_HINT, GD_HINT, MSE_HINT, NUMGRAD_ATOL, NUMGRAD_HINT, NUMGRAD_RTOL, RTOL,
-    VJP_HINT, check_cross_entropy, check_mlp, check_mse, check_value_program,
-    compare_trajectory, mlp_case, numerical_gradient_call, softplus_call, vjp_call)
+    ATOL, GD_HINT, NUMGRAD_ATOL, NUMGRAD_HINT, NUMGRAD_RTOL, RTOL, VJP_HINT, check_cross_entropy,
+    check_mlp, check_mse, check_value_program, compare_trajectory, mlp_case,
+    numerical_gradient_call, softplus_call, vjp_call)
 from grader.compare import expect_type, fail, short
+from grader.probes.manual_backward import SCALAR_FUNCTIONS
 from grader.registry import check
 from grader.student import StudentError, StudentRaised
 
@@ -31,7 +32,7 @@ def test_mse_linear_grads_shapes_and_types(sub, evidence):
         got = sub.call("mse_linear_grads", X, y, w, b)
         check_mse(got, X, y, w, b, where=where, evidence=evidence)
         expect_python_float(got[1], call="mse_linear_grads(X, y, w, b)[1]" + where,
-                            what="dL/db", hint=MSE_HINT)
+                            what="dL/db")
 
 
 # --------------------------------------------------------------------------- fit_linear_gd
@@ -103,8 +104,8 @@ def test_softmax_cross_entropy_shapes_and_types(sub, evidence):
         where = f"  # logits of shape {logits.shape}, labels {short(labels, 60)}"
         check_cross_entropy(sub, logits, labels, where, evidence)
         got = sub.call("softmax_cross_entropy", logits, labels)
-        expect_python_float(got[0], call="softmax_cross_entropy(logits, labels)" + where,
-                            what="the loss", hint=CE_HINT)
+        expect_python_float(got[0], call="softmax_cross_entropy(logits, labels)[0]" + where,
+                            what="the loss")
 
 
 # --------------------------------------------------------------------------- mlp_loss_and_grads
@@ -194,8 +195,9 @@ def test_numerical_gradient_central_difference_order(sub, evidence):
         kind = ("this looks like a forward (one-sided) difference" if all(1.6 < r < 2.5
                                                                          for r in ratios)
                 else "the error does not shrink like eps**2 (is the eps argument used?)")
-        fail(f"numerical_gradient(f, x, eps)  # f = exp_cubic, x of shape (4,): largest error "
-             f"against the true gradient {table}; halving eps divided the error by "
+        fail(f"numerical_gradient(f, x, eps)  # f(x) = {SCALAR_FUNCTIONS['exp_cubic'].__doc__}, "
+             f"x of shape (4,): largest error "
+             f"against the true gradient: {table}; halving eps divided the error by "
              f"{', '.join(f'{r:.2f}' for r in ratios)}, expected about 4: {kind}.",
              call="numerical_gradient(f, x, eps)", expected="error ratio ~4",
              got=f"ratios {', '.join(f'{r:.2f}' for r in ratios)}",
@@ -233,7 +235,7 @@ def test_softplus_extreme_inputs(sub):
                   "  # x = tensor(1000.), a 0-d tensor")
 
 
-# --------------------------------------------------------------------------- vector_jacobian_product
+# ----------------------------------------------------------------------- vector_jacobian_product
 
 
 @check(points=1, targets="vector_jacobian_product")

@@ -21,25 +21,30 @@ import torch
 
 
 def _sin_times_square(xp, x):
+    """sum(sin(x) * x**2)"""
     return (xp.sin(x) * x ** 2).sum()
 
 
 def _log_sum_exp(xp, x):
+    """log(sum(exp(x)))"""
     return xp.log(xp.exp(x).sum())
 
 
 def _coupled_tanh(xp, x):
+    """sum(tanh(x_flat) * roll(x_flat, 1)) + 0.1 * sum(x**3)"""
     # every element meets its neighbour (in flattened order), so the gradient is not elementwise
     flat = x.reshape(-1)
     return (xp.tanh(flat) * xp.roll(flat, 1)).sum() + 0.1 * (flat ** 3).sum()
 
 
 def _quadratic_form(xp, x, a):
+    """0.5 * x_flat @ A @ x_flat, A symmetric"""
     flat = x.reshape(-1)
     return 0.5 * flat @ (a @ flat)
 
 
 def _exp_cubic(xp, x):
+    """sum(exp(x / 2) + x**3 / 3)"""
     # a large third derivative: the error of a difference formula shows clearly
     return (xp.exp(0.5 * x) + x ** 3 / 3.0).sum()
 
@@ -57,26 +62,32 @@ SCALAR_FUNCTIONS = {
 
 
 def _tanh_of_matmul(x, a):
+    """tanh(A @ x), A of shape (3, len(x))"""
     return torch.tanh(a @ x)
 
 
 def _elementwise(x):
+    """sin(x) * x + x**2"""
     return torch.sin(x) * x + x ** 2
 
 
 def _softmax_rows(x):
+    """softmax(x) along the last axis"""
     return torch.softmax(x, dim=-1)
 
 
 def _outer(x):
+    """x[:, None] * cos(x)[None, :]"""
     return x[:, None] * torch.cos(x)[None, :]
 
 
 def _column_sums(x):
+    """(x**3).sum(0)"""
     return (x ** 3).sum(0)
 
 
 def _scalar_norm(x):
+    """sqrt(sum(x**2)), a 0-d tensor"""
     return (x ** 2).sum().sqrt()
 
 
@@ -104,7 +115,7 @@ def numerical_gradient(module, function: str, x: np.ndarray, consts: list, *eps:
     return module.numerical_gradient(f, x, *eps)
 
 
-# --------------------------------------------------------------------------- vector_jacobian_product
+# ----------------------------------------------------------------------- vector_jacobian_product
 
 
 def vector_jacobian_product(module, function: str, x: torch.Tensor, v: torch.Tensor,

@@ -261,7 +261,8 @@ def numerical_gradient(f, x, eps=1e-6):
                 "return grad_output * torch.exp(x) / (1 + torch.exp(x))"),)),
     M("softplus_backward_sign_flipped", "", "softplus_values_and_gradients",
       "softplus_extreme_inputs",
-      replace=(("return grad_output * torch.sigmoid(x)", "return grad_output * torch.sigmoid(-x)"),)),
+      replace=(("return grad_output * torch.sigmoid(x)",
+                "return grad_output * torch.sigmoid(-x)"),)),
     M("softplus_backward_returns_nothing", "", "softplus_values_and_gradients",
       "softplus_extreme_inputs",
       replace=(("return grad_output * torch.sigmoid(x)", "return None"),)),
@@ -350,7 +351,8 @@ del Value.__radd__
     M("value_topological_order_not_reversed", "", *VALUE_ALL,
       replace=(("for node in reversed(order):", "for node in order:"),)),
     M("value_exp_derivative_uses_the_input", "", "value_simple_expression",
-      "value_random_graphs", replace=(("self.grad += e * out.grad", "self.grad += self.data * out.grad"),)),
+      "value_random_graphs",
+      replace=(("self.grad += e * out.grad", "self.grad += self.data * out.grad"),)),
 ]
 
 # Correct variants (they must fail nothing): the styles a strict check could wrongly reject.
@@ -425,7 +427,8 @@ def numerical_gradient(f, x, eps=1e-6):
     for i in range(flat.size):
         step = np.zeros(flat.size)
         step[i] = eps
-        grad[i] = (f((flat + step).reshape(x.shape)) - f((flat - step).reshape(x.shape))) / (2 * eps)
+        f_plus = f((flat + step).reshape(x.shape))
+        grad[i] = (f_plus - f((flat - step).reshape(x.shape))) / (2 * eps)
     return grad.reshape(x.shape)
 """),
     M("correct_softplus_cut_off_at_20", "",
