@@ -28,7 +28,7 @@ from grader.checks.manual_backward_cases import (
 from grader.compare import fail, short
 from grader.probes.manual_backward import SCALAR_FUNCTIONS, VECTOR_FUNCTIONS, describe_step
 from grader.registry import check
-from grader.student import StudentRaised
+from grader.student import StudentError, StudentRaised
 
 RTOL, ATOL = 1e-10, 1e-12
 
@@ -50,6 +50,13 @@ VJP_HINT = ("work on a leaf copy, x.detach().requires_grad_(), then torch.autogr
 VALUE_HINT = ("each operator returns a new Value that remembers its inputs and a _backward that "
               "ADDS (+=) out.grad times the local derivative into each input's grad; backward() "
               "sets its own grad to 1.0 and calls _backward in reverse topological order.")
+
+
+def require(sub, name: str) -> None:
+    """The message sub.call gives for a missing name, for the names probes use."""
+    if not sub.has(name):
+        raise StudentError(f"{sub.filename} defines no {name}: check its spelling and that it is "
+                           "defined at the top level of the file.", call=name)
 
 
 def check_grad_array(got, expected, *, call, hint, evidence, what="the gradient"):
@@ -195,6 +202,7 @@ def test_mlp_loss_and_grads_values(sub, evidence):
 
 
 def numerical_gradient_call(sub, function, x, consts=(), eps=None):
+    require(sub, "numerical_gradient")
     args = (function, x, list(consts)) + (() if eps is None else (eps,))
     label = (f"numerical_gradient(f, x{'' if eps is None else f', {eps:g}'})  # "
              f"f(x) = {SCALAR_FUNCTIONS[function].__doc__}, x of shape {x.shape}")
@@ -224,6 +232,7 @@ def softplus_call(sub, x, grad_output, where):
     """Softplus.apply(x), then backward(grad_output), against the grader's own softplus."""
     forward = "Softplus.apply(x)"
     backward = "x.grad after Softplus.apply(x).backward(grad_output)"
+    require(sub, "Softplus")
     record = sub.probe("manual_backward:softplus", x, grad_output, label=forward + where)
     y_ref, grad_ref = softplus_reference(x, grad_output)
     # Forward: rtol 1e-8 admits the common cut-off `x if x > 20 else log1p(exp(x))` (off by
@@ -259,6 +268,7 @@ VJP_TIMEOUT = 10
 def vjp_call(sub, function, x, v, consts=(), timeout=VJP_TIMEOUT, **kwargs):
     label = (f"vector_jacobian_product(f, x, v)  # f(x) = {VECTOR_FUNCTIONS[function].__doc__}, "
              f"x of shape {tuple(x.shape)}, v of shape {tuple(v.shape)}")
+    require(sub, "vector_jacobian_product")
     record = sub.probe("manual_backward:vector_jacobian_product", function, x, v, list(consts),
                        label=label, timeout=timeout, **kwargs)
     return label, record
@@ -293,6 +303,7 @@ def check_value_program(sub, program, *, title, rtol=1e-9, atol=1e-10):
     (rtol 1e-9, atol 1e-10); a missing or doubled contribution is off by 1e-3 or far more.
     """
     label = f"{title}:\n{program_text(program)}\n"
+    require(sub, "Value")
     try:
         record = sub.probe("manual_backward:value_program", program, label=label)
     except StudentRaised as exc:

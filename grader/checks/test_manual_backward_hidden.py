@@ -125,14 +125,14 @@ def test_mlp_loss_and_grads_shapes_and_dead_units(sub, evidence):
 
 
 @check(points=1, targets="mlp_loss_and_grads")
-def test_mlp_loss_and_grads_leaves_inputs_alone(sub):
-    """mlp_loss_and_grads modifies neither X nor the params arrays"""
+def test_mlp_loss_and_grads_leaves_inputs_alone(sub, evidence):
+    """mlp_loss_and_grads modifies neither X nor the params arrays (and is still right)"""
     rng = np.random.default_rng(407)
     X, labels, params = mlp_case(rng, 9, 4, 6, 3, b1_shift=-0.3)
     shared_X = sub.shared(X)
     shared = {k: sub.shared(v) for k, v in params.items()}
     call = "mlp_loss_and_grads(X, labels, params)  # N=9, D=4, H=6, C=3"
-    sub.call("mlp_loss_and_grads", shared_X, labels, shared)
+    got = sub.call("mlp_loss_and_grads", shared_X, labels, shared)
     for name, before, after in [("X", X, shared_X)] + [(f"params[{k!r}]", params[k], shared[k])
                                                        for k in params]:
         if not np.array_equal(before, after):
@@ -141,6 +141,8 @@ def test_mlp_loss_and_grads_leaves_inputs_alone(sub):
                  hint="compute new arrays (h = np.maximum(pre, 0), W - lr * g) instead of "
                       "writing into the caller's (h[h < 0] = 0 on a view, W -= ...); this "
                       "function only measures the gradient, it takes no step.")
+    # Leaving the inputs alone earns nothing on its own: the result must be right too.
+    check_mlp(got, X, labels, params, where="  # N=9, D=4, H=6, C=3", evidence=evidence)
 
 
 # --------------------------------------------------------------------------- numerical_gradient
@@ -148,12 +150,12 @@ def test_mlp_loss_and_grads_leaves_inputs_alone(sub):
 
 @check(points=1, targets="numerical_gradient")
 def test_numerical_gradient_restores_x(sub):
-    """numerical_gradient leaves x with its original values"""
+    """numerical_gradient leaves x with its original values (and is still right)"""
     rng = np.random.default_rng(408)
     for function, shape in [("coupled_tanh", (3, 4)), ("sin_times_square", (5,))]:
         original = rng.uniform(-2, 2, shape)
         x = sub.shared(original)
-        label, _ = numerical_gradient_call(sub, function, x)
+        label, got = numerical_gradient_call(sub, function, x)
         # Perturbing in place with x[i] += eps ... x[i] -= eps may leave a rounding residue of a
         # few ulp (|x| <= 2: below 1e-15); a value not put back is off by eps = 1e-6.
         if not np.allclose(x, original, rtol=1e-12, atol=1e-14):
@@ -165,6 +167,9 @@ def test_numerical_gradient_restores_x(sub):
                  call=label, expected="x unchanged", got="x modified",
                  hint="remember old = x[i] before perturbing it and set x[i] = old when "
                       "done (or perturb a copy of x).")
+        # Leaving x alone earns nothing on its own: the gradient must be right too.
+        expect_values(got, scalar_gradient_reference(function, original), call=label,
+                      rtol=NUMGRAD_RTOL, atol=NUMGRAD_ATOL, hint=NUMGRAD_HINT)
 
 
 @check(points=2, targets="numerical_gradient")

@@ -11,7 +11,9 @@ MSE_ALL = ("mse_linear_grads_values", "mse_linear_grads_shapes_and_types")
 FIT_VALUES = ("fit_linear_gd_trajectory", "fit_linear_gd_long_run")
 CE_VALUES = ("softmax_cross_entropy_values", "softmax_cross_entropy_large_logits",
              "softmax_cross_entropy_shapes_and_types")
-MLP_VALUES = ("mlp_loss_and_grads_values", "mlp_loss_and_grads_shapes_and_dead_units")
+# The side-effect checks also require a right result, so every wrong value fails them too.
+MLP_VALUES = ("mlp_loss_and_grads_values", "mlp_loss_and_grads_shapes_and_dead_units",
+              "mlp_loss_and_grads_leaves_inputs_alone")
 VALUE_ALL = ("value_simple_expression", "value_plain_numbers_on_either_side",
              "value_random_graphs")
 
@@ -180,7 +182,7 @@ def numerical_gradient(f, x, eps=1e-6):
         x[index] = old
     return grad
 """, "numerical_gradient_values", "numerical_gradient_central_difference_order",
-       "numerical_gradient_any_shape"),
+       "numerical_gradient_any_shape", "numerical_gradient_restores_x"),
     M("ng_x_not_restored", """
 def numerical_gradient(f, x, eps=1e-6):
     grad = np.zeros_like(x)
@@ -218,7 +220,8 @@ def numerical_gradient(f, x, eps=1e-6):
         x[i] = old
         grad[i] = (f_plus - f_minus) / (2 * eps)
     return grad
-""", "numerical_gradient_values", "numerical_gradient_any_shape"),
+""", "numerical_gradient_values", "numerical_gradient_any_shape",
+       "numerical_gradient_restores_x"),
     M("ng_0d_becomes_1d", """
 def numerical_gradient(f, x, eps=1e-6):
     x = np.atleast_1d(x)  # a view: perturbing it still perturbs the caller's x
