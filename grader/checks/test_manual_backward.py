@@ -21,10 +21,10 @@ import numpy as np
 import torch
 
 from grader.checks.manual_backward_cases import (
-    as_number, as_tuple, cross_entropy_reference, expect_close, fit_linear_gd_reference,
-    linear_problem, mirror_program, mlp_params, mlp_reference, mse_reference, program_text,
-    scalar_gradient_reference, softplus_reference, vjp_reference, away_from_relu_kinks,
-    as_number_list, expect_values, ratio_note)
+    as_number, as_number_list, as_tuple, away_from_relu_kinks, cross_entropy_reference,
+    expect_close, expect_values, fit_linear_gd_reference, linear_problem, mirror_program,
+    mlp_params, mlp_reference, mse_reference, program_text, ratio_note,
+    scalar_gradient_reference, softplus_reference, vector_output_shape, vjp_reference)
 from grader.compare import fail, short
 from grader.probes.manual_backward import SCALAR_FUNCTIONS, VECTOR_FUNCTIONS, describe_step
 from grader.registry import check
@@ -59,7 +59,7 @@ def require(sub, name: str) -> None:
                            "defined at the top level of the file.", call=name)
 
 
-def check_grad_array(got, expected, *, call, hint, evidence, what="the gradient"):
+def check_grad_array(got, expected, *, call, hint, evidence):
     """expect_values with a note when `got` is a constant multiple of `expected`."""
     note = ratio_note(got, expected)
     if note:
@@ -283,7 +283,7 @@ def test_vector_jacobian_product_values(sub):
              ("elementwise", torch.randn(6, generator=gen, dtype=torch.float64), ()),
              ("softmax_rows", torch.randn(4, generator=gen, dtype=torch.float64), ())]
     for function, x, consts in cases:
-        v = torch.randn(function == "tanh_of_matmul" and 3 or x.shape[0], generator=gen,
+        v = torch.randn(vector_output_shape(function, x, consts), generator=gen,
                         dtype=torch.float64)
         label, record = vjp_call(sub, function, x, v, consts)
         expect_values(record["value"], vjp_reference(function, x, v, consts), call=label,

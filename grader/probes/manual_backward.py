@@ -1,10 +1,11 @@
 """Probes for `manual_backward`: calls that need live objects (a Python function as an argument,
 an autograd graph, `Value` nodes), run inside the worker next to student code.
 
-The test functions below are written once for both numpy and torch (`xp` is the module): the
-worker calls them on numpy arrays or tensors the student's code sees, and the grader imports this
-very table to compute the answer with torch autograd in float64. Nothing here knows an expected
-value; each probe returns plain records (arrays, tensors, floats) for the check to judge.
+Checks pick a test function by name. The scalar ones (for `numerical_gradient`) are written once
+for numpy and torch (`xp` is the module): the worker runs them on the numpy arrays the student's
+code perturbs, and the grader imports this very table to differentiate them with torch autograd
+in float64. The vector ones (for `vector_jacobian_product`) are torch only. Nothing here knows an
+expected value; each probe returns plain records (arrays, tensors, floats) for the check to judge.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ import numpy as np
 import torch
 
 # --------------------------------------------------------------------------- test functions
-# Each takes (xp, x, *consts) and returns a scalar (numpy: a float; torch: a 0-d tensor for
-# scalar functions, or a tensor of any shape for the vector functions). Moderate magnitudes
-# (|f| of order 1-10 on the inputs the checks send) keep finite-difference errors predictable.
+# Scalar: (xp, x, *consts) -> a scalar (numpy scalar or 0-d tensor), for x of any shape. Moderate
+# magnitudes (|f| of order 1-10 on the inputs the checks send) keep finite-difference errors
+# predictable. The docstring is the formula students read in messages.
 
 
 def _sin_times_square(xp, x):
@@ -58,7 +59,7 @@ SCALAR_FUNCTIONS = {
 }
 
 
-# Torch only, (x, *consts) -> a tensor of any shape (0-d for scalar_norm).
+# Vector, torch only: (x, *consts) -> a tensor of any shape (0-d for scalar_norm).
 
 
 def _tanh_of_matmul(x, a):
@@ -124,8 +125,8 @@ def vector_jacobian_product(module, function: str, x: torch.Tensor, v: torch.Ten
     """Call `module.vector_jacobian_product(f, x, v)` with f the named test function.
 
     `x_requires_grad` / `x_grad` set up the caller's x as a leaf that requires grad, optionally
-    holding a gradient already. Returns {"value": the result, "x_grad_before", "x_grad_after":
-    x.grad before and after (None or a copy), "x_requires_grad_after"}.
+    holding a gradient already. Returns {"value": the result (detached), "x_grad_before",
+    "x_grad_after": x.grad before and after the call (None or a copy)}.
     """
     fn = VECTOR_FUNCTIONS[function]
     x = x.detach().clone()
