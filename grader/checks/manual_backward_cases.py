@@ -1,0 +1,367 @@
+"""Inputs the `manual_backward` checks send and the answer key they compare against.
+
+The answer key is torch autograd in float64, computed here in the grader: it never derives a
+gradient by hand, so it shows no student what the manual formulas are. The scalar and vector
+test functions come from `grader.probes.manual_backward`, the very table the worker uses, so
+the function a submission differentiated and the one the grader differentiated are the same.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from grader.compare import expect_array, fail, mismatch_report, short
+from grader.probes.manual_backward import SCALAR_FUNCTIONS, VECTOR_FUNCTIONS, describe_step
+
+# --------------------------------------------------------------------------- plain numbers
+
+
+def as_number(got, *, call: str, what: str = "a float") -> float:
+    """A real scalar as a float: Python int/float, numpy scalars, 0-d arrays or tensors (the
+    value checks are lenient about the kind of number; the type checks are not)."""
+    if isinstance(got, np.ndarray) and got.ndim == 0:
+        ok = got.dtype.kind in "iuf"
+    elif isinstance(got, torch.Tensor) and got.ndim == 0:
+        ok = got.dtype != torch.bool and not got.is_complex()
+    else:
+        ok = isinstance(got, (int, float, np.integer, np.floating)) and not isinstance(got, bool)
+    if not ok:
+        fail(f"{call} returned {short(got)} for {what}; expected a number (a Python float).",
+             call=call, expected=what, got=short(got))
+    return float(got)
+
+
+def expect_close(got: float, expected: float, *, call: str, what: str, rtol: float,
+                 atol: float, hint: str | None = None) -> None:
+    """|got - expected| <= atol + rtol * |expected|, both finite (or both the same inf)."""
+    if got == expected or (math.isfinite(expected) and math.isfinite(got)
+                           and abs(got - expected) <= atol + rtol * abs(expected)):
+        return
+    error = abs(got - expected)
+    detail = (f" (absolute error {error:.3g}, relative error "
+              f"{error / abs(expected) if expected else math.inf:.3g})"
+              if math.isfinite(error) else "")
+    fail(f"{call}: {what} is {got!r}; expected {expected!r}{detail}.", call=call,
+         expected=repr(expected), got=repr(got), hint=hint)
+
+
+def expect_python_float(got, *, call: str, what: str, hint: str | None = None) -> None:
+    """The contract's `float`: a Python float. np.float64 is accepted (it subclasses float and
+    behaves as one everywhere); np.float32, 0-d arrays and tensors are not."""
+    if not isinstance(got, float):
+        fail(f"{call} returned {short(got)} (a {type(got).__module__}.{type(got).__name__}) "
+             f"for {what}; the contract asks for a Python float.", call=call,
+             expected="a Python float", got=short(got),
+             hint=hint or "float(x) turns a numpy scalar, a 0-d array or a one-element tensor "
+                          "into a Python float.")
+
+
+def expect_values(got, expected, *, call: str, rtol: float, atol: float, hint: str,
+                  inputs=None) -> None:
+    """`expect_array` (any float dtype), and on a mismatch the worst element in full precision,
+    with the input it belongs to when `inputs` (shaped like `expected`) is given: six digits
+    cannot show an error of 1e-7."""
+    is_tensor = isinstance(expected, torch.Tensor)
+    kind = torch.Tensor if is_tensor else np.ndarray
+    if isinstance(got, kind) and tuple(got.shape) == tuple(expected.shape):
+        g = got.detach().numpy() if is_tensor else got
+        e = expected.detach().numpy() if is_tensor else expected
+        report = mismatch_report(g, e, rtol=rtol, atol=atol)
+        if report and g.dtype.kind in "fiu":
+            with np.errstate(invalid="ignore"):
+                error = np.abs(g.astype(np.float64) - e)
+            error = np.where(np.isnan(error), np.inf, error)
+            idx = np.unravel_index(int(np.argmax(error)), error.shape) if error.ndim else ()
+            idx = tuple(int(i) for i in idx)
+            at = ""
+            if inputs is not None:
+                x = inputs.detach().numpy() if isinstance(inputs, torch.Tensor) else inputs
+                at = f" (where x is {float(x[idx])!r})"
+            fail(f"{call} returned values that differ from the expected ones.\n{report}\n"
+                 f"  worst element {list(idx)}{at}: got {float(g[idx])!r}, expected "
+                 f"{float(e[idx])!r}", call=call, expected=short(expected), got=short(got),
+                 hint=hint)
+    expect_array(got, expected, call=call, rtol=rtol, atol=atol, check_dtype=False, hint=hint)
+
+
+def as_tuple(got, length: int, *, call: str, what: str) -> tuple:
+    if not isinstance(got, (tuple, list)) or len(got) != length:
+        fail(f"{call} returned {short(got)}; expected {what}.", call=call, expected=what,
+             got=short(got))
+    return tuple(got)
+
+
+def as_number_list(got, *, call: str, what: str) -> list[float]:
+    """A list/tuple/1-D array of numbers as a list of floats (lenient; types are checked
+    separately)."""
+    if isinstance(got, np.ndarray) and got.ndim == 1:
+        got = list(got)
+    if not isinstance(got, (list, tuple)):
+        fail(f"{call} returned {short(got)} for {what}; expected a list of floats.", call=call,
+             expected="a list of floats", got=short(got))
+    return [as_number(v, call=call, what=f"{what}[{i}]") for i, v in enumerate(got)]
+
+
+# --------------------------------------------------------------------------- data
+
+
+def linear_problem(rng: np.random.Generator, n: int, d: int, scale: float = 1.0
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    X = rng.standard_normal((n, d)) * scale
+    y = X @ rng.standard_normal(d) + rng.standard_normal() + 0.3 * rng.standard_normal(n)
+    return X, y
+
+
+def mlp_params(rng: np.random.Generator, d: int, h: int, c: int) -> dict[str, np.ndarray]:
+    return {"W1": rng.standard_normal((d, h)) / math.sqrt(d), "b1": 0.1 * rng.standard_normal(h),
+            "W2": rng.standard_normal((h, c)) / math.sqrt(h), "b2": 0.1 * rng.standard_normal(c)}
+
+
+def away_from_relu_kinks(X: np.ndarray, params: dict, margin: float = 1e-3) -> bool:
+    """Whether no hidden pre-activation lies within `margin` of 0 (where relu has no slope)."""
+    return bool(np.abs(X @ params["W1"] + params["b1"]).min() > margin)
+
+
+# --------------------------------------------------------------------------- answer key
+# torch autograd in float64
+
+
+def _leaf(a) -> torch.Tensor:
+    return torch.tensor(np.asarray(a, dtype=np.float64), dtype=torch.float64, requires_grad=True)
+
+
+def mse_reference(X, y, w, b) -> tuple[float, np.ndarray, float]:
+    """(loss, dL/dw, dL/db) by autograd."""
+    tw, tb = _leaf(w), _leaf(b)
+    loss = ((torch.from_numpy(X) @ tw + tb - torch.from_numpy(y)) ** 2).mean()
+    loss.backward()
+    return loss.item(), tw.grad.numpy(), tb.grad.item()
+
+
+def fit_linear_gd_reference(X, y, lr: float, steps: int) -> tuple[np.ndarray, float, list[float]]:
+    w, b = np.zeros(X.shape[1]), 0.0
+    losses = []
+    for _ in range(steps):
+        loss, dw, db = mse_reference(X, y, w, b)
+        losses.append(loss)
+        w, b = w - lr * dw, b - lr * db
+    return w, b, losses
+
+
+def cross_entropy_reference(logits, labels) -> tuple[float, np.ndarray]:
+    t = _leaf(logits)
+    loss = torch.nn.functional.cross_entropy(t, torch.from_numpy(np.asarray(labels, np.int64)))
+    loss.backward()
+    return loss.item(), t.grad.numpy()
+
+
+def mlp_reference(X, labels, params) -> tuple[float, dict[str, np.ndarray]]:
+    leaves = {k: _leaf(v) for k, v in params.items()}
+    hidden = torch.relu(torch.from_numpy(X) @ leaves["W1"] + leaves["b1"])
+    logits = hidden @ leaves["W2"] + leaves["b2"]
+    loss = torch.nn.functional.cross_entropy(logits, torch.from_numpy(np.asarray(labels, np.int64)))
+    loss.backward()
+    return loss.item(), {k: t.grad.numpy() for k, t in leaves.items()}
+
+
+def scalar_gradient_reference(function: str, x: np.ndarray, consts=()) -> np.ndarray:
+    t = _leaf(x)
+    SCALAR_FUNCTIONS[function](torch, t, *(torch.from_numpy(c) for c in consts)).backward()
+    return t.grad.numpy()
+
+
+def vjp_reference(function: str, x: torch.Tensor, v: torch.Tensor, consts=()) -> torch.Tensor:
+    """v^T J as the gradient of sum(f(x) * v): the same numbers as grad_outputs=v (the product's
+    backward hands exactly v to f), without the explicit gradient argument whose first use in a
+    process makes torch import sympy (1.5 s)."""
+    t = x.detach().clone().requires_grad_(True)
+    (g,) = torch.autograd.grad((VECTOR_FUNCTIONS[function](t, *consts) * v).sum(), t)
+    return g
+
+
+def vector_output_shape(function: str, x: torch.Tensor, consts=()) -> tuple[int, ...]:
+    with torch.no_grad():
+        return tuple(VECTOR_FUNCTIONS[function](x, *consts).shape)
+
+
+def softplus_reference(x: torch.Tensor, grad_output: torch.Tensor
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(softplus(x), grad_output * sigmoid(x)), both exact to float64 rounding at any x."""
+    return torch.logaddexp(x, torch.zeros_like(x)), grad_output * torch.sigmoid(x)
+
+
+# --------------------------------------------------------------------------- Value programs
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """A `Value` program evaluated in torch.double: each node's data and grad."""
+    data: list[float]
+    grad: list[float]
+
+
+_BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+           "truediv": operator.truediv, "pow": operator.pow}
+_UNARY = {"neg": operator.neg, "relu": torch.relu, "tanh": torch.tanh, "exp": torch.exp}
+
+
+def mirror_program(program: list) -> Mirror:
+    nodes: list[torch.Tensor] = []
+
+    def operand(spec):
+        return nodes[spec[1]] if spec[0] == "node" else spec[1]
+
+    for step in program:
+        op = step[0]
+        if op == "leaf":
+            node = torch.tensor(float(step[1]), dtype=torch.float64, requires_grad=True)
+        elif op in _UNARY:
+            node = _UNARY[op](operand(step[1]))
+        else:
+            node = _BINARY[op](operand(step[1]), operand(step[2]))
+        if not node.is_leaf:
+            node.retain_grad()
+        nodes.append(node)
+    nodes[-1].backward()
+    return Mirror(data=[n.item() for n in nodes],
+                  grad=[n.grad.item() if n.grad is not None else 0.0 for n in nodes])
+
+
+def program_text(program: list, limit: int = 40) -> str:
+    """The program as the Python a student can paste: `n0 = Value(1.5)`, `n2 = 2 - n1`, ..."""
+    lines = [f"n{i} = {describe_step(step)}" for i, step in enumerate(program)]
+    if len(lines) > limit:
+        lines = (lines[:limit // 2] + [f"... ({len(lines) - limit} more steps)"]
+                 + lines[-limit // 2:])
+    lines.append(f"n{len(program) - 1}.backward()")
+    return "\n".join("    " + line for line in lines)
+
+
+# Steering values away from hazards keeps every correct engine and torch in agreement: no
+# division by (nearly) zero, no relu input near its kink, no overflow, no fractional power of a
+# negative number.
+RELU_MARGIN = 0.05
+MAX_MAGNITUDE = 30.0
+EXPONENTS = [2, 3, -1, 2.0, 0.5, 1.5, -2]
+
+
+def random_program(rng: np.random.Generator, leaves: int, ops: int, *,
+                   const_prob: float = 0.35, same_prob: float = 0.1) -> list:
+    """A random `Value` program in which every node reaches the output and earlier nodes are
+    reused often (diamonds), with plain numbers on both sides of the binary operators."""
+    program: list = []
+    values: list[float] = []
+    uses: list[int] = []
+
+    def add(step, value):
+        program.append(step)
+        values.append(value)
+        uses.append(0)
+        for spec in step[1:]:
+            if isinstance(spec, tuple) and spec[0] == "node":
+                uses[spec[1]] += 1
+
+    for _ in range(leaves):
+        magnitude = float(rng.uniform(0.3, 2.0))
+        value = round(magnitude if rng.random() < 0.6 else -magnitude, 4)
+        add(("leaf", value), value)
+    made = 0
+    while made < ops:
+        step = _random_step(rng, values, const_prob, same_prob)
+        if step is None:
+            continue
+        value = _evaluate(step, values)
+        if value is None or not abs(value) <= MAX_MAGNITUDE or (value != 0 and abs(value) < 1e-3):
+            continue
+        add(step, value)
+        made += 1
+    # Sum the nodes nobody used yet into the output, so backward reaches every node.
+    loose = [i for i, u in enumerate(uses) if u == 0]
+    while len(loose) > 1 or (loose and program[loose[0]][0] == "leaf"):
+        a = loose.pop(0)
+        if loose:
+            b = loose.pop(0)
+            add(("add", ("node", a), ("node", b)), values[a] + values[b])
+        else:
+            add(("mul", ("node", a), ("const", 1.5)), values[a] * 1.5)
+        loose.append(len(program) - 1)
+    return program
+
+
+def _random_step(rng: np.random.Generator, values: list[float], const_prob: float,
+                 same_prob: float):
+    n = len(values)
+    op = str(rng.choice(["add", "sub", "mul", "truediv", "pow", "neg", "relu", "tanh", "exp",
+                         "add", "mul", "sub"]))
+    a = int(rng.integers(n))
+    if op in ("neg", "relu", "tanh", "exp"):
+        if op == "relu" and abs(values[a]) < RELU_MARGIN:
+            return None
+        if op == "exp" and values[a] > 3:
+            return None
+        return (op, ("node", a))
+    if op == "pow":
+        exponent = EXPONENTS[int(rng.integers(len(EXPONENTS)))]
+        if (isinstance(exponent, float) and not exponent.is_integer() and values[a] < 0.2) or \
+                (exponent < 0 and abs(values[a]) < 0.3):
+            return None
+        return ("pow", ("node", a), ("const", exponent))
+    b = a if rng.random() < same_prob else int(rng.integers(n))
+    other = ("node", b)
+    if rng.random() < const_prob:
+        c = float(rng.uniform(0.5, 3.0)) * (1 if rng.random() < 0.5 else -1)
+        other = ("const", int(round(c)) if rng.random() < 0.3 else round(c, 3))
+    left, right = (("node", a), other) if rng.random() < 0.5 else (other, ("node", a))
+    if op == "truediv":
+        denominator = right[1] if right[0] == "const" else values[right[1]]
+        if abs(denominator) < 0.3:
+            return None
+    return (op, left, right)
+
+
+def _evaluate(step, values: list[float]) -> float | None:
+    def val(spec):
+        return values[spec[1]] if spec[0] == "node" else spec[1]
+
+    op = step[0]
+    try:
+        if op in ("neg", "relu", "tanh", "exp"):
+            x = val(step[1])
+            return {"neg": -x, "relu": max(x, 0.0), "tanh": math.tanh(x), "exp": math.exp(x)}[op]
+        return float(_BINARY[op](val(step[1]), val(step[2])))
+    except (OverflowError, ZeroDivisionError, TypeError):
+        return None
+
+
+# --------------------------------------------------------------------------- diagnosis
+
+
+def ratio_note(got, expected) -> tuple[float, str] | None:
+    """(k, a sentence) when `got` is k times `expected` everywhere (k != 1): the signature of a
+    missing factor 2, a sum instead of a mean, or a flipped sign. None otherwise.
+
+    For a single number any two values have a ratio, so only the telling ones are named there:
+    -1, 2, 1/2 and whole multiples or fractions (N for a sum instead of a mean)."""
+    if not isinstance(got, np.ndarray) or not isinstance(expected, np.ndarray) \
+            or got.shape != expected.shape or got.dtype.kind not in "fiu":
+        return None
+    g, e = got.astype(np.float64).ravel(), expected.astype(np.float64).ravel()
+    if not (np.isfinite(g).all() and np.isfinite(e).all()) or not np.any(e != 0):
+        return None
+    k = float(g @ e / (e @ e))
+    if k == 0 or abs(k - 1) < 1e-6 or np.abs(g - k * e).max() > 1e-9 * np.abs(g).max():
+        return None
+    if np.count_nonzero(e) < 2:
+        nice = [-1.0, 2.0, 0.5] + [float(n) for n in range(3, 1001)] + [1 / n
+                                                                      for n in range(3, 1001)]
+        if not any(abs(k - c) <= 1e-9 * abs(c) for c in nice):
+            return None
+    if abs(k + 1) < 1e-9:
+        return k, "Your result is the expected one with the sign flipped."
+    return k, (f"Your result is {k:.6g} times the expected one: a constant factor is missing "
+               "or extra (the 2 from the square? the 1/N of a mean?).")
