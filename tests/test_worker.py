@@ -232,6 +232,19 @@ def test_notebook_cells_keep_going_after_an_error(zygote):
         sub.close()
 
 
+def test_future_imports_of_one_cell_hold_for_the_next(zygote):
+    chunks = [SourceChunk(code="from __future__ import annotations\n", filename="nb [cell 1]",
+                          label="cell 1", keep_going=True),
+              SourceChunk(code="def f() -> NotDefinedYet:\n    return 3\n",
+                          filename="nb [cell 2]", label="cell 2", keep_going=True)]
+    source = ModuleSource(exercise="m", path="m.ipynb", kind="ipynb", chunks=chunks)
+    sub = StudentModule("m", source, spawn=zygote.spawn, limits=FAST)
+    try:
+        assert sub.call("f") == 3 and sub.notes == []
+    finally:
+        sub.close()
+
+
 def test_shared_inputs_show_in_place_writes(zygote):
     with module_of(zygote, "def scale(a):\n    a *= 2\n    return a[::-1]\n") as sub:
         a = sub.shared(np.arange(4.0))

@@ -13,9 +13,12 @@ Everything this process sends is untrusted by the grader; nothing here decides a
 
 from __future__ import annotations
 
+import __future__
 import ctypes
+import functools
 import importlib
 import linecache
+import operator
 import os
 import signal
 import socket
@@ -26,6 +29,8 @@ import types
 from grader.worker import wire
 from grader.worker.limits import WorkerLimits, apply_limits, die_with_parent
 
+FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, name).compiler_flag
+                                               for name in __future__.all_feature_names))
 MESSAGE_LIMIT = 2000
 TRACEBACK_LIMIT = 4000
 _student_files: set[str] = set()
@@ -204,11 +209,14 @@ def load(request: dict) -> tuple[types.ModuleType, dict]:
     sys.modules[name] = module
     cell_errors = []
     _student_files.update(c["filename"] for c in chunks)
+    flags = 0  # `from __future__ import ...` in one notebook cell holds for the later ones
     for chunk in chunks:
         code, filename = chunk["code"], chunk["filename"]
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         try:
-            exec(compile(code, filename, "exec", dont_inherit=True), module.__dict__)
+            compiled = compile(code, filename, "exec", flags=flags, dont_inherit=True)
+            flags |= compiled.co_flags & FUTURE_FLAGS
+            exec(compiled, module.__dict__)
         except BaseException as exc:  # noqa: BLE001 - any failure of student code is reported
             error = describe_exception(exc, {c["filename"] for c in chunks})
             error["where"] = chunk["label"]
