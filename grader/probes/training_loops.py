@@ -37,8 +37,11 @@ def build_model(kind: str, sizes: list[int], state: dict[str, torch.Tensor] | No
     ReLU-Linear; "mlp_bn_dropout": Linear-BatchNorm-ReLU-Dropout(0.5)-Linear. With `state`, the
     weights (and buffers) are exactly those; without, torch's default initialisation."""
     d_in, hidden, d_out = sizes
-    layers: list[nn.Module] = [nn.Linear(d_in, hidden)]
-    if kind in ("mlp_bn", "mlp_bn_dropout"):
+    batchnorm = kind in ("mlp_bn", "mlp_bn_dropout")
+    # No bias before BatchNorm: it would cancel it, leaving that bias a gradient of pure
+    # rounding noise, whose sign Adam turns into full-size steps that no check could compare.
+    layers: list[nn.Module] = [nn.Linear(d_in, hidden, bias=not batchnorm)]
+    if batchnorm:
         layers.append(nn.BatchNorm1d(hidden))
     layers.append(nn.ReLU())
     if kind == "mlp_bn_dropout":
