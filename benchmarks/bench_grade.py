@@ -1,0 +1,298 @@
+#!/usr/bin/env python3
+"""Benchmark `torchgrade grade` against the naive way: a fresh Python per submission.
+
+    python benchmarks/bench_grade.py [-n 40] [-j CORES] [--baseline check|pytest]
+                                     [--baseline-sample K] [--workdir DIR] [--keep]
+
+1. Generates N submissions (default 40): for every exercise, each student gets the reference
+   solution, one of the wrong implementations of tests/mutants/<exercise>.py applied to it (the
+   `correct_*` ones are right), or the stub, in a fixed mix (about 40% solutions, 50% mutants,
+   10% stubs; seeded).
+2. Grades them all with `torchgrade grade SUBS --out OUT -j J` (a fresh OUT, so nothing is
+   skipped), sampling the memory of every process of its tree (/proc, every 20 ms).
+3. In the same run, grades them one after another the naive way: a fresh Python per submission
+   running the same checks (`torchgrade check SUB --exercises ...` by default, or
+   `python -m pytest grader/checks --submission SUB`).
+4. Prints seconds per submission for both and their ratio; the per-submission overhead beyond
+   the checks' own compute (from each results.json: the grading process's wall time for the
+   submission minus the sum of its checks' durations), the whole run's fixed start-up cost, and
+   peak memory: RSS, PSS and USS (private pages, what one more process really costs) per kind of
+   process, and the whole tree's PSS at its peak.
+
+Run it from the repository with the virtual environment's Python. The machine may be shared:
+run it more than once and report the spread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))  # the mutants
+
+from grader.registry import known_exercises  # noqa: E402
+from mutants import mutants_of  # noqa: E402
+
+
+# --------------------------------------------------------------------------- submissions
+
+
+def generate(target: Path, n: int, seed: int = 5) -> dict[str, str]:
+    """N student folders under `target`; returns {student: what they hold}."""
+    rng = random.Random(seed)
+    kinds = {}
+    for i in range(n):
+        student = f"student{i:03d}"
+        folder = target / student
+        folder.mkdir(parents=True)
+        labels = []
+        for exercise in known_exercises():
+            solution = (REPO / "solutions" / f"{exercise}.py").read_text()
+            roll = rng.random()
+            mutants = mutants_of(exercise)
+            if roll < 0.1:
+                source, label = (REPO / "exercises" / f"{exercise}.py").read_text(), "stub"
+            elif roll < 0.5 or not mutants:
+                source, label = solution, "solution"
+            else:
+                mutant = rng.choice(mutants)
+                source, label = mutant.apply(solution), mutant.name
+            (folder / f"{exercise}.py").write_text(source)
+            labels.append(f"{exercise}:{label}")
+        kinds[student] = ", ".join(labels)
+    return kinds
+
+
+# --------------------------------------------------------------------------- memory
+
+
+@dataclass
+class ProcessPeak:
+    role: str
+    rss_kb: int = 0
+    pss_kb: int = 0
+    uss_kb: int = 0
+
+
+@dataclass
+class MemorySampler:
+    """Samples every process under `root` (by /proc) until stopped; keeps each one's peaks."""
+
+    root: int
+    interval: float = 0.02
+    peaks: dict[int, ProcessPeak] = field(default_factory=dict)
+    tree_pss_peak_kb: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            total = 0
+            for pid, role in self._tree():
+                numbers = _memory(pid)
+                if numbers is None:
+                    continue
+                rss, pss, uss = numbers
+                peak = self.peaks.setdefault(pid, ProcessPeak(role))
+                peak.rss_kb, peak.pss_kb = max(peak.rss_kb, rss), max(peak.pss_kb, pss)
+                peak.uss_kb = max(peak.uss_kb, uss)
+                total += pss
+            self.tree_pss_peak_kb = max(self.tree_pss_peak_kb, total)
+            time.sleep(self.interval)
+
+    def _tree(self) -> list[tuple[int, str]]:
+        out, stack = [], [(self.root, "parent (torchgrade)")]
+        while stack:
+            pid, role = stack.pop()
+            out.append((pid, role))
+            for child in _children(pid):
+                cmd = _cmdline(child)
+                if role == "zygote":  # forked by it: same command line
+                    kind = "worker"
+                elif "grader.worker.zygote" in cmd:
+                    kind = "zygote"
+                elif "forkserver" in cmd and role.startswith("parent"):
+                    kind = "forkserver"
+                elif role == "forkserver":
+                    kind = "grading process"
+                else:
+                    kind = "other"
+                stack.append((child, kind))
+        return out
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return kids
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _memory(pid: int) -> tuple[int, int, int] | None:
+    """(peak RSS, PSS, USS) in kB: VmHWM from status, the rest from smaps_rollup."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            hwm = next((int(line.split()[1]) for line in f if line.startswith("VmHWM:")), 0)
+        fields = {}
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 2 and parts[0].endswith(":") and parts[1].isdigit():
+                    fields[parts[0][:-1]] = int(parts[1])
+    except (OSError, StopIteration, ValueError):
+        return None
+    if not fields:
+        return None
+    return hwm, fields.get("Pss", 0), fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def run_grader(subs: Path, out: Path, jobs: int) -> tuple[float, MemorySampler, str]:
+    command = [sys.executable, "-m", "grader.cli", "grade", str(subs), "--out", str(out),
+               "-j", str(jobs)]
+    started = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=REPO)
+    sampler = MemorySampler(proc.pid)
+    sampler.start()
+    output, _ = proc.communicate()
+    seconds = time.perf_counter() - started
+    sampler.stop()
+    if proc.returncode != 0:
+        sys.exit(f"torchgrade grade failed ({proc.returncode}):\n{output}")
+    return seconds, sampler, output.strip().splitlines()[-1]
+
+
+def run_baseline(subs: Path, students: list[str], kind: str, scratch: Path) -> list[float]:
+    exercises = ",".join(known_exercises())
+    times = []
+    for student in students:
+        if kind == "pytest":
+            command = [sys.executable, "-m", "pytest", str(REPO / "grader" / "checks"),
+                       "--submission", str(subs / student), "-q", "-p", "no:cacheprovider"]
+            cwd = scratch
+        else:
+            command = [sys.executable, "-m", "grader.cli", "check", str(subs / student),
+                       "--exercises", exercises, "--out", str(scratch / student)]
+            cwd = REPO
+        started = time.perf_counter()
+        proc = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
+        times.append(time.perf_counter() - started)
+        if proc.returncode not in (0, 1):
+            sys.exit(f"baseline failed on {student} ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-n", type=int, default=40, help="submissions (default 40)")
+    parser.add_argument("-j", type=int, default=len(os.sched_getaffinity(0)),
+                        help="grading processes (default: the cores)")
+    parser.add_argument("--baseline", choices=["check", "pytest"], default="check")
+    parser.add_argument("--baseline-sample", type=int, default=0, metavar="K",
+                        help="run the baseline on K submissions only (default: all)")
+    parser.add_argument("--workdir", type=Path, help="default: a temporary folder")
+    parser.add_argument("--keep", action="store_true", help="keep the workdir")
+    args = parser.parse_args()
+
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="torchgrade-bench-"))
+    if work.exists() and args.workdir:
+        shutil.rmtree(work)
+    work.mkdir(parents=True, exist_ok=True)
+    subs, out, scratch = work / "submissions", work / "out", work / "baseline"
+    scratch.mkdir()
+    kinds = generate(subs, args.n)
+    students = sorted(kinds)
+    print(f"{args.n} submissions ({', '.join(known_exercises())}); {args.j} grading processes; "
+          f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} before")
+
+    grader_s, sampler, last_line = run_grader(subs, out, args.j)
+    results = [json.loads((out / s / "results.json").read_text()) for s in students]
+    check_s = [sum(c["duration_s"] for c in r["checks"]) for r in results]
+    in_process = [r["grading_s"] for r in results]
+    overhead = [g - c for g, c in zip(in_process, check_s)]
+    full = sum(r["score"] == r["max_score"] for r in results)
+    # Start-up: the wall time not explained by grading, with J processes in parallel.
+    startup = grader_s - sum(in_process) / args.j
+
+    sample = students if not args.baseline_sample else students[:args.baseline_sample]
+    base = run_baseline(subs, sample, args.baseline, scratch)
+    base_per = statistics.fmean(base)
+    grader_per = grader_s / args.n
+
+    print(f"\ntorchgrade grade -j {args.j}: {last_line}")
+    print(f"\n{'':46}{'torchgrade grade':>18}{'fresh process':>16}")
+    print(f"{'seconds per submission (wall)':46}{grader_per:18.3f}{base_per:16.3f}")
+    print(f"{'whole run, seconds':46}{grader_s:18.2f}{sum(base):16.2f}"
+          + (f"  (baseline on {len(sample)}: extrapolated {base_per * args.n:.1f})"
+             if len(sample) < args.n else ""))
+    print(f"\nratio grader / fresh-process baseline: {grader_per / base_per:.3f} "
+          f"(target <= 0.1); speed-up x{base_per / grader_per:.1f}")
+    print(f"checks' own compute per submission (sum of durations): mean "
+          f"{statistics.fmean(check_s):.3f} s")
+    print(f"overhead per submission beyond the checks' compute, in the grading process: mean "
+          f"{statistics.fmean(overhead):.4f} s, median {statistics.median(overhead):.4f} s, "
+          f"max {max(overhead):.4f} s (target <= 0.05)")
+    print(f"fixed start-up of the run (fork server, grading processes, zygotes; spread over "
+          f"{args.n}): {startup:.2f} s ({startup / args.n:.3f} s per submission)")
+    print(f"full marks: {full} of {args.n}")
+
+    print("\nmemory (peak over the run, MB)     processes   RSS max   PSS max   USS max")
+    by_role: dict[str, list[ProcessPeak]] = {}
+    for peak in sampler.peaks.values():
+        by_role.setdefault(peak.role, []).append(peak)
+    for role in ("parent (torchgrade)", "forkserver", "grading process", "zygote", "worker",
+                 "other"):
+        peaks = by_role.get(role)
+        if not peaks:
+            continue
+        print(f"  {role:32} {len(peaks):9d} {max(p.rss_kb for p in peaks) / 1024:9.0f}"
+              f" {max(p.pss_kb for p in peaks) / 1024:9.0f} {max(p.uss_kb for p in peaks) / 1024:9.0f}")
+    print(f"  whole tree, PSS at its peak: {sampler.tree_pss_peak_kb / 1024:.0f} MB")
+    workers = by_role.get("worker", [])
+    if workers:
+        print(f"  extra memory per worker (USS, private pages; the rest is shared with its "
+              f"zygote): median {statistics.median(p.uss_kb for p in workers) / 1024:.1f} MB, "
+              f"max {max(p.uss_kb for p in workers) / 1024:.1f} MB over {len(workers)} sampled")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    if args.keep or args.workdir:
+        print(f"\nkept: {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
