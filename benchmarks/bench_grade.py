@@ -180,9 +180,19 @@ def _memory(pid: int) -> tuple[int, int, int] | None:
 # --------------------------------------------------------------------------- runs
 
 
-def run_grader(subs: Path, out: Path, jobs: int) -> tuple[float, MemorySampler, str]:
+@dataclass
+class GraderRun:
+    seconds: float
+    started: float      # time.time() at start
+    ended: float
+    sampler: MemorySampler
+    last_line: str
+
+
+def run_grader(subs: Path, out: Path, jobs: int) -> GraderRun:
     command = [sys.executable, "-m", "grader.cli", "grade", str(subs), "--out", str(out),
                "-j", str(jobs)]
+    wall_start = time.time()
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             cwd=REPO)
@@ -193,7 +203,8 @@ def run_grader(subs: Path, out: Path, jobs: int) -> tuple[float, MemorySampler, 
     sampler.stop()
     if proc.returncode != 0:
         sys.exit(f"torchgrade grade failed ({proc.returncode}):\n{output}")
-    return seconds, sampler, output.strip().splitlines()[-1]
+    return GraderRun(seconds, wall_start, wall_start + seconds, sampler,
+                     output.strip().splitlines()[-1])
 
 
 def run_baseline(subs: Path, students: list[str], kind: str, scratch: Path) -> list[float]:
@@ -239,21 +250,26 @@ def main() -> None:
     print(f"{args.n} submissions ({', '.join(known_exercises())}); {args.j} grading processes; "
           f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} before")
 
-    grader_s, sampler, last_line = run_grader(subs, out, args.j)
+    run = run_grader(subs, out, args.j)
+    grader_s, sampler = run.seconds, run.sampler
     results = [json.loads((out / s / "results.json").read_text()) for s in students]
     check_s = [sum(c["duration_s"] for c in r["checks"]) for r in results]
     in_process = [r["grading_s"] for r in results]
     overhead = [g - c for g, c in zip(in_process, check_s)]
     full = sum(r["score"] == r["max_score"] for r in results)
-    # Start-up: the wall time not explained by grading, with J processes in parallel.
-    startup = grader_s - sum(in_process) / args.j
+    # When each submission was done: its results.json is written last, the moment it is done.
+    done = [(out / s / "results.json").stat().st_mtime for s in students]
+    startup = min(d - g for d, g in zip(done, in_process)) - run.started
+    tail = run.ended - max(done)
+    busy = args.j * (grader_s - startup - tail)  # grading-process seconds between first and last
+    whole_overhead = (busy - sum(check_s)) / args.n
 
     sample = students if not args.baseline_sample else students[:args.baseline_sample]
     base = run_baseline(subs, sample, args.baseline, scratch)
     base_per = statistics.fmean(base)
     grader_per = grader_s / args.n
 
-    print(f"\ntorchgrade grade -j {args.j}: {last_line}")
+    print(f"\ntorchgrade grade -j {args.j}: {run.last_line}")
     print(f"\n{'':46}{'torchgrade grade':>18}{'fresh process':>16}")
     print(f"{'seconds per submission (wall)':46}{grader_per:18.3f}{base_per:16.3f}")
     print(f"{'whole run, seconds':46}{grader_s:18.2f}{sum(base):16.2f}"
@@ -266,8 +282,12 @@ def main() -> None:
     print(f"overhead per submission beyond the checks' compute, in the grading process: mean "
           f"{statistics.fmean(overhead):.4f} s, median {statistics.median(overhead):.4f} s, "
           f"max {max(overhead):.4f} s (target <= 0.05)")
-    print(f"fixed start-up of the run (fork server, grading processes, zygotes; spread over "
-          f"{args.n}): {startup:.2f} s ({startup / args.n:.3f} s per submission)")
+    print(f"  the same from outside, with every wait: (J x the wall time between the first "
+          f"start and the last result - the checks' compute) / N = {whole_overhead:.4f} s")
+    print(f"fixed costs: start-up until the first submission starts grading (parent, fork "
+          f"server, grading processes, zygotes) {startup:.2f} s; after the last result (class "
+          f"index, CSV, stopping) {tail:.2f} s; together {(startup + tail) / args.n:.3f} s per "
+          f"submission over {args.n}")
     print(f"full marks: {full} of {args.n}")
 
     print("\nmemory (peak over the run, MB)     processes   RSS max   PSS max   USS max")

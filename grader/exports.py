@@ -10,6 +10,7 @@ import csv
 import io
 import os
 import tempfile
+import time
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -52,8 +53,11 @@ def write_submission_outputs(result: SubmissionResult, out: Path) -> Path:
     from grader.report import render_report
 
     folder = Path(out) / result.student
+    started = time.perf_counter()
     write_atomic(folder / "report.html", render_report(result))
     write_atomic(folder / "gradescope.json", gradescope_json(result))
+    if result.grading_s:  # the grader's time for this submission includes writing it
+        result.grading_s = round(result.grading_s + time.perf_counter() - started, 4)
     write_json(result, folder / "results.json")
     return folder / "report.html"
 
