@@ -58,6 +58,7 @@ class BatchRunner:
         self.collector = collector
         self.graded = 0
         self.modules: dict = {}  # the last submission's StudentModules, for assemble_result
+        self.isolation = "none"  # and how contained its workers were
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
@@ -69,6 +70,7 @@ class BatchRunner:
             started = time.perf_counter()
             checks = collection_errors + self.run_items(session, items, submission)
             result = assemble_result(submission, self.modules, checks, self.exercises)
+            result.isolation = self.isolation
             result.grading_s = round(time.perf_counter() - started, 4)
             self.graded += 1
             self.finish(submission, result)
@@ -89,6 +91,7 @@ class BatchRunner:
                 item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
         finally:
             self.modules = grading.modules
+            self.isolation = grading.isolation
             grading.close()
         return self.collector.results
 

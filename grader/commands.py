@@ -160,7 +160,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
         settings = PoolSettings(out=out, exercises=chosen, assignment=plan, limits=limits)
         try:
             grade_in_pool(tasks, settings=settings, jobs=min(jobs or default_jobs(), 64),
-                          on_result=collect)
+                          on_result=collect, on_isolation=isolation_warning)
         except PoolBroken as exc:
             raise GraderUnavailable(str(exc)) from None
         finally:
@@ -297,8 +297,19 @@ def check(path: Path, *, out: Path, exercises: list[str] | None = None,
             raise UsageError(f"no exercise file found in {path} (expected one of {names}, "
                              "or the same names as .ipynb)")
     with _sandbox() as zygote:
+        warn_isolation(zygote)
         result = grade_one(submission, exercises=chosen, limits=limits, zygote=zygote)
     return result, write_outputs(result, Path(out))
+
+
+def warn_isolation(zygote) -> None:
+    isolation_warning(zygote.isolation, zygote.missing)
+
+
+def isolation_warning(isolation: str, missing) -> None:
+    if isolation != "full":
+        log.warning("torchgrade: warning: worker isolation is %s on this machine; missing: %s. "
+                    "See 'Isolation levels' in the README.", isolation, missing)
 
 
 # --------------------------------------------------------------------------- Gradescope
@@ -329,6 +340,7 @@ def gradescope_run(*, root: Path | None = None, assignment: Path | None = None,
     started = time.monotonic()
     submission = _load(folder, "submission", plan.exercise_names)
     with _sandbox() as zygote:
+        warn_isolation(zygote)
         result = grade_one(submission, exercises=plan.exercise_names, limits=limits,
                            zygote=zygote)
     result = apply_assignment(result, plan)

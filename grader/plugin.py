@@ -58,6 +58,11 @@ class GradingSession:
                 spawn=lambda limits: self.zygote().spawn(limits), limits=self.limits)
         return self.modules[exercise]
 
+    @property
+    def isolation(self) -> str:
+        """How contained this session's workers were (none started: nothing to contain)."""
+        return self._zygote.isolation if self._zygote is not None else "none"
+
     def close(self) -> None:
         for module in self.modules.values():
             module.close()
@@ -142,6 +147,11 @@ def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("submission", None)
     if not path or SESSION_KEY in config.stash:
         return
+    # References single-threaded, like the workers (and like grader.runner.run_checks): a
+    # multi-threaded reduction differs in the last bits, which a training check can amplify.
+    import torch
+
+    torch.set_num_threads(1)
     # Imported here: only a grading run needs them.
     from grader.registry import known_exercises
     from grader.submission import load_submission
@@ -168,6 +178,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     from grader.exports import write_json
 
     result = assemble_result(grading.submission, grading.modules, collector.results)
+    result.isolation = grading.isolation
     write_json(result, collector.results_json)
 
 

@@ -118,6 +118,7 @@ def serve(conn: Connection, settings: PoolSettings) -> None:
         except ZygoteError as exc:
             conn.send(("broken", str(exc)))
             return
+        conn.send(("isolation", (zygote.isolation, zygote.missing)))
         current: list[GradeTask] = []
 
         def submissions() -> Iterable[Submission]:
@@ -154,14 +155,17 @@ class _Slot:
     task: GradeTask | None = None
     since: float = 0.0
     done: int = 0
+    finishing: bool = False
 
 
 def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, jobs: int,
                   on_result: Callable[[SubmissionResult], None] | None = None,
+                  on_isolation: Callable[[str, list[str]], None] | None = None,
                   serve: Callable[[Connection, PoolSettings], None] = serve
                   ) -> list[SubmissionResult]:
     """Grade `tasks` in `jobs` grading processes; every result (graded, or a grader failure
-    written here when a process died twice on it) goes to `on_result` as it arrives.
+    written here when a process died twice on it) goes to `on_result` as it arrives, and the
+    isolation level of the first sandbox started (level, what is missing) to `on_isolation`.
 
     Raises `PoolBroken` when grading processes cannot start; KeyboardInterrupt stops every
     process before it propagates.
@@ -174,7 +178,8 @@ def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, jobs: i
                                           for f in check_files(settings.exercises)])
     attempts: Counter[str] = Counter()
     results: list[SubmissionResult] = []
-    slots: list[_Slot] = []
+    slots: list[_Slot] = []       # grading, or ready to
+    finishing: list[_Slot] = []   # told to finish: no work left for them
     early_deaths = 0
 
     def start() -> _Slot:
@@ -218,10 +223,16 @@ def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, jobs: i
         for _ in range(min(jobs, len(pending))):
             slots.append(start())
         while pending or any(s.task is not None for s in slots):
-            for slot in slots:
+            for slot in list(slots):
                 if slot.task is None and pending:
                     slot.task, slot.since = pending.popleft(), time.monotonic()
                     slot.conn.send(slot.task)
+                elif slot.task is None:
+                    # Nothing left for it: let it wind down (its zygote's exit takes a while)
+                    # while the others finish their last submissions.
+                    _tell_to_finish(slot)
+                    slots.remove(slot)
+                    finishing.append(slot)
             now = time.monotonic()
             busy = [s.since + TASK_TIMEOUT - now for s in slots if s.task is not None]
             ready = wait([s.conn for s in slots] + [s.process.sentinel for s in slots],
@@ -235,6 +246,11 @@ def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, jobs: i
                         continue
                     if kind == "broken":
                         raise PoolBroken(f"the sandbox could not start: {payload}")
+                    if kind == "isolation":
+                        if on_isolation is not None:
+                            on_isolation(*payload)
+                            on_isolation = None  # once per run: every process has the same
+                        continue
                     slot.task, slot.done = None, slot.done + 1
                     deliver(payload)
                 elif slot.process.sentinel in ready:
@@ -243,9 +259,9 @@ def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, jobs: i
                     slot.process.kill()
                     lost(slot, f"stuck for {TASK_TIMEOUT:g} s")
     except BaseException:
-        _stop(slots, interrupt=True)
+        _stop(slots + finishing, interrupt=True)
         raise
-    _stop(slots, interrupt=False)
+    _stop(slots + finishing, interrupt=False)
     return results
 
 
@@ -262,17 +278,23 @@ def _death(process: multiprocessing.process.BaseProcess) -> str:
     return f"exit status {code}"
 
 
+def _tell_to_finish(slot: _Slot) -> None:
+    if not slot.finishing:
+        slot.finishing = True
+        try:
+            slot.conn.send(None)
+        except (OSError, ValueError):
+            pass
+
+
 def _stop(slots: list[_Slot], *, interrupt: bool) -> None:
     """End every grading process: idle ones are told to finish, busy ones (on interrupt) get
     SIGTERM; any still running after STOP_TIMEOUT is killed."""
     for slot in slots:
-        try:
-            if slot.task is None or not interrupt:
-                slot.conn.send(None)
-            else:
-                slot.process.terminate()
-        except (OSError, ValueError):
-            pass
+        if interrupt and slot.task is not None:
+            slot.process.terminate()
+        else:
+            _tell_to_finish(slot)
     deadline = time.monotonic() + STOP_TIMEOUT
     for slot in slots:
         slot.process.join(max(deadline - time.monotonic(), 0.0))

@@ -19,6 +19,9 @@ from grader.worker.client import Zygote
 from grader.worker.limits import WorkerLimits
 
 
+MAX_NOTES = 20  # a notebook of 10,000 failing cells still gets a readable report
+
+
 def run_checks(submission: Submission, *, exercises: list[str],
                limits: WorkerLimits | None = None, zygote: Zygote | None = None,
                checks_dir: Path = CHECKS_DIR) -> SubmissionResult:
@@ -44,8 +47,11 @@ def run_checks(submission: Submission, *, exercises: list[str],
         with contextlib.redirect_stdout(io.StringIO()):
             pytest.main(args, plugins=[session, collector])
     finally:
+        isolation = session.isolation
         session.close()
-    return assemble_result(submission, session.modules, collector.results, exercises)
+    result = assemble_result(submission, session.modules, collector.results, exercises)
+    result.isolation = isolation
+    return result
 
 
 def assemble_result(submission: Submission, modules: Mapping[str, StudentModule],
@@ -65,6 +71,8 @@ def assemble_result(submission: Submission, modules: Mapping[str, StudentModule]
             notes.append(source.fatal)
         if module is not None:
             notes += module.notes
+        if len(notes) > MAX_NOTES:
+            notes = notes[:MAX_NOTES] + [f"... and {len(notes) - MAX_NOTES} more notes"]
         parts.append(ExerciseResult(
             exercise=exercise, path=source.path if source else None,
             score=round(sum(c.points for c in mine), 6),

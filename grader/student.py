@@ -49,6 +49,7 @@ class StudentModule:
         self._failure: ModuleUnavailable | None = None
         self._loaded_once = False
         self._output: list[str] = []
+        self._output_left = limits.output_total
         self.segments = wire.SegmentTable()
 
     # ------------------------------------------------------------------ loading
@@ -193,12 +194,18 @@ class StudentModule:
     # ------------------------------------------------------------------ bookkeeping
 
     def end_check(self) -> str:
-        """Output printed since the last call of this method; frees this check's shared memory."""
+        """Output printed since the last call of this method (within what is left of
+        `limits.output_total`); frees this check's shared memory."""
         if self._worker is not None:
             self._output.append(self._worker.output.take())
         text = "".join(self._output)
         self._output = []
         self.segments.close()
+        if len(text) > self._output_left:
+            text = text[: self._output_left] + (
+                "\n[... further output omitted: a report keeps at most "
+                f"{self.limits.output_total // 1024} KB of output per exercise ...]\n")
+        self._output_left = max(self._output_left - len(text), 0)
         return text
 
     def close(self) -> None:

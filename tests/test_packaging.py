@@ -26,6 +26,7 @@ def test_wheel_ships_package_data(installed):
     wheel, _ = installed
     names = set(zipfile.ZipFile(wheel).namelist())
     for required in ("grader/templates/report.html.j2", "grader/templates/style.css",
+                     "grader/worker/zygote.py", "grader/probes/tracing.py",
                      "grader/checks/pytest.ini", "grader/checks/test_strides_broadcasting.py",
                      "grader/exercises/strides_broadcasting.py",
                      "grader/solutions/strides_broadcasting.py",

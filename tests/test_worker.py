@@ -2,6 +2,7 @@
 
 import os
 import time
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -14,10 +15,16 @@ from grader.worker.limits import WorkerLimits
 FAST = WorkerLimits(call_timeout=2.0, load_timeout=3.0)
 
 
-def module_of(zygote, code: str, limits: WorkerLimits = FAST, kind="py") -> StudentModule:
+@contextmanager
+def module_of(zygote, code: str, limits: WorkerLimits = FAST):
+    """The module `m` made of `code`, loaded on first use and closed at the end."""
     chunks = [SourceChunk(code=code, filename="m.py", label="m.py")]
-    source = ModuleSource(exercise="m", path="m.py", kind=kind, chunks=chunks)
-    return StudentModule("m", source, spawn=zygote.spawn, limits=limits)
+    source = ModuleSource(exercise="m", path="m.py", kind="py", chunks=chunks)
+    module = StudentModule("m", source, spawn=zygote.spawn, limits=limits)
+    try:
+        yield module
+    finally:
+        module.close()
 
 
 def test_the_warm_parent_is_single_threaded(zygote):
@@ -25,12 +32,11 @@ def test_the_warm_parent_is_single_threaded(zygote):
 
 
 def test_worker_sees_no_grader_internals(zygote):
-    sub = module_of(zygote, "import sys\n"
+    with module_of(zygote, "import sys\n"
                             "def loaded(): return sorted(m for m in sys.modules if m.startswith('grader'))\n"
                             "def threads(): import os; return len(os.listdir('/proc/self/task'))\n"
                             "def env(): import os; return dict(os.environ)\n"
-                            "def cwd(): import os; return os.getcwd()\n")
-    try:
+                            "def cwd(): import os; return os.getcwd()\n") as sub:
         loaded = sub.call("loaded")
         assert not [m for m in loaded if m.startswith(("grader.checks", "grader.solutions",
                                                        "grader.runner", "grader.plugin"))]
@@ -38,15 +44,12 @@ def test_worker_sees_no_grader_internals(zygote):
         env = sub.call("env")
         assert env["OMP_NUM_THREADS"] == "1" and "PYTHONPATH" not in env
         assert sub.call("cwd") == env["HOME"]  # a private scratch folder
-    finally:
-        sub.close()
 
 
 def test_a_timeout_fails_only_that_call_and_a_fresh_worker_serves_the_next(zygote):
-    sub = module_of(zygote, "import time\nstate = []\n"
+    with module_of(zygote, "import time\nstate = []\n"
                             "def slow(): time.sleep(60)\n"
-                            "def ok(x): state.append(x); return len(state)\n")
-    try:
+                            "def ok(x): state.append(x); return len(state)\n") as sub:
         assert sub.call("ok", 1) == 1
         start = time.monotonic()
         with pytest.raises(StudentError) as info:
@@ -54,8 +57,6 @@ def test_a_timeout_fails_only_that_call_and_a_fresh_worker_serves_the_next(zygot
         assert info.value.status == "timeout" and "timed out after 0.5 s" in str(info.value)
         assert time.monotonic() - start < 3
         assert sub.call("ok", 2) == 1  # a fresh import: the old worker's state is gone
-    finally:
-        sub.close()
 
 
 @pytest.mark.parametrize("body, words", [
@@ -64,46 +65,57 @@ def test_a_timeout_fails_only_that_call_and_a_fresh_worker_serves_the_next(zygot
     ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "killed"),
 ])
 def test_crashes_fail_the_call_with_a_plain_message(zygote, body, words):
-    sub = module_of(zygote, f"def boom():\n    {body}\ndef ok():\n    return 'fine'\n")
-    try:
+    with module_of(zygote, f"def boom():\n    {body}\ndef ok():\n    return 'fine'\n") as sub:
         with pytest.raises(StudentError) as info:
             sub.call("boom")
         assert info.value.status == "crashed" and words in str(info.value)
         assert sub.call("ok") == "fine"
-    finally:
-        sub.close()
 
 
 def test_memory_limit_is_a_crash_not_a_hang(zygote):
-    sub = module_of(zygote, "import numpy as np\ndef hog():\n    return np.ones(10**10)\n"
-                            "def ok():\n    return 1\n")
-    try:
+    with module_of(zygote, "import numpy as np\ndef hog():\n    return np.ones(10**10)\n"
+                            "def ok():\n    return 1\n") as sub:
         with pytest.raises(StudentError) as info:
             sub.call("hog")
         assert info.value.status == "crashed" and "memory" in str(info.value)
         assert sub.call("ok") == 1
-    finally:
-        sub.close()
 
 
-def test_processes_started_by_student_code_die_with_the_worker(zygote, tmp_path):
-    marker = tmp_path / "child.pid"
-    sub = module_of(zygote, "import subprocess, time\n"
-                            "def spawn(path):\n"
-                            "    p = subprocess.Popen(['sleep', '300'])\n"
-                            "    open(path, 'w').write(str(p.pid))\n"
-                            "    time.sleep(60)\n")
-    try:
+def test_processes_started_by_student_code_die_with_the_worker(zygote):
+    marker = f"{time.time_ns() % 10**6}.25"  # a unique `sleep` argument, found on the host
+    with module_of(zygote, "import subprocess, time, os\n"
+                            "def spawn(marker):\n"
+                            "    subprocess.Popen(['sleep', marker], start_new_session=True)\n"
+                            "    if os.fork() == 0:\n"
+                            "        os.setsid()\n"
+                            "        subprocess.Popen(['sleep', marker])\n"
+                            "        os._exit(0)\n"
+                            "    time.sleep(60)\n") as sub:
         with pytest.raises(StudentError):
-            sub.call("spawn", str(marker), timeout=1.0)
-        pid = int(marker.read_text())
-        for _ in range(50):
-            if not _alive(pid):
-                break
-            time.sleep(0.05)
-        assert not _alive(pid)
-    finally:
-        sub.close()
+            sub.call("spawn", marker, timeout=1.0)
+        assert _wait_until(lambda: not _processes_with(marker)), _processes_with(marker)
+
+
+def _processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if marker.encode() in f.read() and _alive(int(entry)):
+                        found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def _wait_until(condition, seconds: float = 3.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
 
 
 def _alive(pid: int) -> bool:
@@ -122,82 +134,63 @@ def _alive(pid: int) -> bool:
     ("import no_such_package_xyz\n", "error", "ModuleNotFoundError"),
 ])
 def test_import_failures_fail_every_call_with_one_message(zygote, code, status, words):
-    sub = module_of(zygote, code + "def f():\n    return 1\n")
-    try:
+    with module_of(zygote, code + "def f():\n    return 1\n") as sub:
         for _ in range(2):
             with pytest.raises(ModuleUnavailable) as info:
                 sub.call("f")
             assert info.value.status == status and words in str(info.value)
-    finally:
-        sub.close()
 
 
 def test_import_error_names_the_line(zygote):
-    sub = module_of(zygote, "x = 1\n\ny = 1 / 0\n")
-    try:
+    with module_of(zygote, "x = 1\n\ny = 1 / 0\n") as sub:
         with pytest.raises(ModuleUnavailable) as info:
             sub.call("f")
         assert "line 3" in str(info.value) and "ZeroDivisionError" in str(info.value)
-    finally:
-        sub.close()
 
 
 def test_exceptions_carry_type_mro_and_student_frames_only(zygote):
-    sub = module_of(zygote, "class Mine(ValueError):\n    pass\n"
-                            "def f():\n    raise Mine('no')\n")
-    try:
+    with module_of(zygote, "class Mine(ValueError):\n    pass\n"
+                            "def f():\n    raise Mine('no')\n") as sub:
         with pytest.raises(StudentRaised) as info:
             sub.call("f")
         err = info.value
         assert err.type == "Mine" and "ValueError" in err.mro
         assert 'File "m.py", line 4, in f' in err.detail and "grader" not in err.detail
         sub.raises(ValueError, "f")  # a subclass counts
-    finally:
-        sub.close()
 
 
 def test_missing_function_costs_only_its_call(zygote):
-    sub = module_of(zygote, "def present():\n    return 2\n")
-    try:
+    with module_of(zygote, "def present():\n    return 2\n") as sub:
         with pytest.raises(StudentError) as info:
             sub.call("absent")
         assert "defines no absent" in str(info.value)
         assert sub.call("present") == 2
-    finally:
-        sub.close()
 
 
 def test_monkeypatching_in_the_worker_does_not_reach_the_grader(zygote):
-    sub = module_of(zygote, "import numpy as np, torch\n"
+    with module_of(zygote, "import numpy as np, torch\n"
                             "np.allclose = lambda *a, **k: True\n"
                             "np.array_equal = lambda *a, **k: True\n"
                             "torch.allclose = lambda *a, **k: True\n"
-                            "def f():\n    return np.zeros(3)\n")
-    try:
+                            "def f():\n    return np.zeros(3)\n") as sub:
         got = sub.call("f")
         assert not np.array_equal(got, np.ones(3))  # the grader's numpy is untouched
         assert type(got) is np.ndarray
-    finally:
-        sub.close()
 
 
 def test_sabotaging_the_workers_builtins_only_breaks_the_submission(zygote):
-    sub = module_of(zygote, "import builtins\nbuiltins.isinstance = lambda *a: True\n"
-                            "def f():\n    return 1\n")
-    try:
+    with module_of(zygote, "import builtins\nbuiltins.isinstance = lambda *a: True\n"
+                            "def f():\n    return 1\n") as sub:
         with pytest.raises(StudentError) as info:
             sub.call("f")
         assert info.value.status in ("crashed", "error")
-    finally:
-        sub.close()
 
 
 def test_output_is_captured_per_check_and_bounded(zygote):
     limits = WorkerLimits(call_timeout=5.0, output_bytes=4096)
-    sub = module_of(zygote, "import sys\nprint('at import')\n"
+    with module_of(zygote, "import sys\nprint('at import')\n"
                             "def chatty(n):\n    print('x' * n)\n    print('to stderr', file=sys.stderr)\n"
-                            "    return n\n", limits)
-    try:
+                            "    return n\n", limits) as sub:
         assert sub.call("chatty", 10) == 10
         assert sub.import_output == "at import\n"
         assert sub.end_check() == "x" * 10 + "\nto stderr\n"
@@ -205,8 +198,6 @@ def test_output_is_captured_per_check_and_bounded(zygote):
         text = sub.end_check()
         assert len(text) < 4096 + 200 and "bytes of output omitted" in text
         assert text.rstrip().endswith("to stderr")
-    finally:
-        sub.close()
 
 
 def test_output_buffer_keeps_head_and_tail():
@@ -218,14 +209,11 @@ def test_output_buffer_keeps_head_and_tail():
 
 
 def test_not_plain_results_are_refused(zygote):
-    sub = module_of(zygote, "class Fake(tuple):\n    def __eq__(self, o):\n        return True\n"
-                            "def f():\n    return Fake((1, 2))\n")
-    try:
+    with module_of(zygote, "class Fake(tuple):\n    def __eq__(self, o):\n        return True\n"
+                            "def f():\n    return Fake((1, 2))\n") as sub:
         with pytest.raises(StudentError) as info:
             sub.call("f")
         assert "not plain data" in str(info.value) and "Fake" in str(info.value)
-    finally:
-        sub.close()
 
 
 def test_notebook_cells_keep_going_after_an_error(zygote):
@@ -245,24 +233,67 @@ def test_notebook_cells_keep_going_after_an_error(zygote):
 
 
 def test_shared_inputs_show_in_place_writes(zygote):
-    sub = module_of(zygote, "def scale(a):\n    a *= 2\n    return a[::-1]\n")
-    try:
+    with module_of(zygote, "def scale(a):\n    a *= 2\n    return a[::-1]\n") as sub:
         a = sub.shared(np.arange(4.0))
         got = sub.call("scale", a)
         assert np.array_equal(a, [0, 2, 4, 6])  # the worker wrote into the grader's memory
         assert np.shares_memory(got, a) and got.strides == (-8,)
-    finally:
-        sub.close()
 
 
 def test_no_worker_processes_are_left_behind(zygote):
-    sub = module_of(zygote, "import os\ndef pid():\n    return os.getpid()\n")
-    pid = sub.call("pid")
-    assert _alive(pid)
-    sub.close()
-    for _ in range(50):
-        if not _alive(pid):
-            break
-        time.sleep(0.05)
-    assert not _alive(pid)
-    assert os.getpid() != pid
+    marker = f"{time.time_ns() % 10**6}.75"
+    with module_of(zygote, "import subprocess\n"
+                           "def start(marker):\n"
+                           "    subprocess.Popen(['sleep', marker])\n"
+                           "    return 1\n") as sub:
+        assert sub.call("start", marker) == 1
+        host_pid = sub._worker.pid
+        assert _alive(host_pid) and _processes_with(marker)
+    assert _wait_until(lambda: not _alive(host_pid) and not _processes_with(marker))
+
+
+def test_workers_are_contained_when_the_machine_allows(zygote):
+    """On a machine where the grader runs as root with bubblewrap (like CI), isolation is full:
+    the worker runs as its own uid, as PID 2 of its own namespace, without network, and sees
+    none of the grader's files."""
+    if zygote.isolation != "full":
+        pytest.skip(f"isolation is {zygote.isolation} here: {zygote.missing}")
+    with module_of(zygote, "import os, socket\n"
+                            "def facts(paths):\n"
+                            "    try:\n"
+                            "        socket.create_connection(('127.0.0.1', 22), timeout=1)\n"
+                            "        net = 'connected'\n"
+                            "    except OSError as e:\n"
+                            "        net = e.strerror\n"
+                            "    def read(p):\n"
+                            "        try:\n"
+                            "            return open(p).read()\n"
+                            "        except OSError:\n"
+                            "            return ''\n"
+                            "    return os.getuid(), os.getpid(), net, [read(p) for p in paths]\n") as sub:
+        import grader
+        from pathlib import Path
+        root = Path(grader.__file__).parent
+        secrets = [str(root / "checks" / "test_strides_broadcasting_hidden.py"),
+                   str(root / "compare.py"), __file__]
+        uid, pid, net, seen = sub.call("facts", secrets)
+        assert uid != 0 and pid == 2 and "unreachable" in net.lower()
+        assert seen == ["", "", ""]  # missing, or (in an installed package) emptied
+
+
+def test_without_isolation_a_killed_parent_is_restarted():
+    """Below full isolation a worker can reach its parent; the batch must survive that."""
+    from grader.worker.client import Zygote
+
+    with Zygote(isolate=False) as bare:
+        assert bare.isolation == "none" and "bubblewrap" in bare.missing
+        with module_of(bare, "import os, signal\n"
+                                 "def kill_parent():\n"
+                                 "    os.kill(os.getppid(), signal.SIGKILL)\n"
+                                 "    return 1\n") as killer:
+            try:
+                killer.call("kill_parent")  # the worker may die with its parent, or not
+            except StudentError as exc:
+                assert exc.status == "crashed"
+        with module_of(bare, "def ok():\n    return 'fine'\n") as after:
+            assert after.call("ok") == "fine"

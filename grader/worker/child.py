@@ -13,6 +13,7 @@ Everything this process sends is untrusted by the grader; nothing here decides a
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import linecache
 import os
@@ -35,8 +36,12 @@ def student_files() -> set[str]:
     return set(_student_files)
 
 
-def start(sock_fd: int, out_fd: int, scratch: str, limits: dict) -> None:
-    """Entry point in the freshly forked child; never returns."""
+def start(sock_fd: int, out_fd: int, scratch: str, limits: dict, uid: int | None = None) -> None:
+    """Entry point in the freshly forked child; never returns.
+
+    With `uid`, the child is already in its own PID/mount/IPC/network namespaces (see
+    `zygote.spawn_contained`) and confines itself before any student code runs.
+    """
     code = 0
     try:
         os.setsid()
@@ -50,6 +55,8 @@ def start(sock_fd: int, out_fd: int, scratch: str, limits: dict) -> None:
         os.dup2(out_fd, 2)
         os.closerange(3, sock_fd)
         os.closerange(sock_fd + 1, 1 << 16)
+        if uid is not None:
+            confine(scratch, uid)
         os.chdir(scratch)
         os.environ.clear()
         os.environ.update({"HOME": scratch, "TMPDIR": scratch, "PATH": "/usr/bin:/bin",
@@ -74,6 +81,71 @@ def start(sock_fd: int, out_fd: int, scratch: str, limits: dict) -> None:
         os._exit(code)
 
 
+CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000
+CLONE_NEWIPC, CLONE_NEWNET = 0x08000000, 0x40000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 1 << 14, 1 << 18
+PR_SET_NO_NEW_PRIVS = 38
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def unshare_namespaces() -> None:
+    """New PID, mount, IPC and network namespaces for the caller's next child."""
+    _check(_libc.unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET), "unshare")
+
+
+WORKER_TMPFS_SIZE = "256m"
+
+
+def _mount_tmpfs(path: str, options: str) -> None:
+    data = f"size={WORKER_TMPFS_SIZE},{options}".encode()
+    _check(_libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, data),
+           f"mount a tmpfs on {path}")
+
+
+def confine(scratch: str, uid: int) -> None:
+    """In a fresh mount namespace, as root: private /proc, /tmp, /dev/shm and scratch folder
+    (tmpfs, 256 MB each), then drop to `uid` for good (no capabilities, no gains through
+    setuid programs)."""
+    _check(_libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make mounts private")
+    _check(_libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None),
+           "mount /proc")
+    # The new /tmp and /dev/shm would hide whatever lives there (say, for a checkout under
+    # /tmp, Python itself): hold those folders open and bind them back.
+    keep = {}
+    for path in sorted({sys.prefix, sys.base_prefix, *sys.path}):
+        if path.startswith(("/tmp/", "/dev/shm/")) and os.path.isdir(path):
+            keep[path] = os.open(path, os.O_PATH | os.O_DIRECTORY)
+    for path in ("/tmp", "/dev/shm"):
+        if os.path.isdir(path):
+            _mount_tmpfs(path, "mode=1777")
+    for path, fd in keep.items():
+        if not os.path.isdir(path):  # not already restored with a folder above it
+            os.makedirs(path)
+            _check(_libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None,
+                               MS_BIND | MS_REC, None), f"bind {path} back")
+        os.close(fd)
+    # The scratch folder becomes the worker's own small tmpfs: whatever it writes costs
+    # bounded memory, never the grader's disk, and vanishes with it.
+    os.makedirs(scratch, exist_ok=True)
+    _mount_tmpfs(scratch, f"mode=0700,uid={uid},gid={uid}")
+    try:  # under memory pressure the kernel should kill a worker before the grader
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    os.umask(0o077)
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
 def serve(sock: socket.socket) -> None:
     table = wire.SegmentTable()
     module: types.ModuleType | None = None
@@ -85,16 +157,21 @@ def serve(sock: socket.socket) -> None:
         try:
             request = wire.decode(doc, buffers, table, fds)
             op = request.get("op")
-            if op == "load":
-                module, reply = load(request)
-            elif op == "call":
-                reply = call(module, request)
-            elif op == "probe":
-                reply = probe(module, request)
-            elif op == "ping":
-                reply = {"ok": True}
-            else:
-                reply = {"ok": False, "error": {"kind": "protocol", "message": f"unknown op {op!r}"}}
+            try:
+                if op == "load":
+                    module, reply = load(request)
+                elif op == "call":
+                    reply = call(module, request)
+                elif op == "probe":
+                    reply = probe(module, request)
+                elif op == "ping":
+                    reply = {"ok": True}
+                else:
+                    reply = {"ok": False, "error": {"kind": "protocol",
+                                                    "message": f"unknown op {op!r}"}}
+            except Exception as exc:  # noqa: BLE001 - our side failed (e.g. a probe import)
+                reply = {"ok": False, "error": {"kind": "protocol", "message":
+                                                f"the worker failed: {type(exc).__name__}: {exc}"}}
             try:
                 encoded = wire.encode(reply, table)
             except (wire.NotPlainData, RecursionError) as exc:

@@ -7,6 +7,7 @@ worker is dead afterwards (killed with its whole process group) and must be repl
 
 from __future__ import annotations
 
+import logging
 import os
 import select
 import shutil
@@ -21,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import grader
-from grader.worker import wire
+from grader.worker import sandbox, wire
 from grader.worker.limits import WorkerLimits
 
+log = logging.getLogger("torchgrade")
 READY_TIMEOUT = 120.0
 SIGNAL_NAMES = {
     signal.SIGSEGV: "segmentation fault", signal.SIGBUS: "bus error",
@@ -67,27 +69,48 @@ def _worker_env(scratch_root: str) -> dict[str, str]:
 
 
 class Zygote:
-    """The warm parent process. Not thread-safe: one per grading thread."""
+    """The warm parent process. Not thread-safe: one per grading thread.
 
-    def __init__(self, *, python: str = sys.executable, scratch_root: str | None = None):
+    `isolate=False` skips bubblewrap and the per-worker namespaces (for debugging only);
+    `isolation` says what was achieved: "full", "reduced" or "none" (see `sandbox`).
+    """
+
+    def __init__(self, *, python: str = sys.executable, scratch_root: str | None = None,
+                 isolate: bool = True):
         self.scratch_root = scratch_root or tempfile.mkdtemp(prefix="torchgrade-")
         self._own_root = scratch_root is None
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        # Workers run as other users: they may pass through this folder, not list it.
+        os.chmod(self.scratch_root, 0o711)
+        self.uids = sandbox.UidRange.reserve() if isolate and sandbox.is_root() else None
+        self.view = isolate and sandbox.bwrap_works()
+        self.python = python
         self._log = tempfile.TemporaryFile()
+        self._lock = threading.Lock()
+        self._start()
+        layers = dict(view=self.view, namespaces=self.contained, uids=self.contained)
+        self.isolation = sandbox.level(**layers)
+        self.missing = sandbox.describe_missing(**layers)
+
+    def _start(self) -> None:
+        env = _worker_env(self.scratch_root)
+        if self.uids is not None:
+            env["TORCHGRADE_UIDS"] = f"{self.uids.base}:{self.uids.count}"
+        prefix = sandbox.bwrap_prefix(self.scratch_root) if self.view else []
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.process = subprocess.Popen(
-            [python, "-m", "grader.worker.zygote", str(theirs.fileno())],
-            pass_fds=[theirs.fileno()], env=_worker_env(self.scratch_root),
+            prefix + [self.python, "-m", "grader.worker.zygote", str(theirs.fileno())],
+            pass_fds=[theirs.fileno()], env=env,
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
             cwd=self.scratch_root, start_new_session=True)
         theirs.close()
         self.ctrl = ours
         self._reader = wire.FrameReader()
         self._exits: dict[int, dict] = {}
-        self._lock = threading.Lock()
         ready = self._next(lambda m: m.get("op") == "ready", READY_TIMEOUT)
         if ready is None:
             raise ZygoteError("the worker parent did not start: " + self._log_tail())
         self.threads = ready.get("threads")
+        self.contained = bool(ready.get("contained"))
 
     def _log_tail(self) -> str:
         self._log.seek(0)
@@ -111,32 +134,58 @@ class Zygote:
                 return None
             readable, _, _ = select.select([self.ctrl], [], [], remaining)
             if readable:
-                chunk = self.ctrl.recv(1 << 16)
+                try:
+                    chunk = self.ctrl.recv(1 << 16)
+                except ConnectionError:
+                    chunk = b""
                 if not chunk:
                     return None
                 self._reader.feed(chunk)
 
     def spawn(self, limits: WorkerLimits) -> "Worker":
         with self._lock:
-            if self.process.poll() is not None:
-                raise ZygoteError("the worker parent has exited: " + self._log_tail())
-            scratch = tempfile.mkdtemp(prefix="w", dir=self.scratch_root)
-            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-            out_r, out_w = os.pipe()
             try:
-                request = wire.encode({"op": "spawn", "scratch": scratch,
-                                       "limits": limits.model_dump()})
-                request.fds = [theirs.fileno(), out_w]
-                wire.send_frame(self.ctrl, request)
-            finally:
-                theirs.close()
-                os.close(out_w)
+                return self._spawn(limits)
+            except (ZygoteError, OSError):
+                if self._alive():
+                    raise
+            # Only a worker outside PID namespaces can reach its parent; start a new one so
+            # that one submission cannot take the rest of the batch down with it.
+            log.warning("torchgrade: the worker parent died (%s); restarting it",
+                        self._log_tail())
+            self.ctrl.close()
+            self._start()
+            return self._spawn(limits)
+
+    def _alive(self, grace: float = 1.0) -> bool:
+        try:
+            self.process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            return True
+        return False
+
+    def _spawn(self, limits: WorkerLimits) -> "Worker":
+        scratch = tempfile.mkdtemp(prefix="w", dir=self.scratch_root)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        out_r, out_w = os.pipe()
+        try:
+            request = wire.encode({"op": "spawn", "scratch": scratch,
+                                   "limits": limits.model_dump()})
+            request.fds = [theirs.fileno(), out_w]
+            wire.send_frame(self.ctrl, request)
             reply = self._next(lambda m: m.get("op") == "spawned", READY_TIMEOUT)
-            if reply is None:
-                ours.close()
-                os.close(out_r)
-                raise ZygoteError("the worker parent did not answer: " + self._log_tail())
-            return Worker(self, reply["pid"], ours, out_r, scratch, limits)
+        except OSError:
+            reply = None
+        finally:
+            theirs.close()
+            os.close(out_w)
+        if reply is None or reply.get("pid") is None:
+            ours.close()
+            os.close(out_r)
+            why = reply.get("error") if reply else "no answer"
+            raise ZygoteError(f"the worker parent could not start a worker ({why}): "
+                              + self._log_tail())
+        return Worker(self, reply["pid"], ours, out_r, scratch, limits)
 
     def exit_note(self, pid: int, timeout: float = 2.0) -> dict | None:
         with self._lock:
@@ -157,6 +206,8 @@ class Zygote:
                 self.process.kill()
                 self.process.wait()
             self._log.close()
+            if self.uids is not None:
+                self.uids.release()
             if self._own_root:
                 shutil.rmtree(self.scratch_root, ignore_errors=True)
 

@@ -25,6 +25,7 @@ class WorkerLimits(BaseModel):
     file_size: int = Field(64 * MiB, ge=0, description="largest file the worker may write")
     open_files: int = Field(256, ge=16, description="RLIMIT_NOFILE")
     output_bytes: int = Field(64 * 1024, ge=1024, description="captured stdout+stderr kept per check")
+    output_total: int = Field(256 * 1024, ge=1024, description="captured output kept per exercise")
 
 
 def _user_process_count() -> int:

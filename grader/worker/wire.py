@@ -62,7 +62,7 @@ class NotPlainData(WireError):
 class Limits:
     max_json: int = 64 << 20
     max_buffers: int = 100_000
-    max_bytes: int = 512 << 20
+    max_bytes: int = 256 << 20
     max_depth: int = 64
 
 

@@ -1,26 +1,41 @@
 """The warm parent: imports torch and numpy once, then forks a worker per request.
 
-Run as `python -m grader.worker.zygote CTRL_FD` by `client.Zygote`, never forked from the grader:
-the grader process holds checks and reference values, and a fork would copy them into the
-worker. This process imports torch, numpy and `grader.worker` only, runs no tensor operation (a
-fork after one can deadlock the child in torch's thread pools) and stays single-threaded.
+Run as `python -m grader.worker.zygote CTRL_FD` by `client.Zygote` (inside bubblewrap when the
+machine allows, see `sandbox.py`), never forked from the grader: the grader process holds checks
+and reference values, and a fork would copy them into the worker. This process imports torch,
+numpy and `grader.worker` only, runs no tensor operation (a fork after one can deadlock the child
+in torch's thread pools) and stays single-threaded.
+
+A contained worker (when the self-test at start-up passes) is three processes:
+
+    zygote -> keeper (setsid; mirrors the worker's exit status; the grader kills its group)
+                -> init (PID 1 of new PID/mount/IPC/net namespaces; dies with the keeper)
+                     -> worker (PID 2; drops to its own uid; serves requests)
+
+Killing the keeper's process group kills init, and the kernel then kills every process in the
+namespace, including those a student started with `setsid`. Otherwise the worker is forked
+directly and the grader kills its process group.
 
 Control protocol (frames from `wire`), grader -> zygote:
   {"op": "spawn", "scratch": path, "limits": {...}} with fds [worker socket, output pipe]
 zygote -> grader:
-  {"op": "ready", "pid": n, "threads": n}     once, after the imports
-  {"op": "spawned", "pid": n}                 reply to spawn
+  {"op": "ready", "pid": n, "threads": n, "contained": bool}   once, after the imports
+  {"op": "spawned", "pid": n}                 reply to spawn (the pid whose group to kill)
   {"op": "exited", "pid": n, "code": n | None, "signal": n | None}   whenever a worker ends
 The zygote exits, killing its workers, when the control socket closes.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import select
 import signal
 import socket
+import struct
 import sys
+
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def _thread_count() -> int:
@@ -30,34 +45,145 @@ def _thread_count() -> int:
         return 1
 
 
+def uid_range() -> list[int]:
+    spec = os.environ.get("TORCHGRADE_UIDS", "")
+    if not spec or os.geteuid() != 0:
+        return []
+    base, count = (int(x) for x in spec.split(":"))
+    return list(range(base, base + count))
+
+
+def namespaces_work(uid: int) -> bool:
+    """Try, in a throwaway child, everything a contained worker does before student code."""
+    import shutil
+    import tempfile
+
+    from grader.worker import child
+
+    scratch = tempfile.mkdtemp(prefix="selftest", dir=os.getcwd())
+    pid = os.fork()
+    if pid == 0:
+        try:
+            child.unshare_namespaces()
+            inner = os.fork()
+            if inner == 0:
+                try:
+                    child.confine(scratch, uid)
+                    os._exit(0 if os.getuid() == uid and os.getpid() == 1 else 1)
+                except BaseException:  # noqa: BLE001
+                    os._exit(1)
+            _, status = os.waitpid(inner, 0)
+            os._exit(0 if status == 0 else 1)
+        except BaseException:  # noqa: BLE001
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return status == 0
+
+
+def spawn_contained(request: dict, fds: list[int], uid: int, close: list[int]) -> int:
+    """Fork keeper -> init -> worker (see the module docstring); returns the keeper's pid."""
+    from grader.worker import child
+    from grader.worker.limits import die_with_parent
+
+    keeper = os.fork()
+    if keeper:
+        return keeper
+    try:
+        _child_signals(close)
+        os.setsid()
+        die_with_parent()
+        child.unshare_namespaces()
+        status_r, status_w = os.pipe()
+        init = os.fork()
+        if init == 0:
+            os.close(status_r)
+            die_with_parent()
+            worker = os.fork()
+            if worker == 0:
+                os.close(status_w)
+                child.start(fds[0], fds[1], request["scratch"], request["limits"], uid=uid)
+            for fd in fds:
+                os.close(fd)
+            while True:  # PID 1 reaps every orphan; it leaves when the worker does
+                pid, status = os.waitpid(-1, 0)
+                if pid == worker:
+                    os.write(status_w, struct.pack("i", status))
+                    os._exit(0)
+        os.close(status_w)
+        for fd in fds:
+            os.close(fd)
+        os.waitpid(init, 0)
+        data = os.read(status_r, 4)
+        status = struct.unpack("i", data)[0] if len(data) == 4 else None
+        if status is not None and os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            if sig not in (signal.SIGKILL, signal.SIGSTOP):
+                signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+        os._exit(os.WEXITSTATUS(status) if status is not None else 70)
+    except BaseException:  # noqa: BLE001 - the keeper must never return into the zygote loop
+        os._exit(71)
+
+
+def spawn_direct(request: dict, fds: list[int], close: list[int]) -> int:
+    from grader.worker import child
+
+    pid = os.fork()
+    if pid == 0:
+        _child_signals(close)
+        child.start(fds[0], fds[1], request["scratch"], request["limits"])
+    return pid
+
+
+def _child_signals(close: list[int]) -> None:
+    signal.set_wakeup_fd(-1)
+    for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+    for fd in close:
+        os.close(fd)
+
+
 def main() -> None:
     ctrl = socket.socket(fileno=int(sys.argv[1]))
-    from grader.worker import child, wire
+    from grader.worker import wire
     from grader.worker.limits import die_with_parent
 
     die_with_parent()
     import numpy  # noqa: F401 - warm imports shared by every fork
     import torch
+    # The first optimizer a process builds imports torch._dynamo (2-4 s); import it once here so
+    # that every worker that builds one (replace_head, training loops) starts with it warm.
+    import torch._dynamo  # noqa: F401
 
     torch.set_num_threads(1)
+    # The first optimizer a process builds (or zero_grads) imports torch._dynamo: 2-3 s, with
+    # sympy. Imported once here (no tensor operation, no thread), not in every worker's deadline.
+    import torch._dynamo  # noqa: F401
+
+    free_uids = uid_range()
+    contained = bool(free_uids) and namespaces_work(free_uids[0])
+    if contained:
+        # Orphaned inits would otherwise go to the real init; the zygote reaps them itself.
+        ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the grader, which closes us
-    children: set[int] = set()
+    children: dict[int, int | None] = {}  # pid -> uid it holds
 
     def send(msg: dict) -> None:
         wire.send_frame(ctrl, wire.encode(msg))
 
-    send({"op": "ready", "pid": os.getpid(), "threads": _thread_count()})
+    send({"op": "ready", "pid": os.getpid(), "threads": _thread_count(), "contained": contained})
     try:
         while True:
             readable, _, _ = select.select([ctrl, wake_r], [], [])
             if wake_r in readable:
                 os.read(wake_r, 4096)
-                _reap(children, send)
+                _reap(children, free_uids, send)
             if ctrl in readable:
                 try:
                     doc, buffers, fds = wire.recv_frame(ctrl)
@@ -68,13 +194,18 @@ def main() -> None:
                     for fd in fds:
                         os.close(fd)
                     continue
-                pid = os.fork()
-                if pid == 0:
-                    signal.set_wakeup_fd(-1)
-                    for fd in (ctrl.fileno(), wake_r, wake_w):
+                close = [ctrl.fileno(), wake_r, wake_w]
+                if contained and not free_uids:
+                    for fd in fds:
                         os.close(fd)
-                    child.start(fds[0], fds[1], request["scratch"], request["limits"])
-                children.add(pid)
+                    send({"op": "spawned", "pid": None, "error": "every worker uid is in use"})
+                    continue
+                if contained:
+                    uid = free_uids.pop(0)  # FIFO: a freed uid is reused as late as possible
+                    pid = spawn_contained(request, fds, uid, close)
+                else:
+                    uid, pid = None, spawn_direct(request, fds, close)
+                children[pid] = uid
                 for fd in fds:
                     os.close(fd)
                 send({"op": "spawned", "pid": pid})
@@ -86,20 +217,24 @@ def main() -> None:
                 pass
 
 
-def _reap(children: set[int], send) -> None:
-    while children:
+def _reap(children: dict[int, int | None], free_uids: list[int], send) -> None:
+    while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
-        children.discard(pid)
+        if pid not in children:
+            continue  # an orphan handed to us as subreaper
+        uid = children.pop(pid)
         # Student processes left in the worker's group die with it.
         try:
             os.killpg(pid, signal.SIGKILL)
         except OSError:
             pass
+        if uid is not None:
+            free_uids.append(uid)
         send({"op": "exited", "pid": pid,
               "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
               "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None})
