@@ -42,14 +42,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the mutants
 
-from grader.registry import known_exercises  # noqa: E402
+from grader.registry import check_files, known_exercises  # noqa: E402
 from mutants import mutants_of  # noqa: E402
 
 
 # --------------------------------------------------------------------------- submissions
 
 
-def generate(target: Path, n: int, seed: int = 5) -> dict[str, str]:
+def generate(target: Path, n: int, exercises: list[str], seed: int = 5) -> dict[str, str]:
     """N student folders under `target`; returns {student: what they hold}."""
     rng = random.Random(seed)
     kinds = {}
@@ -58,7 +58,7 @@ def generate(target: Path, n: int, seed: int = 5) -> dict[str, str]:
         folder = target / student
         folder.mkdir(parents=True)
         labels = []
-        for exercise in known_exercises():
+        for exercise in exercises:
             solution = (REPO / "solutions" / f"{exercise}.py").read_text()
             roll = rng.random()
             mutants = mutants_of(exercise)
@@ -113,6 +113,7 @@ class MemorySampler:
                     continue
                 rss, pss, uss = numbers
                 peak = self.peaks.setdefault(pid, ProcessPeak(role))
+                peak.role = role  # bwrap execs the zygote: the last role seen is the right one
                 peak.rss_kb, peak.pss_kb = max(peak.rss_kb, rss), max(peak.pss_kb, pss)
                 peak.uss_kb = max(peak.uss_kb, uss)
                 total += pss
@@ -126,8 +127,10 @@ class MemorySampler:
             out.append((pid, role))
             for child in _children(pid):
                 cmd = _cmdline(child)
-                if role == "zygote":  # forked by it: same command line
+                if role in ("zygote", "worker"):  # forked by it: same command line
                     kind = "worker"
+                elif "grader.worker.zygote" in cmd and "bwrap" in cmd.split()[0]:
+                    kind = "sandbox (bwrap)"
                 elif "grader.worker.zygote" in cmd:
                     kind = "zygote"
                 elif "forkserver" in cmd and role.startswith("parent"):
@@ -189,9 +192,9 @@ class GraderRun:
     last_line: str
 
 
-def run_grader(subs: Path, out: Path, jobs: int) -> GraderRun:
+def run_grader(subs: Path, out: Path, jobs: int, exercises: list[str]) -> GraderRun:
     command = [sys.executable, "-m", "grader.cli", "grade", str(subs), "--out", str(out),
-               "-j", str(jobs)]
+               "-j", str(jobs), "--exercises", ",".join(exercises)]
     wall_start = time.time()
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -207,24 +210,30 @@ def run_grader(subs: Path, out: Path, jobs: int) -> GraderRun:
                      output.strip().splitlines()[-1])
 
 
-def run_baseline(subs: Path, students: list[str], kind: str, scratch: Path) -> list[float]:
-    exercises = ",".join(known_exercises())
-    times = []
+def run_baseline(subs: Path, students: list[str], kind: str, scratch: Path,
+                 exercises: list[str]) -> tuple[list[float], list[float]]:
+    """Wall time of each fresh-process grading, and the sum of its checks' durations."""
+    times, compute = [], []
     for student in students:
+        report = scratch / student / student / "results.json"
         if kind == "pytest":
-            command = [sys.executable, "-m", "pytest", str(REPO / "grader" / "checks"),
-                       "--submission", str(subs / student), "-q", "-p", "no:cacheprovider"]
+            command = [sys.executable, "-m", "pytest",
+                       *(str(f) for f in check_files(exercises)),
+                       "--submission", str(subs / student), "-q", "-p", "no:cacheprovider",
+                       "--results-json", str(report)]
             cwd = scratch
         else:
             command = [sys.executable, "-m", "grader.cli", "check", str(subs / student),
-                       "--exercises", exercises, "--out", str(scratch / student)]
+                       "--exercises", ",".join(exercises), "--out", str(scratch / student)]
             cwd = REPO
         started = time.perf_counter()
         proc = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
         times.append(time.perf_counter() - started)
         if proc.returncode not in (0, 1):
             sys.exit(f"baseline failed on {student} ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
-    return times
+        checks = json.loads(report.read_text())["checks"] if report.exists() else []
+        compute.append(sum(c["duration_s"] for c in checks))
+    return times, compute
 
 
 def main() -> None:
@@ -232,6 +241,8 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=40, help="submissions (default 40)")
     parser.add_argument("-j", type=int, default=len(os.sched_getaffinity(0)),
                         help="grading processes (default: the cores)")
+    parser.add_argument("--exercises", type=lambda t: t.split(","), default=known_exercises(),
+                        metavar="A,B", help="exercise modules (default: all)")
     parser.add_argument("--baseline", choices=["check", "pytest"], default="check")
     parser.add_argument("--baseline-sample", type=int, default=0, metavar="K",
                         help="run the baseline on K submissions only (default: all)")
@@ -245,12 +256,12 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     subs, out, scratch = work / "submissions", work / "out", work / "baseline"
     scratch.mkdir()
-    kinds = generate(subs, args.n)
+    kinds = generate(subs, args.n, args.exercises)
     students = sorted(kinds)
-    print(f"{args.n} submissions ({', '.join(known_exercises())}); {args.j} grading processes; "
+    print(f"{args.n} submissions ({', '.join(args.exercises)}); {args.j} grading processes; "
           f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} before")
 
-    run = run_grader(subs, out, args.j)
+    run = run_grader(subs, out, args.j, args.exercises)
     grader_s, sampler = run.seconds, run.sampler
     results = [json.loads((out / s / "results.json").read_text()) for s in students]
     check_s = [sum(c["duration_s"] for c in r["checks"]) for r in results]
@@ -265,7 +276,7 @@ def main() -> None:
     whole_overhead = (busy - sum(check_s)) / args.n
 
     sample = students if not args.baseline_sample else students[:args.baseline_sample]
-    base = run_baseline(subs, sample, args.baseline, scratch)
+    base, base_compute = run_baseline(subs, sample, args.baseline, scratch, args.exercises)
     base_per = statistics.fmean(base)
     grader_per = grader_s / args.n
 
@@ -277,8 +288,11 @@ def main() -> None:
              if len(sample) < args.n else ""))
     print(f"\nratio grader / fresh-process baseline: {grader_per / base_per:.3f} "
           f"(target <= 0.1); speed-up x{base_per / grader_per:.1f}")
-    print(f"checks' own compute per submission (sum of durations): mean "
-          f"{statistics.fmean(check_s):.3f} s")
+    print(f"checks' own compute per submission (sum of their durations): mean "
+          f"{statistics.fmean(check_s):.3f} s in torchgrade grade, "
+          f"{statistics.fmean(base_compute):.3f} s in the fresh processes (one at a time); "
+          f"{args.j} cores cannot make the wall time per submission less than "
+          f"{statistics.fmean(check_s) / args.j:.3f} s")
     print(f"overhead per submission beyond the checks' compute, in the grading process: mean "
           f"{statistics.fmean(overhead):.4f} s, median {statistics.median(overhead):.4f} s, "
           f"max {max(overhead):.4f} s (target <= 0.05)")
@@ -294,8 +308,8 @@ def main() -> None:
     by_role: dict[str, list[ProcessPeak]] = {}
     for peak in sampler.peaks.values():
         by_role.setdefault(peak.role, []).append(peak)
-    for role in ("parent (torchgrade)", "forkserver", "grading process", "zygote", "worker",
-                 "other"):
+    for role in ("parent (torchgrade)", "forkserver", "grading process", "sandbox (bwrap)",
+                 "zygote", "worker", "other"):
         peaks = by_role.get(role)
         if not peaks:
             continue

@@ -15,8 +15,11 @@ submission is torn down with `nextitem=None`, so no fixture outlives a submissio
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
+import logging
 import time
+from concurrent.futures import Executor, ThreadPoolExecutor
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -40,6 +43,7 @@ PYTEST_OPTIONS = [
     "-p", "no:unraisableexception", "-p", "no:threadexception", "-s",
 ]
 
+log = logging.getLogger("torchgrade")
 Finish = Callable[[Submission, SubmissionResult], None]
 
 
@@ -66,18 +70,26 @@ class BatchRunner:
         # submission carries them.
         collection_errors = list(self.collector.results)
         items = list(session.items)
-        for submission in self.submissions:
-            started = time.perf_counter()
-            checks = collection_errors + self.run_items(session, items, submission)
-            result = assemble_result(submission, self.modules, checks, self.exercises)
-            result.isolation = self.isolation
-            result.grading_s = round(time.perf_counter() - started, 4)
-            self.graded += 1
-            self.finish(submission, result)
+        # torch, pytest and the checks are loaded for good: keep the garbage collector's passes
+        # off their ~200,000 objects (and off the pages this process shares with its fork
+        # server). Measured: 20 ms less collection per submission.
+        gc.freeze()
+        # Stopping a submission's workers (kill, and removing their scratch folders, which
+        # costs ~8 ms each under the sandbox's mount namespaces) happens in the background
+        # while the next submission is graded: nothing of it changes a result.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchgrade-close") as closer:
+            for submission in self.submissions:
+                started = time.perf_counter()
+                checks = collection_errors + self.run_items(session, items, submission, closer)
+                result = assemble_result(submission, self.modules, checks, self.exercises)
+                result.isolation = self.isolation
+                result.grading_s = round(time.perf_counter() - started, 4)
+                self.graded += 1
+                self.finish(submission, result)
         return True
 
     def run_items(self, session: pytest.Session, items: list[pytest.Item],
-                  submission: Submission) -> list[CheckResult]:
+                  submission: Submission, closer: Executor | None = None) -> list[CheckResult]:
         grading = GradingSession(submission, limits=self.limits, zygote=self.zygote)
         session.config.stash[SESSION_KEY] = grading
         self.collector.results = []
@@ -92,8 +104,18 @@ class BatchRunner:
         finally:
             self.modules = grading.modules
             self.isolation = grading.isolation
-            grading.close()
+            if closer is not None:
+                closer.submit(_close_quietly, grading)
+            else:
+                grading.close()
         return self.collector.results
+
+
+def _close_quietly(grading: GradingSession) -> None:
+    try:
+        grading.close()
+    except Exception:  # noqa: BLE001 - a worker that will not close must not stop the batch
+        log.exception("torchgrade: closing the workers of %s failed", grading.submission.student)
 
 
 def grade_batch(submissions: Iterable[Submission], finish: Finish, *, exercises: list[str],

@@ -50,8 +50,9 @@ from grader.worker.limits import WorkerLimits, die_with_parent
 log = logging.getLogger("torchgrade")
 
 # Imported once in the fork server, shared copy-on-write by every grading process (the check
-# modules are added by name: pytest finds them already imported).
-PRELOAD = ["grader.batch", "grader.exports"]
+# modules are added by name: pytest finds them already imported). torch._dynamo: the first
+# torch.optim optimizer a check builds imports it (2 s), as the zygote does for the workers.
+PRELOAD = ["grader.batch", "grader.exports", "torch._dynamo"]
 MAX_ATTEMPTS = 2            # a submission whose grading process died twice is a grader failure
 TASK_TIMEOUT = 30 * 60.0    # a grading process busy this long on one submission is stuck
 STOP_TIMEOUT = 10.0         # seconds a stopping grading process gets before SIGKILL
@@ -134,6 +135,12 @@ def serve(conn: Connection, settings: PoolSettings) -> None:
         with zygote:
             grade_batch(submissions(), finish, exercises=settings.exercises,
                         limits=settings.limits, zygote=zygote)
+            # Every worker is closed and the zygote has nothing left to do: its graceful exit
+            # is an interpreter tearing down torch (about a second, which the run's last
+            # grading process would add to every run). Its workers die with it anyway.
+            process = getattr(zygote, "process", None)
+            if process is not None:
+                process.kill()
     except (KeyboardInterrupt, EOFError, BrokenPipeError):
         pass  # stopped by the parent, or the parent is gone
     # Everything is written (atomically) and the zygote is closed: skip the interpreter's
