@@ -89,6 +89,33 @@ def test_one_session_grades_like_fresh_sessions(tmp_path, zygote):
     assert {c.status for c in batch["loop"].checks} >= {"timeout", "passed"}
 
 
+def test_one_session_grades_every_exercise_like_fresh_sessions(tmp_path, zygote):
+    """Every exercise's checks (fixtures, probes, evidence) reused across submissions."""
+    from grader.registry import known_exercises
+
+    exercises = known_exercises()
+    solutions = {e: (SOLUTIONS / f"{e}.py").read_text() for e in exercises}
+    students = {"all_correct": dict(solutions),
+                "all_stubs": {e: (EXERCISES / f"{e}.py").read_text() for e in exercises}}
+    for exercise in exercises:  # one wrong implementation of each, the rest correct
+        wrong = next((m for m in mutants_of(exercise) if not m.name.startswith("correct_")), None)
+        if wrong is not None:
+            students[f"wrong_{exercise}"] = {**solutions,
+                                             exercise: wrong.apply(solutions[exercise])}
+    for student, files in students.items():
+        (tmp_path / student).mkdir()
+        for exercise, source in files.items():
+            (tmp_path / student / f"{exercise}.py").write_text(source)
+    subs = [load_submission(tmp_path / s, exercises=exercises, student=s) for s in students]
+    batch: dict[str, SubmissionResult] = {}
+    grade_batch(iter(subs), lambda sub, r: batch.__setitem__(sub.student, r),
+                exercises=exercises, limits=None, zygote=zygote)
+    for sub in subs:
+        fresh = run_checks(sub, exercises=exercises, zygote=zygote)
+        assert comparable(batch[sub.student]) == comparable(fresh), sub.student
+    assert batch["all_correct"].score == batch["all_correct"].max_score > 0
+
+
 # --------------------------------------------------------------------------- a class, in a pool
 
 ASSIGNMENT = """
