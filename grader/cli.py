@@ -1,7 +1,8 @@
 """The `torchgrade` command line: parse, call a function in `grader.commands`, print.
 
-Exit codes: 0 success (for `check`: every check passed), 1 `check` found failing checks or the
-grader could not start, 2 usage error (one line on stderr).
+Exit codes: 0 success (for `check`: every check passed; for `grade`: every submission graded,
+whatever the scores), 1 `check` found failing checks, `grade` could not grade some submission, or
+the grader could not start, 2 usage error (one line on stderr), 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from pathlib import Path
 import grader
 from grader import commands
 from grader.models import SubmissionResult
+from grader.progress import Progress
 from grader.report import STATUS_LABEL
-from grader.worker.client import ZygoteError
 from grader.worker.limits import WorkerLimits
 
 
@@ -34,6 +35,12 @@ def build_parser() -> Parser:
     p.add_argument("submissions", type=Path, metavar="SUBMISSIONS")
     p.add_argument("--out", type=Path, required=True, metavar="OUT",
                    help="where results, reports, index.html and grades.csv go")
+    p.add_argument("--assignment", type=Path, metavar="FILE",
+                   help="assignment.toml: exercises, points, due date, late policy, roster")
+    p.add_argument("-j", "--jobs", type=_positive_int, metavar="N",
+                   help="grading processes (default: one per core)")
+    p.add_argument("--force", action="store_true",
+                   help="grade again submissions whose results are up to date")
     _common(p)
 
     p = sub.add_parser("check", help="grade one submission (a file or a folder) and print why")
@@ -45,11 +52,39 @@ def build_parser() -> Parser:
     p = sub.add_parser("demo", help="grade the bundled sample class and say where the index is")
     p.add_argument("--out", type=Path, default=Path("torchgrade-demo"), metavar="OUT",
                    help="working folder (default: ./torchgrade-demo)")
+    p.add_argument("-j", "--jobs", type=_positive_int, metavar="N",
+                   help="grading processes (default: one per core)")
+
+    p = sub.add_parser("gradescope-bundle", help="build a Gradescope autograder zip")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="where the zip goes")
+    p.add_argument("--assignment", type=Path, metavar="FILE",
+                   help="assignment.toml (default: every exercise at its declared points)")
+    p.add_argument("--exercises", metavar="A,B", type=_names, help="exercise modules to grade")
+
+    p = sub.add_parser("gradescope-run", help="(inside Gradescope) grade ROOT/submission, write "
+                       "ROOT/results/results.json")
+    p.add_argument("--root", type=Path, metavar="ROOT",
+                   help="default: $TORCHGRADE_AUTOGRADER_ROOT or /autograder")
+    p.add_argument("--assignment", type=Path, metavar="FILE")
     return parser
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _names(text: str) -> list[str]:
+    return [x for x in text.split(",") if x]
+
+
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--exercises", metavar="A,B", type=lambda s: [x for x in s.split(",") if x],
+    p.add_argument("--exercises", metavar="A,B", type=_names,
                    help="exercise modules to grade (default: those found in the submissions)")
     p.add_argument("--timeout", type=float, metavar="SECONDS",
                    help="default deadline of each call into student code (default 5)")
@@ -60,11 +95,6 @@ def _limits(args: argparse.Namespace) -> WorkerLimits:
     if timeout is not None and timeout <= 0:
         raise commands.UsageError("--timeout must be positive")
     return WorkerLimits(call_timeout=timeout) if timeout else WorkerLimits()
-
-
-def _progress(result: SubmissionResult) -> None:
-    flag = "" if result.all_passed else f"  ({sum(c.status != 'passed' for c in result.checks)} not passed)"
-    print(f"  {result.student:<24} {result.score:g} / {result.max_score:g}{flag}", flush=True)
 
 
 def _print_checks(result: SubmissionResult) -> None:
@@ -84,13 +114,17 @@ def _print_checks(result: SubmissionResult) -> None:
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     args = build_parser().parse_args(argv)
+    progress = Progress()
     try:
         if args.command == "grade":
             print(f"Grading {args.submissions} ...", flush=True)
             summary = commands.grade(args.submissions, out=args.out, exercises=args.exercises,
-                                     limits=_limits(args), on_result=_progress)
-            print(f"Graded {len(summary.results)} submissions. Class index: {summary.index}")
-            return 0
+                                     assignment=args.assignment, jobs=args.jobs,
+                                     force=args.force, limits=_limits(args),
+                                     on_start=progress.start, on_result=progress.result)
+            progress.close()
+            print(_summary_line(summary))
+            return 1 if summary.failures else 0
         if args.command == "check":
             result, report = commands.check(args.path, out=args.out, exercises=args.exercises,
                                             limits=_limits(args))
@@ -99,19 +133,47 @@ def main(argv: list[str] | None = None) -> int:
             return 0 if result.all_passed else 1
         if args.command == "demo":
             print(f"Grading the sample class in {args.out} ...", flush=True)
-            summary = commands.demo(out=args.out, on_result=_progress)
+            summary = commands.demo(out=args.out, jobs=args.jobs, on_start=progress.start,
+                                    on_result=progress.result)
+            progress.close()
             print(f"Done. Open the class index: {summary.index}")
+            return 1 if summary.failures else 0
+        if args.command == "gradescope-bundle":
+            path = commands.gradescope_bundle(out=args.out, assignment=args.assignment,
+                                              exercises=args.exercises)
+            print(f"Gradescope autograder: {path}")
+            return 0
+        if args.command == "gradescope-run":
+            result, path = commands.gradescope_run(root=args.root, assignment=args.assignment)
+            _print_checks(result)
+            print(f"\nScore: {result.score:g} / {result.max_score:g}. Gradescope results: {path}")
             return 0
     except commands.UsageError as exc:
+        progress.close()
         print(f"torchgrade: error: {exc}", file=sys.stderr)
         return 2
-    except ZygoteError as exc:
+    except commands.GraderUnavailable as exc:
+        progress.close()
         print(f"torchgrade: the sandbox could not start: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("torchgrade: interrupted", file=sys.stderr)
+        progress.close()
+        print("torchgrade: interrupted; what was graded is kept, run the same command again to "
+              "finish", file=sys.stderr)
         return 130
     return 2
+
+
+def _summary_line(summary: commands.GradeSummary) -> str:
+    n = len(summary.results)
+    done = f"{summary.graded} graded now, {summary.up_to_date} up to date" if summary.up_to_date \
+        else f"{summary.graded} graded"
+    rate = (f", {summary.seconds / summary.graded:.2f} s each" if summary.graded else "")
+    failures = (f", {summary.failures} NOT GRADED (grader failures; run again)"
+                if summary.failures else "")
+    return (f"Graded {n} submission{'' if n == 1 else 's'} ({done}) in {summary.seconds:.1f} s"
+            f"{rate}: {summary.full_marks} with full marks{failures}. "
+            f"Class index: {summary.index}")
 
 
 if __name__ == "__main__":

@@ -7,24 +7,36 @@ with a *submission* never raise: they end up in that submission's results.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nbformat
 
 import grader
-from grader.exports import grades_csv, write_atomic, write_json
+from grader.assignment import (Assignment, AssignmentError, apply_assignment, from_exercises,
+                               load_assignment, read_roster, read_timestamp)
+from grader.exports import (OutLock, grades_csv, read_json, remove_stale_temp_files,
+                            write_atomic, write_submission_outputs)
+from grader.fingerprint import fingerprint, grading_digest, submission_digest
 from grader.models import Submission, SubmissionResult
 from grader.registry import known_exercises
-from grader.report import render_index, render_report
-from grader.runner import run_checks
+from grader.report import render_index
 from grader.submission import load_submission, student_id_for
-from grader.worker.client import Zygote
+from grader.summary import is_grader_failure
 from grader.worker.limits import WorkerLimits
+
+if TYPE_CHECKING:
+    from grader.pool import GradeTask
+
+# Nothing here imports torch at module level: the parent of a bulk run only dispatches, and
+# torch's import (~1.5 s of CPU) is paid by the grading processes' fork server instead.
 
 log = logging.getLogger("torchgrade")
 
@@ -33,15 +45,28 @@ class UsageError(Exception):
     """The command cannot run as asked; the message is one line for the user."""
 
 
+class GraderUnavailable(Exception):
+    """The grader itself cannot run (the sandbox does not start): an installation problem."""
+
+
 @dataclass
 class GradeSummary:
     out: Path
     results: list[SubmissionResult] = field(default_factory=list)
     exercises: list[str] = field(default_factory=list)
+    assignment: Assignment | None = None
+    graded: int = 0          # graded by this run
+    up_to_date: int = 0      # skipped: their results.json already had the same fingerprint
+    failures: int = 0        # the grader could not grade them (recorded, retried next run)
+    seconds: float = 0.0
 
     @property
     def index(self) -> Path:
         return self.out / "index.html"
+
+    @property
+    def full_marks(self) -> int:
+        return sum(r.max_score > 0 and r.score == r.max_score for r in self.results)
 
 
 def find_students(submissions: Path) -> list[tuple[str, Path]]:
@@ -64,36 +89,143 @@ def find_students(submissions: Path) -> list[tuple[str, Path]]:
     return list(students.items())
 
 
+def default_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
 def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
+          assignment: Path | None = None, jobs: int | None = None, force: bool = False,
           limits: WorkerLimits | None = None,
+          on_start: Callable[[int, int], None] | None = None,
           on_result: Callable[[SubmissionResult], None] | None = None) -> GradeSummary:
-    """Grade every student in `submissions`; write per-student results and reports, the class
-    index and the CSV gradebook into `out`."""
+    """Grade every student in `submissions` with `jobs` grading processes; write each student's
+    results.json, report.html and gradescope.json the moment they are graded, then the class
+    index and the CSV gradebook into `out`.
+
+    The exercises are those of `assignment` (a TOML file), else `exercises`, else every exercise
+    found in the submissions. A student whose `out/<student>/results.json` already carries this
+    grading's fingerprint is not graded again unless `force`. `on_start(total, up_to_date)` is
+    called once before grading, `on_result` with every result as it arrives. KeyboardInterrupt
+    stops every grading process, writes the class outputs of what was graded, and propagates.
+    """
+    started = time.monotonic()
     submissions, out = Path(submissions), Path(out)
     students = find_students(submissions)
-    chosen = _chosen_exercises(exercises)
-    loaded = [_load(path, sid, known_exercises()) for sid, path in students]
-    if exercises is None:
-        found = {name for sub in loaded for name in sub.modules}
-        chosen = [e for e in chosen if e in found] or chosen
-    summary = GradeSummary(out=out, exercises=chosen)
-    out.mkdir(parents=True, exist_ok=True)
-    with Zygote() as zygote:
-        warn_isolation(zygote)
-        for sub in loaded:
-            result = grade_one(sub, exercises=chosen, limits=limits, zygote=zygote)
-            write_outputs(result, out)
+    plan = _plan(assignment, exercises)
+    if jobs is not None and jobs < 1:
+        raise UsageError("-j must be at least 1")
+    loaded: dict[str, Submission] = {}
+    if plan is None:  # the exercises found in the submissions
+        known = known_exercises()
+        loaded = {sid: _load(path, sid, known) for sid, path in students}
+        found = {name for sub in loaded.values() for name in sub.modules}
+        plan = from_exercises([e for e in known if e in found] or known, name=submissions.name)
+        loaded = {sid: _restrict(sub, plan.exercise_names) for sid, sub in loaded.items()}
+    chosen = plan.exercise_names
+    roster = _roster(plan)
+    grading = grading_digest(exercises=chosen, scoring=plan.scoring_key(),
+                             limits=(limits or WorkerLimits()).model_dump_json())
+    summary = GradeSummary(out=out, exercises=chosen, assignment=plan)
+    try:
+        lock = OutLock(out).__enter__()
+    except BlockingIOError:
+        raise UsageError(f"{out} is being written by another `torchgrade grade` run") from None
+    try:
+        remove_stale_temp_files(out)  # left by a run that was killed mid-write
+        tasks = []
+        for sid, path in students:
+            mark = fingerprint(submission_digest(path), grading)
+            previous = None if force else _previous(out / sid, mark)
+            if previous is not None:
+                summary.results.append(previous)
+                continue
+            submission = loaded.get(sid) or _load(path, sid, chosen)
+            tasks.append(_task(submission, mark, path))
+        summary.up_to_date = len(summary.results)
+        if on_start is not None:
+            on_start(len(students), summary.up_to_date)
+
+        def collect(result: SubmissionResult) -> None:
             summary.results.append(result)
+            summary.graded += 1
+            summary.failures += is_grader_failure(result)
             if on_result is not None:
                 on_result(result)
-    write_class_outputs(summary)
+
+        from grader.pool import PoolBroken, PoolSettings, grade_in_pool
+
+        settings = PoolSettings(out=out, exercises=chosen, assignment=plan, limits=limits)
+        try:
+            grade_in_pool(tasks, settings=settings, jobs=min(jobs or default_jobs(), 64),
+                          on_result=collect, on_isolation=isolation_warning)
+        except PoolBroken as exc:
+            raise GraderUnavailable(str(exc)) from None
+        finally:
+            remove_stale_temp_files(out)
+            summary.seconds = time.monotonic() - started
+            if summary.results:  # also on Ctrl-C: the index of what is graded so far
+                write_class_outputs(summary, roster=roster)
+    finally:
+        lock.__exit__(None, None, None)
     return summary
+
+
+def _plan(assignment: Path | None, exercises: list[str] | None) -> Assignment | None:
+    """The assignment asked for: a file, a list of exercises, or None (those found)."""
+    if assignment is not None and exercises is not None:
+        raise UsageError("give either --assignment or --exercises, not both")
+    if assignment is not None:
+        try:
+            plan = load_assignment(assignment)
+        except AssignmentError as exc:
+            raise UsageError(str(exc)) from None
+        _chosen_exercises(plan.exercise_names)
+        return plan
+    if exercises is not None:
+        return from_exercises(_chosen_exercises(exercises))
+    return None
+
+
+def _roster(plan: Assignment) -> dict:
+    if plan.roster is None:
+        return {}
+    try:
+        return read_roster(plan.roster)
+    except AssignmentError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _restrict(submission: Submission, exercises: list[str]) -> Submission:
+    submission.modules = {k: v for k, v in submission.modules.items() if k in exercises}
+    return submission
+
+
+def _previous(folder: Path, mark: str) -> SubmissionResult | None:
+    """The student's earlier result if it was graded exactly as this run would grade it (its
+    report is written before it, so it exists too)."""
+    try:
+        result = read_json(folder / "results.json")
+    except (OSError, ValueError):
+        return None
+    return result if result.fingerprint == mark and (folder / "report.html").is_file() else None
+
+
+def _task(submission: Submission, mark: str, path: Path) -> "GradeTask":
+    from grader.pool import GradeTask
+
+    return GradeTask(submission=submission, fingerprint=mark,
+                     submitted_at=read_timestamp(path) if path.is_dir() else None)
 
 
 def _chosen_exercises(exercises: list[str] | None) -> list[str]:
     known = known_exercises()
     if exercises is None:
         return known
+    if not exercises:
+        raise UsageError("no exercise named")
     unknown = [e for e in exercises if e not in known]
     if unknown:
         raise UsageError(f"unknown exercise {unknown[0]!r}; known: {', '.join(known)}")
@@ -110,8 +242,11 @@ def _load(path: Path, student: str, exercises: list[str]) -> Submission:
 
 
 def grade_one(submission: Submission, *, exercises: list[str], limits: WorkerLimits | None,
-              zygote: Zygote) -> SubmissionResult:
-    """Run the checks; if the grader itself fails, the result says so instead of vanishing."""
+              zygote) -> SubmissionResult:
+    """Run the checks in a fresh pytest session; if the grader itself fails, the result says
+    so instead of vanishing."""
+    from grader.runner import run_checks
+
     try:
         return run_checks(submission, exercises=exercises, limits=limits, zygote=zygote)
     except Exception as exc:  # noqa: BLE001
@@ -123,15 +258,28 @@ def grade_one(submission: Submission, *, exercises: list[str], limits: WorkerLim
 
 
 def write_outputs(result: SubmissionResult, out: Path) -> Path:
-    folder = out / result.student
-    write_json(result, folder / "results.json")
-    write_atomic(folder / "report.html", render_report(result))
-    return folder / "report.html"
+    return write_submission_outputs(result, out)
 
 
-def write_class_outputs(summary: GradeSummary) -> None:
-    write_atomic(summary.out / "index.html", render_index(summary.results, summary.exercises))
-    write_atomic(summary.out / "grades.csv", grades_csv(summary.results, summary.exercises))
+def write_class_outputs(summary: GradeSummary, *, roster: dict | None = None) -> None:
+    plan = summary.assignment
+    name = plan.name if plan else ""
+    write_atomic(summary.out / "index.html",
+                 render_index(summary.results, summary.exercises, assignment=name,
+                              title=f"torchgrade results: {name}" if name else "torchgrade results"))
+    write_atomic(summary.out / "grades.csv",
+                 grades_csv(summary.results, summary.exercises, assignment=name,
+                            duedate=plan.due if plan else None, roster=roster))
+
+
+def _sandbox():
+    """A started worker parent, as a context manager (GraderUnavailable if it cannot start)."""
+    from grader.worker.client import Zygote, ZygoteError
+
+    try:
+        return Zygote()
+    except ZygoteError as exc:
+        raise GraderUnavailable(str(exc)) from None
 
 
 def check(path: Path, *, out: Path, exercises: list[str] | None = None,
@@ -148,21 +296,76 @@ def check(path: Path, *, out: Path, exercises: list[str] | None = None,
             names = ", ".join(f"{e}.py" for e in known_exercises())
             raise UsageError(f"no exercise file found in {path} (expected one of {names}, "
                              "or the same names as .ipynb)")
-    with Zygote() as zygote:
+    with _sandbox() as zygote:
         warn_isolation(zygote)
         result = grade_one(submission, exercises=chosen, limits=limits, zygote=zygote)
     return result, write_outputs(result, Path(out))
 
 
-def warn_isolation(zygote: Zygote) -> None:
-    if zygote.isolation != "full":
+def warn_isolation(zygote) -> None:
+    isolation_warning(zygote.isolation, zygote.missing)
+
+
+def isolation_warning(isolation: str, missing) -> None:
+    if isolation != "full":
         log.warning("torchgrade: warning: worker isolation is %s on this machine; missing: %s. "
-                    "See 'Isolation levels' in the README.", zygote.isolation, zygote.missing)
+                    "See 'Isolation levels' in the README.", isolation, missing)
+
+
+# --------------------------------------------------------------------------- Gradescope
+
+
+def gradescope_bundle(*, out: Path, assignment: Path | None = None,
+                      exercises: list[str] | None = None) -> Path:
+    """Build a Gradescope autograder zip for the assignment (default: every exercise)."""
+    from grader.gradescope import build_bundle
+
+    plan = _plan(assignment, exercises) or from_exercises(known_exercises())
+    return build_bundle(Path(out), name=plan.name or "torchgrade",
+                        exercises=[(e.name, e.points) for e in plan.exercises])
+
+
+def gradescope_run(*, root: Path | None = None, assignment: Path | None = None,
+                   limits: WorkerLimits | None = None) -> tuple[SubmissionResult, Path]:
+    """Inside a Gradescope container: grade ROOT/submission, write ROOT/results/results.json
+    in Gradescope's format (and the torchgrade result and report beside it)."""
+    from grader.gradescope import autograder_root, to_gradescope, write_results
+
+    root = autograder_root(root)
+    folder = root / "submission"
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: no such folder (is this a Gradescope autograder?)")
+    plan = (_plan(assignment, None) if assignment is not None and Path(assignment).exists()
+            else from_exercises(known_exercises()))
+    started = time.monotonic()
+    submission = _load(folder, "submission", plan.exercise_names)
+    with _sandbox() as zygote:
+        warn_isolation(zygote)
+        result = grade_one(submission, exercises=plan.exercise_names, limits=limits,
+                           zygote=zygote)
+    result = apply_assignment(result, plan)
+    result.grading_s = round(time.monotonic() - started, 3)
+    path = write_results(to_gradescope(result), root)
+    write_json_quietly(result, root / "results")
+    return result, path
+
+
+def write_json_quietly(result: SubmissionResult, folder: Path) -> None:
+    """The torchgrade result and report next to Gradescope's file, for staff debugging."""
+    try:
+        from grader.exports import write_json
+        from grader.report import render_report
+
+        write_json(result, folder / "torchgrade-results.json")
+        write_atomic(folder / "torchgrade-report.html", render_report(result))
+    except OSError:
+        log.warning("torchgrade: could not write the torchgrade report next to results.json")
 
 
 # --------------------------------------------------------------------------- demo
 
-def demo(*, out: Path, limits: WorkerLimits | None = None,
+def demo(*, out: Path, limits: WorkerLimits | None = None, jobs: int | None = None,
+         on_start: Callable[[int, int], None] | None = None,
          on_result: Callable[[SubmissionResult], None] | None = None) -> GradeSummary:
     """Assemble the bundled sample class under `out/submissions` and grade it into `out/results`."""
     out = Path(out)
@@ -170,7 +373,8 @@ def demo(*, out: Path, limits: WorkerLimits | None = None,
     if submissions.exists():
         shutil.rmtree(submissions)
     build_demo_class(submissions)
-    return grade(submissions, out=out / "results", limits=limits, on_result=on_result)
+    return grade(submissions, out=out / "results", limits=limits, jobs=jobs, on_start=on_start,
+                 on_result=on_result)
 
 
 def build_demo_class(target: Path) -> None:

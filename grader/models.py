@@ -91,6 +91,17 @@ class SubmissionResult(BaseModel):
     exercises: list[ExerciseResult] = []
     checks: list[CheckResult] = []
     notes: list[str] = []
+    # Bulk grading (issue 5); all optional so that results of earlier versions still load.
+    assignment: str | None = Field(None, description="the assignment graded, if one was named")
+    fingerprint: str | None = Field(None, description="hash of the submission's files, the "
+                                    "grader and the grading settings; a rerun skips a "
+                                    "submission whose results carry the same one")
+    submitted_at: datetime | None = Field(None, description="from the submission's "
+                                          "timestamp.txt, when it has one")
+    late_penalty: float = Field(0.0, ge=0, description="points taken off for lateness "
+                                "(not included in `score`)")
+    grading_s: float = Field(0.0, ge=0, description="wall time the grader spent on this "
+                             "submission, seconds")
 
     @computed_field
     @property

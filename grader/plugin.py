@@ -147,6 +147,11 @@ def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("submission", None)
     if not path or SESSION_KEY in config.stash:
         return
+    # References single-threaded, like the workers (and like grader.runner.run_checks): a
+    # multi-threaded reduction differs in the last bits, which a training check can amplify.
+    import torch
+
+    torch.set_num_threads(1)
     # Imported here: only a grading run needs them.
     from grader.registry import known_exercises
     from grader.submission import load_submission

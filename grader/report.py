@@ -54,7 +54,10 @@ def first_to_fix(checks: list[CheckResult]) -> CheckResult | None:
 
 
 def render_index(results: list[SubmissionResult], exercises: list[str], *,
-                 title: str = "torchgrade results") -> str:
-    rows = sorted(results, key=lambda r: r.student)
+                 title: str = "torchgrade results", assignment: str = "") -> str:
+    """The class index: every student (sortable), the score distribution, the pass rate of
+    every check, the most frequent diagnoses, links to the reports. Self-contained."""
+    from grader.summary import summarize
+
     return environment().get_template("index.html.j2").render(
-        title=title, results=rows, exercises=exercises)
+        s=summarize(results, exercises, title=title, assignment=assignment))

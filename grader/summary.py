@@ -1,0 +1,157 @@
+"""The class at a glance: what `OUT/index.html` shows, computed from the submissions' results.
+
+Pure functions of `SubmissionResult`s; `grader.report.render_index` renders the `ClassSummary`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from datetime import datetime, timezone
+
+from pydantic import BaseModel, Field
+
+import grader
+from grader.models import SubmissionResult, Visibility
+
+HISTOGRAM_BINS = 10
+TOP_DIAGNOSES = 20
+
+
+class ExerciseCell(BaseModel):
+    score: float | None = Field(None, description="None: the exercise was not graded")
+    max_score: float = 0.0
+
+
+class StudentRow(BaseModel):
+    student: str
+    exercises: list[ExerciseCell]
+    score: float
+    max_score: float
+    late_penalty: float = 0.0
+    final: float = Field(description="score after the late penalty, never below 0")
+    percent: float
+    not_passed: int = Field(description="checks not passed")
+    broken: int = Field(description="checks whose code raised, timed out or crashed")
+    grader_failure: bool = False
+    notes: list[str] = []
+
+
+class HistogramBin(BaseModel):
+    low: float = Field(description="percent of the maximum, inclusive")
+    high: float = Field(description="percent, exclusive (the last bin includes 100)")
+    count: int
+
+
+class CheckStat(BaseModel):
+    id: str
+    exercise: str
+    title: str
+    visibility: Visibility
+    max_points: float
+    passed: int
+    graded: int
+
+    @property
+    def rate(self) -> float:
+        return self.passed / self.graded if self.graded else 0.0
+
+
+class DiagnosisStat(BaseModel):
+    diagnosis: str
+    count: int = Field(description="checks (over all students) that carried it")
+    students: int
+    checks: list[str]
+
+
+class ClassSummary(BaseModel):
+    title: str
+    assignment: str = ""
+    generated_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    grader_version: str = grader.__version__
+    exercises: list[str]
+    rows: list[StudentRow]
+    histogram: list[HistogramBin]
+    mean_percent: float | None = None
+    median_percent: float | None = None
+    full_marks: int = 0
+    grader_failures: int = 0
+    checks: list[CheckStat]
+    diagnoses: list[DiagnosisStat]
+
+
+def is_grader_failure(result: SubmissionResult) -> bool:
+    """A result with no checks at all: the grader could not grade that submission (a graded
+    submission always has every check of its exercises, even for a file not submitted)."""
+    return not result.checks
+
+
+def student_row(result: SubmissionResult, exercises: list[str]) -> StudentRow:
+    per = {e.exercise: e for e in result.exercises}
+    final = max(0.0, result.score - result.late_penalty)
+    return StudentRow(
+        student=result.student,
+        exercises=[ExerciseCell(score=per[e].score, max_score=per[e].max_score) if e in per
+                   else ExerciseCell() for e in exercises],
+        score=result.score, max_score=result.max_score, late_penalty=result.late_penalty,
+        final=round(final, 6),
+        percent=round(100 * final / result.max_score, 2) if result.max_score else 0.0,
+        not_passed=sum(c.status != "passed" for c in result.checks),
+        broken=sum(c.status in ("error", "timeout", "crashed") for c in result.checks),
+        grader_failure=is_grader_failure(result), notes=list(result.notes))
+
+
+def histogram(percents: list[float], bins: int = HISTOGRAM_BINS) -> list[HistogramBin]:
+    width = 100 / bins
+    counts = [0] * bins
+    for p in percents:
+        counts[min(int(p // width), bins - 1) if p >= 0 else 0] += 1
+    return [HistogramBin(low=round(i * width, 2), high=round((i + 1) * width, 2), count=n)
+            for i, n in enumerate(counts)]
+
+
+def check_stats(results: list[SubmissionResult]) -> list[CheckStat]:
+    """Pass counts of every check, in the order checks ran (curriculum order)."""
+    stats: dict[str, CheckStat] = {}
+    for result in results:
+        for c in result.checks:
+            stat = stats.get(c.id)
+            if stat is None:
+                stat = stats[c.id] = CheckStat(id=c.id, exercise=c.exercise, title=c.title or c.id,
+                                               visibility=c.visibility, max_points=c.max_points,
+                                               passed=0, graded=0)
+            stat.graded += 1
+            stat.passed += c.status == "passed"
+    return list(stats.values())
+
+
+def diagnosis_stats(results: list[SubmissionResult], top: int = TOP_DIAGNOSES) -> list[DiagnosisStat]:
+    """The most frequent diagnoses over the class, with the checks that carried them."""
+    count: Counter[str] = Counter()
+    students: dict[str, set[str]] = {}
+    checks: dict[str, list[str]] = {}
+    for result in results:
+        for c in result.checks:
+            for d in c.diagnoses:
+                count[d] += 1
+                students.setdefault(d, set()).add(result.student)
+                if c.id not in checks.setdefault(d, []):
+                    checks[d].append(c.id)
+    return [DiagnosisStat(diagnosis=d, count=n, students=len(students[d]), checks=checks[d])
+            for d, n in count.most_common(top)]
+
+
+def summarize(results: list[SubmissionResult], exercises: list[str], *,
+              title: str = "torchgrade results", assignment: str = "") -> ClassSummary:
+    results = sorted(results, key=lambda r: r.student)
+    rows = [student_row(r, exercises) for r in results]
+    graded = [row for row in rows if not row.grader_failure]
+    percents = [row.percent for row in graded]
+    return ClassSummary(
+        title=title, assignment=assignment, exercises=exercises, rows=rows,
+        histogram=histogram(percents),
+        mean_percent=round(statistics.fmean(percents), 2) if percents else None,
+        median_percent=round(statistics.median(percents), 2) if percents else None,
+        full_marks=sum(r.max_score > 0 and r.score == r.max_score for r in results),
+        grader_failures=len(rows) - len(graded),
+        checks=check_stats(results), diagnoses=diagnosis_stats(results))

@@ -1,0 +1,545 @@
+"""Bulk grading (issue 5): one pytest session per grading process gives the same verdicts as a
+fresh session; a pool of processes grades a class; assignments, resumption, kill -9 and Ctrl-C,
+a grading process that dies, the class index, the CSV gradebook and the progress display."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from conftest import EXERCISES, REPO, SOLUTIONS
+from grader.assignment import (Assignment, AssignmentError, apply_assignment, late_penalty,
+                               load_assignment, parse_timestamp)
+from grader.batch import grade_batch
+from grader.exports import read_json
+from grader.models import CheckResult, ExerciseResult, SubmissionResult
+from grader.progress import Progress
+from grader.report import render_index
+from grader.runner import run_checks
+from grader.submission import load_submission
+from mutants import mutants_of
+
+EXERCISE = "strides_broadcasting"
+SOLUTION = (SOLUTIONS / f"{EXERCISE}.py").read_text()
+STUB = (EXERCISES / f"{EXERCISE}.py").read_text()
+MUTANTS = {m.name: m for m in mutants_of(EXERCISE)}
+
+
+def torchgrade(*args, timeout=600, **kwargs):
+    return subprocess.run([sys.executable, "-m", "grader.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, **kwargs)
+
+
+def mutant(name: str) -> str:
+    return MUTANTS[name].apply(SOLUTION)
+
+
+def write_class(root: Path, sources: dict[str, str | None]) -> Path:
+    """One folder per student holding strides_broadcasting.py (None: an empty folder)."""
+    for student, source in sources.items():
+        folder = root / student
+        folder.mkdir(parents=True)
+        if source is not None:
+            (folder / f"{EXERCISE}.py").write_text(source)
+    return root
+
+
+def comparable(result: SubmissionResult) -> dict:
+    """What must be identical between two gradings of the same files: everything but times."""
+    data = result.model_dump(mode="json", exclude={"graded_at", "grading_s"})
+    for check in data["checks"]:
+        check.pop("duration_s")
+    return data
+
+
+# --------------------------------------------------------------------------- one session, many
+
+
+def test_one_session_grades_like_fresh_sessions(tmp_path, zygote):
+    # (No mutant whose verdict depends on the machine's load, like a Python loop near its
+    # deadline: that would differ between any two runs.)
+    sources = {"solution": SOLUTION, "stub": STUB, "missing": None, "syntax": "def c_strides(:\n",
+               "loop": SOLUTION + "\ndef broadcast_shape(*shapes):\n    while True:\n        pass\n",
+               **{name: mutant(name) for name in ("center_columns_in_place",
+                                                  "sliding_windows_writeable",
+                                                  "pairwise_missing_factor_two",
+                                                  "to_tensor_always_copies")}}
+    write_class(tmp_path, sources)
+    subs = [load_submission(tmp_path / s, exercises=[EXERCISE], student=s) for s in sources]
+    batch: dict[str, SubmissionResult] = {}
+    graded = grade_batch(iter(subs), lambda sub, r: batch.__setitem__(sub.student, r),
+                         exercises=[EXERCISE], limits=None, zygote=zygote)
+    assert graded == len(sources)
+    for sub in subs:
+        fresh = run_checks(sub, exercises=[EXERCISE], zygote=zygote)
+        assert comparable(batch[sub.student]) == comparable(fresh), sub.student
+        assert batch[sub.student].grading_s > 0
+    assert batch["solution"].score == batch["solution"].max_score > 0
+    assert batch["missing"].exercises[0].notes[0].startswith("file not submitted")
+    assert {c.status for c in batch["loop"].checks} >= {"timeout", "passed"}
+
+
+def test_one_session_grades_every_exercise_like_fresh_sessions(tmp_path, zygote):
+    """Every exercise's checks (fixtures, probes, evidence) reused across submissions."""
+    from grader.registry import known_exercises
+
+    exercises = known_exercises()
+    solutions = {e: (SOLUTIONS / f"{e}.py").read_text() for e in exercises}
+    students = {"all_correct": dict(solutions),
+                "all_stubs": {e: (EXERCISES / f"{e}.py").read_text() for e in exercises}}
+    for exercise in exercises:  # one wrong implementation of each, the rest correct
+        wrong = next((m for m in mutants_of(exercise) if not m.name.startswith("correct_")), None)
+        if wrong is not None:
+            students[f"wrong_{exercise}"] = {**solutions,
+                                             exercise: wrong.apply(solutions[exercise])}
+    for student, files in students.items():
+        (tmp_path / student).mkdir()
+        for exercise, source in files.items():
+            (tmp_path / student / f"{exercise}.py").write_text(source)
+    subs = [load_submission(tmp_path / s, exercises=exercises, student=s) for s in students]
+    batch: dict[str, SubmissionResult] = {}
+    grade_batch(iter(subs), lambda sub, r: batch.__setitem__(sub.student, r),
+                exercises=exercises, limits=None, zygote=zygote)
+    for sub in subs:
+        fresh = run_checks(sub, exercises=exercises, zygote=zygote)
+        assert comparable(batch[sub.student]) == comparable(fresh), sub.student
+    assert batch["all_correct"].score == batch["all_correct"].max_score > 0
+
+
+# --------------------------------------------------------------------------- a class, in a pool
+
+ASSIGNMENT = """
+name = "hw1"
+due = 2026-03-01T23:59:00+00:00
+roster = "roster.csv"
+exercises = [{ name = "strides_broadcasting", points = 10 }]
+
+[late_policy]
+penalty_per_day = 0.1
+max_penalty = 0.3
+grace_minutes = 10
+"""
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bulk")
+    subs = write_class(root / "subs", {
+        "ann": SOLUTION, "bob": STUB, "cat": None, "dan": mutant("center_columns_in_place"),
+        "eve": SOLUTION, "fay": mutant("to_tensor_always_copies")})
+    with zipfile.ZipFile(subs / "gus.zip", "w") as z:
+        z.writestr(f"gus/{EXERCISE}.py", SOLUTION)
+    (subs / "eve" / "timestamp.txt").write_text("2026-03-03 12:00:00.000000 UTC")  # 2 days late
+    (subs / "ann" / "timestamp.txt").write_text("2026-03-02T00:05:00+00:00")  # within grace
+    (root / "roster.csv").write_text("student_id,last_name,first_name,email\n"
+                                     "ann,Lovelace,Ada,ada@example.org\n")
+    (root / "hw1.toml").write_text(ASSIGNMENT)
+    out = root / "out"
+    first = torchgrade("grade", subs, "--out", out, "--assignment", root / "hw1.toml", "-j", "2")
+    return root, subs, out, first
+
+
+def results_of(out: Path) -> dict[str, SubmissionResult]:
+    return {p.parent.name: read_json(p) for p in out.glob("*/results.json")}
+
+
+def test_pool_grades_every_submission_with_the_assignment_points(graded):
+    _, _, out, proc = graded
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = results_of(out)
+    assert set(results) == {"ann", "bob", "cat", "dan", "eve", "fay", "gus"}
+    for student, r in results.items():
+        assert r.max_score == 10 and r.assignment == "hw1" and r.fingerprint, student
+        assert (out / student / "report.html").stat().st_size > 0
+        assert (out / student / "gradescope.json").stat().st_size > 0
+    assert results["ann"].score == results["gus"].score == results["eve"].score == 10
+    assert results["bob"].score == results["cat"].score == 0
+    assert 0 < results["dan"].score < 10 and 0 < results["fay"].score < 10
+    cat = results["cat"]
+    assert cat.exercises[0].notes[0].startswith("file not submitted")
+    assert all(c.message.startswith("file not submitted") for c in cat.checks)
+    # per-check points keep their shares: 2 of 35 declared points become 2/35 of 10
+    check = next(c for c in results["ann"].checks if c.id == f"{EXERCISE}.c_strides_matches_numpy")
+    assert check.max_points == pytest.approx(10 * 2 / 35, abs=1e-6)
+    assert "Graded 7 submissions" in proc.stdout.splitlines()[-1]
+    assert "index.html" in proc.stdout.splitlines()[-1]
+
+
+def test_late_penalty_from_timestamp_and_policy(graded):
+    _, _, out, _ = graded
+    results = results_of(out)
+    assert results["eve"].submitted_at == datetime(2026, 3, 3, 12, tzinfo=timezone.utc)
+    assert results["eve"].late_penalty == pytest.approx(2)  # 2 started days x 0.1 x 10 points
+    assert results["ann"].late_penalty == 0  # 6 minutes late, 10 minutes of grace
+    assert results["gus"].submitted_at is None and results["gus"].late_penalty == 0
+
+
+def test_grades_csv_has_nbgrader_columns_and_is_ready_for_an_lms(graded):
+    _, _, out, _ = graded
+    text = (out / "grades.csv").read_text()
+    header = text.splitlines()[0].split(",")
+    assert header == ["student", EXERCISE, "assignment", "duedate", "timestamp", "student_id",
+                      "last_name", "first_name", "email", "raw_score", "late_submission_penalty",
+                      "score", "max_score"]
+    rows = {r["student"]: r for r in csv.DictReader(io.StringIO(text))}
+    assert list(rows) == sorted(rows) and len(rows) == 7
+    expected = {"assignment": "hw1", "student_id": "ann", "last_name": "Lovelace",
+                "first_name": "Ada", "email": "ada@example.org", "raw_score": "10", "score": "10",
+                "max_score": "10", "late_submission_penalty": "0", EXERCISE: "10"}
+    assert {k: rows["ann"][k] for k in expected} == expected
+    assert rows["ann"]["duedate"].startswith("2026-03-01 23:59:00")
+    eve = rows["eve"]
+    assert (eve["raw_score"], eve["late_submission_penalty"], eve["score"]) == ("10", "2", "8")
+    assert eve["timestamp"].startswith("2026-03-03 12:00:00")
+    for row in rows.values():
+        assert float(row["score"]) == max(0.0, float(row["raw_score"]) -
+                                          float(row["late_submission_penalty"]))
+        assert float(row[EXERCISE]) == float(row["raw_score"])
+
+
+def test_class_index_is_complete_and_self_contained(graded):
+    _, _, out, _ = graded
+    html = (out / "index.html").read_text()
+    for student in ("ann", "bob", "cat", "dan", "eve", "fay", "gus"):
+        assert f'href="{student}/report.html"' in html
+    for part in ('id="students"', 'id="distribution"', 'id="checks"', 'id="diagnoses"',
+                 "<svg", "table.sortable", "Late penalty", "c_strides equals numpy"):
+        assert part in html, part
+    # self-contained: no script, style or image fetched from anywhere
+    assert "<script src" not in html and "<link" not in html and "http" not in html.replace(
+        'xmlns="http://www.w3.org/2000/svg"', "")
+
+
+def test_rerun_skips_graded_submissions_and_rebuilds_the_class_files(graded):
+    root, subs, out, _ = graded
+    before = {s: r.graded_at for s, r in results_of(out).items()}
+    (out / "index.html").unlink()
+    (out / "grades.csv").unlink()
+    again = torchgrade("grade", subs, "--out", out, "--assignment", root / "hw1.toml")
+    assert again.returncode == 0, again.stderr
+    assert "7 of 7 submissions are already graded" in again.stdout
+    assert (out / "index.html").exists() and (out / "grades.csv").exists()
+    assert {s: r.graded_at for s, r in results_of(out).items()} == before
+    # a changed file is graded again, and only that one
+    (subs / "bob" / f"{EXERCISE}.py").write_text(SOLUTION)
+    third = torchgrade("grade", subs, "--out", out, "--assignment", root / "hw1.toml")
+    after = results_of(out)
+    assert third.returncode == 0 and "6 of 7 submissions are already graded" in third.stdout
+    assert after["bob"].graded_at > before["bob"] and after["bob"].score == 10
+    assert all(after[s].graded_at == before[s] for s in before if s != "bob")
+    # another assignment (other points) is another grading
+    other = root / "other.toml"
+    other.write_text('name = "hw1b"\nexercises = ["strides_broadcasting"]\n')
+    fourth = torchgrade("grade", subs, "--out", out, "--assignment", other, "--force", "-j", "1")
+    assert fourth.returncode == 0 and "already graded" not in fourth.stdout
+    assert all(r.max_score == 35 and r.assignment == "hw1b" for r in results_of(out).values())
+
+
+@pytest.mark.parametrize("content, words", [
+    ('name = "x"\nexercises = ["nope"]\n', "unknown exercise 'nope'"),
+    ('name = "x"\nexercises = []\n', "exercises: List should have at least 1 item"),
+    ('name = "x"\nexercises = [{ name = "strides_broadcasting", points = -1 }]\n',
+     "exercises.0.points: Input should be greater than 0"),
+    ('name = "x"\nexercise = ["strides_broadcasting"]\n', "exercise: unknown field"),
+    ('name = "x"\nexercises = ["strides_broadcasting"]\n[late_policy]\npenalty_per_day = 2\n',
+     "late_policy.penalty_per_day: Input should be less than or equal to 1"),
+    ('name = "x"\nexercises = ["strides_broadcasting", "strides_broadcasting"]\n', "listed twice"),
+    ("name = \n", "not valid TOML"),
+    (None, "no such file"),
+])
+def test_invalid_assignment_exits_2_with_one_line(tmp_path, content, words):
+    (tmp_path / "subs" / "ann").mkdir(parents=True)
+    path = tmp_path / "a.toml"
+    if content is not None:
+        path.write_text(content)
+    proc = torchgrade("grade", tmp_path / "subs", "--out", tmp_path / "out", "--assignment", path)
+    assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "out" / "ann").exists()
+
+
+@pytest.mark.parametrize("args, words", [
+    (["-j", "0"], "must be at least 1"),
+    (["--exercises", EXERCISE, "--assignment", "a.toml"], "not both"),
+])
+def test_bulk_usage_errors_exit_2(tmp_path, args, words):
+    (tmp_path / "subs" / "ann").mkdir(parents=True)
+    proc = torchgrade("grade", tmp_path / "subs", "--out", tmp_path / "out", *args, cwd=tmp_path)
+    assert proc.returncode == 2 and words in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+# --------------------------------------------------------------------------- kill -9, Ctrl-C
+
+
+def processes_under(folder: Path) -> list[int]:
+    """Live processes whose working directory lies in `folder` (the grader's zygotes and
+    workers run in scratch folders under TMPDIR) or whose environment names it."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environ = f.read()
+            with open(f"/proc/{entry}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and (cwd.startswith(str(folder)) or str(folder).encode() in environ):
+            found.append(int(entry))
+    return found
+
+
+def wait_until(predicate, timeout: float, step: float = 0.1) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()
+
+
+def start_grading(subs: Path, out: Path, tmp: Path) -> subprocess.Popen:
+    """`torchgrade grade` in its own session (its process group stands for a terminal's
+    foreground job), with TMPDIR under `tmp` so that its processes can be found."""
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    tmp.mkdir(exist_ok=True)
+    return subprocess.Popen([sys.executable, "-m", "grader.cli", "grade", str(subs), "--out",
+                             str(out), "-j", "2"], env=env, cwd=tmp, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture(scope="module")
+def big_class(tmp_path_factory):
+    """16 students, correct and buggy mixed, and a clean run of them to compare with."""
+    root = tmp_path_factory.mktemp("big")
+    names = sorted(MUTANTS)
+    sources = {f"s{i:02d}": (SOLUTION if i % 3 == 0 else STUB if i % 7 == 0 else
+                             mutant(names[i % len(names)])) for i in range(16)}
+    subs = write_class(root / "subs", sources)
+    clean = root / "clean"
+    proc = torchgrade("grade", subs, "--out", clean)
+    assert proc.returncode == 0, proc.stderr
+    return root, subs, results_of(clean)
+
+
+def test_kill_9_midway_loses_nothing_and_the_rerun_finishes(big_class):
+    root, subs, clean = big_class
+    out, tmp = root / "killed", root / "tmp-kill"
+    proc = start_grading(subs, out, tmp)
+    try:
+        assert wait_until(lambda: len(list(out.glob("*/results.json"))) >= 4, 300), \
+            proc.stderr.read() if proc.poll() is not None else "no result in time"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    done_before = len(list(out.glob("*/results.json")))
+    assert 4 <= done_before < 16, "killed too late to test anything"
+    # every process of the run dies with it: zygotes and workers by PR_SET_PDEATHSIG
+    assert wait_until(lambda: not processes_under(tmp), 15), processes_under(tmp)
+    for path in out.glob("*/results.json"):  # what was written is whole
+        assert comparable(read_json(path)) == comparable(clean[path.parent.name])
+    rerun = torchgrade("grade", subs, "--out", out)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"{done_before} of 16 submissions are already graded" in rerun.stdout
+    resumed = results_of(out)
+    assert set(resumed) == set(clean)
+    for student in clean:
+        assert comparable(resumed[student]) == comparable(clean[student]), student
+    assert not list(out.glob("**/.*.tmp")) and not (out / ".torchgrade.lock").exists()
+
+
+def test_ctrl_c_stops_cleanly_with_exit_130(big_class):
+    root, subs, _ = big_class
+    out, tmp = root / "interrupted", root / "tmp-int"
+    proc = start_grading(subs, out, tmp)
+    try:
+        assert wait_until(lambda: len(list(out.glob("*/results.json"))) >= 2, 300)
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal sends on Ctrl-C
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, stdout + stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr, stderr
+    assert wait_until(lambda: not processes_under(tmp), 15), processes_under(tmp)
+    assert not list(out.glob("**/.*.tmp")) and not (out / ".torchgrade.lock").exists()
+    graded = list(out.glob("*/results.json"))
+    assert 2 <= len(graded) and (out / "index.html").exists()
+    for path in graded:
+        read_json(path)
+    assert torchgrade("grade", subs, "--out", out).returncode == 0
+    assert len(list(out.glob("*/results.json"))) == 16
+
+
+# --------------------------------------------------------------------------- a dying process
+
+
+class DyingConnection:
+    """A grading process's connection that kills its process when it receives the task of
+    `victim` (always, or only while `once` does not exist yet)."""
+
+    def __init__(self, conn, victim: str, once: Path | None):
+        self.conn, self.victim, self.once = conn, victim, once
+
+    def recv(self):
+        task = self.conn.recv()
+        if task is not None and task.submission.student == self.victim:
+            if self.once is None or not self.once.exists():
+                if self.once is not None:
+                    self.once.write_text("died once")
+                os.kill(os.getpid(), signal.SIGKILL)
+        return task
+
+    def send(self, message):
+        self.conn.send(message)
+
+
+def serve_dying_always(conn, settings):
+    from grader.pool import serve
+    serve(DyingConnection(conn, "bob", None), settings)
+
+
+def serve_dying_once(conn, settings):
+    from grader.pool import serve
+    serve(DyingConnection(conn, "bob", settings.out.parent / "died-once"), settings)
+
+
+@pytest.mark.parametrize("serve_fn, bob_graded", [(serve_dying_always, False),
+                                                  (serve_dying_once, True)])
+def test_a_dying_grading_process_costs_one_retry_not_the_batch(tmp_path, serve_fn, bob_graded):
+    from grader.assignment import from_exercises
+    from grader.pool import GradeTask, PoolSettings, grade_in_pool
+
+    subs = write_class(tmp_path / "subs", {"ann": SOLUTION, "bob": SOLUTION, "cat": STUB})
+    tasks = [GradeTask(submission=load_submission(subs / s, exercises=[EXERCISE], student=s),
+                       fingerprint=f"fp-{s}") for s in ("ann", "bob", "cat")]
+    settings = PoolSettings(out=tmp_path / "out", exercises=[EXERCISE],
+                            assignment=from_exercises([EXERCISE]))
+    seen = []
+    results = grade_in_pool(tasks, settings=settings, jobs=2, on_result=seen.append,
+                            serve=serve_fn)
+    by_student = {r.student: r for r in results}
+    assert set(by_student) == {"ann", "bob", "cat"} and len(seen) == 3
+    assert by_student["ann"].score == by_student["ann"].max_score > 0
+    assert by_student["cat"].score == 0 and by_student["cat"].checks
+    bob = by_student["bob"]
+    on_disk = read_json(tmp_path / "out" / "bob" / "results.json")
+    if bob_graded:
+        assert bob.score == bob.max_score > 0 and bob.fingerprint == "fp-bob"
+    else:
+        assert not bob.checks and bob.fingerprint is None  # retried by the next run
+        assert "grading process died: killed by SIGKILL" in bob.notes[0]
+        assert "not the student's fault" in on_disk.notes[0]
+    assert comparable(on_disk) == comparable(bob)
+
+
+# --------------------------------------------------------------------------- pieces
+
+
+def test_assignment_rescales_points_and_charges_lateness(tmp_path):
+    path = tmp_path / "hw.toml"
+    path.write_text(ASSIGNMENT)
+    plan = load_assignment(path)
+    assert plan.name == "hw1" and plan.roster == tmp_path / "roster.csv"
+    checks = [CheckResult(id=f"e.c{i}", exercise=EXERCISE, targets=["f"], visibility="visible",
+                          points=p, max_points=m, status="passed" if p else "failed")
+              for i, (p, m) in enumerate([(2, 2), (0, 1), (1, 1)])]
+    result = SubmissionResult(student="s", grader_version="0", checks=checks,
+                              exercises=[ExerciseResult(exercise=EXERCISE, score=3, max_score=4)],
+                              submitted_at=parse_timestamp("2026-03-05 00:00:00 UTC"))
+    scaled = apply_assignment(result, plan)
+    assert [c.max_points for c in scaled.checks] == [5, 2.5, 2.5]
+    assert scaled.score == 7.5 and scaled.max_score == 10
+    assert scaled.exercises[0].score == 7.5 and scaled.exercises[0].max_score == 10
+    assert scaled.late_penalty == 3  # 4 started days x 10% = 40%, capped at 30% of 10
+    assert result.score == 3  # the input is not modified
+    due = plan.due_utc
+    assert late_penalty(due, plan, 10) == 0
+    assert late_penalty(due + timedelta(minutes=10), plan, 10) == 0  # grace
+    assert late_penalty(due + timedelta(minutes=11), plan, 10) == 1  # one started day
+    assert late_penalty(due + timedelta(days=1, minutes=11), plan, 10) == 2
+    assert late_penalty(None, plan, 10) == 0
+    assert parse_timestamp("not a time") is None
+    assert parse_timestamp("2026-03-01T10:00:00Z") == datetime(2026, 3, 1, 10, tzinfo=timezone.utc)
+    with pytest.raises(AssignmentError, match="unknown field"):
+        path.write_text('exercises = ["a"]\nnmae = "x"\n')
+        load_assignment(path)
+    assert Assignment(exercises=["a", {"name": "b", "points": 3}]).points_of("b") == 3
+
+
+def test_index_shows_distribution_pass_rates_and_diagnoses():
+    def result(student, passed, diagnoses=()):
+        checks = [CheckResult(id=f"{EXERCISE}.c{i}", exercise=EXERCISE, title=f"check {i}",
+                              targets=["f"], visibility="hidden" if i else "visible",
+                              points=1.0 if i < passed else 0.0, max_points=1.0,
+                              status="passed" if i < passed else "failed",
+                              diagnoses=list(diagnoses) if i >= passed else [])
+                  for i in range(4)]
+        return SubmissionResult(student=student, grader_version="0", checks=checks,
+                                exercises=[ExerciseResult(exercise=EXERCISE, score=passed,
+                                                          max_score=4)])
+    results = [result("a", 4), result("b", 2, ["gradients never zeroed"]),
+               result("c", 0, ["gradients never zeroed", "dropout left on in eval"]),
+               SubmissionResult(student="d", grader_version="0", notes=["the grader failed"])]
+    html = render_index(results, [EXERCISE])
+    assert "gradients never zeroed" in html and "dropout left on in eval" in html
+    assert html.index("gradients never zeroed") < html.index("dropout left on in eval")
+    assert "1 could not be graded" in html and "not graded" in html
+    assert "1 / 3" in html and "3 / 3" not in html  # check 3 passed by one of three graded
+    assert "Mean 50%" in html
+    empty = render_index(results[:1], [EXERCISE])
+    assert "No diagnoses recorded" in empty
+
+
+def test_progress_is_a_bar_on_a_terminal_and_plain_lines_otherwise():
+    ok = SubmissionResult(student="ann", grader_version="0", checks=[CheckResult(
+        id="e.c", exercise="e", targets=["f"], visibility="visible", points=1, max_points=1,
+        status="passed")])
+    broken = SubmissionResult(student="bob", grader_version="0", checks=[CheckResult(
+        id="e.c", exercise="e", targets=["f"], visibility="visible", points=0, max_points=1,
+        status="timeout")])
+    plain = io.StringIO()
+    progress = Progress(plain)
+    progress.start(3, 1)
+    progress.result(ok)
+    progress.result(broken)
+    progress.close()
+    lines = plain.getvalue().splitlines()
+    assert "1 of 3 submissions are already graded" in lines[0]
+    assert lines[1].split() == ["ann", "1", "/", "1"] and "(1 not passed)" in lines[2]
+    assert "\r" not in plain.getvalue()
+    terminal = io.StringIO()
+    progress = Progress(terminal, interactive=True)
+    progress.start(2, 0)
+    progress.result(ok)
+    progress.result(broken)
+    progress.close()
+    text = terminal.getvalue()
+    assert "\r" in text and "2/2" in text and "full marks 1, errors 1" in text
+    assert "<" in text  # elapsed<remaining: the ETA
+
+
+def test_demo_twice_keeps_what_is_graded(tmp_path):
+    first = torchgrade("demo", "--out", tmp_path / "demo")
+    assert first.returncode == 0, first.stderr
+    second = torchgrade("demo", "--out", tmp_path / "demo")
+    assert second.returncode == 0 and "are already graded" in second.stdout
+
+
+def test_benchmark_script_is_documented_and_runs_its_help():
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_grade.py"), "--help"],
+                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0 and "--baseline" in proc.stdout
+    assert "benchmarks/bench_grade.py" in (REPO / "README.md").read_text()
