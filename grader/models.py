@@ -13,6 +13,9 @@ from pydantic import BaseModel, Field, computed_field
 
 Status = Literal["passed", "failed", "error", "timeout", "crashed"]
 Visibility = Literal["visible", "hidden"]
+# How much of a diagnosed fault a failing check shows the student: its symptom only (bug
+# hunts: finding the cause is the exercise), or also its cause, or also the fix.
+Reveal = Literal["symptom", "cause", "fix"]
 
 
 class CheckInfo(BaseModel):
@@ -23,6 +26,7 @@ class CheckInfo(BaseModel):
     visibility: Visibility = "hidden"
     timeout: float | None = Field(None, gt=0, description="default deadline of each call, seconds")
     title: str = ""
+    reveal: Reveal = "fix"
 
 
 class SourceChunk(BaseModel):
@@ -44,6 +48,9 @@ class ModuleSource(BaseModel):
     chunks: list[SourceChunk] = []
     notes: list[str] = Field([], description="problems that do not stop grading")
     fatal: str | None = Field(None, description="why the module cannot run at all")
+    faults: list[str] | None = Field(None, description="bug hunts: the faults this student's "
+                                     "copy holds (from a variants manifest); None: those of "
+                                     "the exercise file")
 
 
 class Submission(BaseModel):
@@ -70,7 +77,9 @@ class CheckResult(BaseModel):
     output: str = Field("", description="what the student's code printed during this check")
     evidence: dict[str, Any] = Field({}, description="plain facts the check measured (numbers, "
                                      "short lists): what diagnoses and report plots are made of")
-    diagnoses: list[str] = []
+    diagnoses: list[str] = Field([], description="ids of catalogued faults (grader/faults.toml) "
+                                 "the evidence points to")
+    reveal: Reveal = Field("fix", description="how much of a diagnosis the student is shown")
     duration_s: float = 0.0
 
 

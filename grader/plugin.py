@@ -111,7 +111,8 @@ class ResultCollector:
 def make_result(item: pytest.Item, call: pytest.CallInfo, output: str) -> CheckResult:
     info = info_of(item)
     fields = dict(id=check_id(item), exercise=exercise_of(item.path), title=info.title,
-                  targets=info.targets, visibility=info.visibility, max_points=info.points,
+                  targets=info.targets, visibility=info.visibility, reveal=info.reveal,
+                  max_points=info.points,
                   points=0.0, duration_s=round(call.duration, 4), output=output)
     exc = call.excinfo.value if call.excinfo is not None else None
     if exc is None:

@@ -12,26 +12,29 @@ from pathlib import Path
 
 import pytest
 
-from grader.models import CheckInfo, Visibility
+from grader.models import CheckInfo, Reveal, Visibility
 
 CHECKS_DIR = Path(__file__).resolve().parent / "checks"
 MARK = "check"
 # Curriculum order (CURRICULUM.md); exercises found in checks/ but not listed sort after these.
-CURRICULUM_ORDER = ["strides_broadcasting", "manual_backward", "parameters", "training_loops"]
+CURRICULUM_ORDER = ["strides_broadcasting", "manual_backward", "parameters", "training_loops",
+                    "bughunt_regression", "bughunt_classifier", "bughunt_finetune",
+                    "bughunt_pipeline"]
 
 
 def check(*, points: float, targets: list[str] | str, visibility: Visibility = "hidden",
-          timeout: float | None = None, title: str | None = None):
+          timeout: float | None = None, title: str | None = None, reveal: Reveal = "fix"):
     """Declare a test function a graded check.
 
     `targets` are the contract names it exercises; `timeout` the default deadline in seconds of
-    each call it makes into the submission; `title` defaults to the docstring's first line.
+    each call it makes into the submission; `title` defaults to the docstring's first line;
+    `reveal` is how much of a diagnosed fault the student sees: "symptom", "cause" or "fix".
     """
 
     def decorate(fn):
         doc_title = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
         info = CheckInfo(points=points, targets=[targets] if isinstance(targets, str) else targets,
-                         visibility=visibility, timeout=timeout,
+                         visibility=visibility, timeout=timeout, reveal=reveal,
                          title=title or doc_title or fn.__name__.removeprefix("test_"))
         return getattr(pytest.mark, MARK)(info=info)(fn)
 

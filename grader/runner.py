@@ -11,6 +11,8 @@ import pytest
 import torch
 
 import grader
+from grader.bughunt import is_bughunt, select_scored
+from grader.diagnose import diagnose
 from grader.models import CheckResult, ExerciseResult, Submission, SubmissionResult
 from grader.plugin import GradingSession, ResultCollector
 from grader.registry import CHECKS_DIR, check_files
@@ -57,9 +59,12 @@ def run_checks(submission: Submission, *, exercises: list[str],
 def assemble_result(submission: Submission, modules: Mapping[str, StudentModule],
                     checks: list[CheckResult], exercises: list[str] | None = None
                     ) -> SubmissionResult:
-    """The submission's result from its check results and what loading its modules showed."""
+    """The submission's result from its check results and what loading its modules showed:
+    for bug hunts only the checks that count (`grader.bughunt.select_scored`), and every
+    failing check diagnosed (`grader.diagnose`)."""
     if exercises is None:
         exercises = list(dict.fromkeys(c.exercise for c in checks))
+    checks = scored_checks(submission, modules, checks)
     parts = []
     for exercise in exercises:
         mine = [c for c in checks if c.exercise == exercise]
@@ -78,5 +83,19 @@ def assemble_result(submission: Submission, modules: Mapping[str, StudentModule]
             score=round(sum(c.points for c in mine), 6),
             max_score=round(sum(c.max_points for c in mine), 6), notes=notes,
             output=module.import_output if module is not None else ""))
-    return SubmissionResult(student=submission.student, grader_version=grader.__version__,
-                            exercises=parts, checks=checks, notes=list(submission.notes))
+    return diagnose(SubmissionResult(student=submission.student,
+                                     grader_version=grader.__version__, exercises=parts,
+                                     checks=checks, notes=list(submission.notes)))
+
+
+def scored_checks(submission: Submission, modules: Mapping[str, StudentModule],
+                  checks: list[CheckResult]) -> list[CheckResult]:
+    """Bug hunts score the faults of the student's copy, plus whatever else they broke."""
+    hunts = {c.exercise for c in checks if is_bughunt(c.exercise)}
+    if not hunts:
+        return checks
+    faults_of = {e: (submission.modules[e].faults if e in submission.modules else None)
+                 for e in hunts}
+    broken = {e for e in hunts if e not in submission.modules or submission.modules[e].fatal
+              or (e in modules and modules[e].unavailable)}
+    return select_scored(checks, faults_of, broken)

@@ -101,6 +101,12 @@ class StudentModule:
         self._worker = worker
         return worker
 
+    @property
+    def unavailable(self) -> str | None:
+        """Why the module cannot run at all (not submitted, does not compile, failed to
+        import), once a check has tried to load it; None otherwise."""
+        return str(self._failure) if self._failure is not None else None
+
     def _fail_import(self, worker: Worker, first: bool, message: str, status: Status):
         output = worker.close()
         if first:

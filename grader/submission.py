@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from grader.bughunt import FOLDER as BUGHUNT_FOLDER, exercise_for
 from grader.models import ModuleSource, SourceChunk, Submission
 from grader.notebook import NotebookError, notebook_chunks
 
@@ -61,17 +62,20 @@ def load_submission(path: Path, *, exercises: Iterable[str], student: str | None
         candidates = _scan_zip(path, "", sub.notes)
     elif path.suffix in SUFFIXES:
         size = path.stat().st_size
-        candidates = [Found(path.name, 0, size, path.read_bytes)]
-        if path.stem not in wanted:
+        # bughunt/regression.py handed in alone is still the bug hunt "bughunt_regression".
+        name = (f"{BUGHUNT_FOLDER}/{path.name}" if path.resolve().parent.name == BUGHUNT_FOLDER
+                else path.name)
+        candidates = [Found(name, 0, size, path.read_bytes)]
+        if exercise_for(name, wanted) is None:
             sub.notes.append(f"{path.name} is not an exercise file: name it after the exercise, "
                              f"one of {', '.join(f'{w}.py' for w in wanted)}")
     else:
         sub.notes.append(f"{path.name} is not a .py, .ipynb or .zip file")
     by_exercise: dict[str, list[Found]] = {}
     for found in candidates:
-        stem = PurePosixPath(found.relpath).stem
-        if stem in wanted:
-            by_exercise.setdefault(stem, []).append(found)
+        exercise = exercise_for(found.relpath, wanted)
+        if exercise is not None:
+            by_exercise.setdefault(exercise, []).append(found)
     for exercise in wanted:
         options = sorted(by_exercise.get(exercise, []),
                          key=lambda f: (f.depth, not f.relpath.endswith(".py"), f.relpath))

@@ -1,0 +1,612 @@
+"""What the bug-hunt checks share (grader side; no `test_` prefix, not collected).
+
+Each bug hunt has one hidden check per behaviour a seeded fault breaks (`faults.toml` names the
+check that scores each fault). A check looks at its behaviour alone, so that fixing one fault
+earns its points whatever else is still broken, and it asks for the behaviour itself, so that
+a fix written differently passes and a "fix" that deletes the feature (the validation, the
+schedule, the normalisation, dropout, BatchNorm ...) fails. Records come from the probes in
+`grader/probes/bughunt.py`; each probe runs once per submission and its record is shared by the
+checks that read it (`shared`). References come from the fixed scripts
+(`grader.solutions.bughunt.*`), run here in the grader.
+
+Messages describe what was observed (the symptom and the evidence), not the cause: the
+diagnoses that `grader.diagnose` attaches say as much about the cause as each check's `reveal`
+setting allows. Evidence keys (for diagnoses and reports):
+
+    steps, backwards_per_step, grad_ratio, empty_grad_steps, accumulated_steps,
+    repeated_backward_steps, freed_graph_reused_steps   optimizer steps of the train audit
+    val_forwards, val_forward_modes, val_forward_grad_enabled, train_forward_modes
+    history_tensor_entries, history_requires_grad, printed_tensors, printed_lines
+    lr_per_step, steps_per_epoch, expected_lr_per_epoch
+    loss_input_probabilities, outputs_are_probabilities, loss, loss_if_logits
+    parameter_count, expected_parameter_count, unregistered_leaves, module_lists,
+    bare_tensors, modules_created_in_forward, unregistered_modules_called
+    eval_outputs_differ, train_outputs_differ, active_dropout_in_eval
+    feature_mean, feature_std, feature_deviation, val_feature_deviation   first-layer inputs
+    lr, loss_curve, diverged                      a reference run at the script's settings
+    single_class_batches, batches, batch_sizes, batchnorm_layers, target_dtype, error
+    head_changed, optimizer_foreign_parameters, frozen_changed, params_without_grad
+    broadcast_shapes, params_changed, input_modified
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import math
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+from grader.compare import CheckFailure, fail, short
+from grader.student import StudentError, StudentRaised
+
+TIMEOUT = 30  # seconds per call: a worker's first optimizer imports torch._dynamo (seconds)
+REVEAL = "symptom"
+# A correct loop leaves p.grad equal to the sum of this step's backward gradients exactly
+# (measured: 0.0); an accumulated or doubled gradient is off by 50 % or more.
+GRAD_RTOL = 1e-4
+
+_SHARED: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
+def shared(sub, key: str, compute: Callable[[], Any]) -> Any:
+    """`compute()` once per submission (per `sub`), shared by every check that needs it; an
+    exception it raised is raised again for each of them."""
+    store = _SHARED.setdefault(sub, {})
+    if key not in store:
+        try:
+            store[key] = (True, compute())
+        except (StudentError, CheckFailure) as exc:
+            store[key] = (False, exc)
+    ok, value = store[key]
+    if not ok:
+        raise value
+    return value
+
+
+def reference(name: str):
+    """The fixed script `solutions/bughunt/<name>.py` (grader side only)."""
+    return importlib.import_module(f"grader.solutions.bughunt.{name}")
+
+
+def require(sub, *names: str, call: str) -> None:
+    for name in names:
+        if not sub.has(name):
+            raise StudentError(f"{sub.filename} defines no {name}: the script's docstring lists "
+                               "the names the grader calls; keep them.", call=call)
+
+
+def probe(sub, probe_name: str, call: str, **kwargs) -> Any:
+    """`grader.probes.bughunt.<probe_name>(module, **kwargs)` in the worker."""
+    return sub.probe(f"bughunt:{probe_name}", label=call, timeout=TIMEOUT, **kwargs)
+
+
+def rounded(values, digits: int = 4) -> list:
+    out = []
+    for v in values:
+        if v is None or (isinstance(v, float) and not math.isfinite(v)):
+            out.append(None if v is None else str(v))
+        else:
+            out.append(round(float(v), digits))
+    return out
+
+
+# --------------------------------------------------------------------------- train audit
+
+
+@dataclass
+class TrainCase:
+    """How the grader calls a script's `train`: a harness model (kind, sizes, seed), batches,
+    and the arguments by train's parameter names ("$model", "$train_loader", ... stand for the
+    harness objects; see `grader.probes.bughunt.train_audit`)."""
+
+    model: str
+    sizes: list[int]
+    seed: int
+    train_batches: list
+    val_batches: list
+    arguments: dict
+    epochs: int
+    optimizer: dict | None = None
+    scheduler: dict | None = None
+    update: str | None = None
+    loss: str | None = None
+    history_keys: tuple[str, ...] = ("train_loss", "val_loss")
+    call: str = ""
+    state: dict = field(init=False)
+
+    def __post_init__(self):
+        from grader.probes.bughunt import build_model
+
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            model = build_model(self.model, self.sizes)
+            self.state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+    def kwargs(self) -> dict:
+        return {"model": self.model, "sizes": self.sizes, "state": self.state,
+                "train_batches": self.train_batches, "val_batches": self.val_batches,
+                "arguments": self.arguments, "optimizer": self.optimizer,
+                "scheduler": self.scheduler, "update": self.update, "loss": self.loss}
+
+
+def batches(seed: int, sizes: list[int], x_shape: tuple, classes: int | None,
+            score: bool = False) -> list:
+    """Random harness batches: x ~ N(0, 1) of shape (n, *x_shape); y class indices (or
+    regression targets when `classes` is None); with `score`, a third float tensor."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for n in sizes:
+        x = torch.randn(n, *x_shape, generator=g)
+        y = (torch.randint(0, classes, (n,), generator=g) if classes
+             else torch.randn(n, generator=g))
+        out.append((x, y, torch.randn(n, generator=g)) if score else (x, y))
+    return out
+
+
+def train_record(sub, case: TrainCase) -> dict:
+    require(sub, "train", call=case.call)
+    return shared(sub, "train_audit", lambda: probe(sub, "train_audit", case.call,
+                                                    **case.kwargs()))
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, rtol: float = GRAD_RTOL) -> bool:
+    scale = float(b.double().norm())
+    return float((a.double() - b.double()).norm()) <= rtol * max(scale, 1e-12)
+
+
+def verify_fresh_gradients(sub, case: TrainCase, evidence: dict) -> None:
+    """Each optimizer step uses exactly the gradient of the backward passes since the previous
+    step (one batch's loss), one step per training batch."""
+    record = train_record(sub, case)
+    steps = record["steps"]
+    n_batches = len(case.train_batches) * case.epochs
+    evidence["steps"] = len(steps)
+    evidence["backwards_per_step"] = [len(s["backwards"]) for s in steps][:300]
+    ratios, empty, accumulated, repeated = [], [], [], []
+    reused = [k + 1 for k, s in enumerate(steps) if s["freed_graph_reused"]]
+    evidence["freed_graph_reused_steps"] = reused[:50]
+    first_problem = (reused[0] - 1, "freed graph") if reused else None
+    for k, s in enumerate(steps):
+        grad = s["grad"]
+        fresh = sum(s["backwards"]) if s["backwards"] else torch.zeros_like(grad)
+        denominator = float(fresh.double() @ fresh.double())
+        ratios.append(float(grad.double() @ fresh.double()) / denominator if denominator
+                      else 0.0)
+        if s["repeated_backward"]:
+            repeated.append(k + 1)
+        if not s["backwards"]:
+            first_problem = first_problem or (k, "no backward")
+            continue
+        if _close(grad, fresh) and not s["repeated_backward"]:
+            continue
+        if float(grad.double().norm()) <= 1e-3 * float(fresh.double().norm()):
+            empty.append(k + 1)
+            first_problem = first_problem or (k, "empty")
+            continue
+        window = fresh.clone()
+        for j in range(k - 1, -1, -1):
+            window = window + (sum(steps[j]["backwards"]) if steps[j]["backwards"] else 0)
+            if _close(grad, window):
+                accumulated.append(k + 1)
+                first_problem = first_problem or (k, f"accumulated {k - j}")
+                break
+        else:
+            first_problem = first_problem or (k, "repeated" if s["repeated_backward"]
+                                              else "other")
+    evidence.update(grad_ratio=rounded(ratios[:300]), empty_grad_steps=empty[:50],
+                    accumulated_steps=accumulated[:50], repeated_backward_steps=repeated[:50])
+    call = case.call
+    if len(steps) != n_batches:
+        fail(f"{call}: {len(steps)} parameter updates for {n_batches} training batches "
+             f"({len(case.train_batches)} per epoch, {case.epochs} epochs); expected one "
+             "update per batch.", call=call, expected=f"{n_batches} updates",
+             got=f"{len(steps)} updates")
+    if first_problem is None:
+        return
+    k, kind = first_problem
+    where = f"{call}: at update {k + 1} (epoch {k // len(case.train_batches) + 1})"
+    if kind == "freed graph":
+        fail(f"{where} a second backward() went through the part of the graph the first one "
+             "had already used and freed (the grader let it run; on its own, torch raises "
+             "'Trying to backward through the graph a second time').", call=call,
+             expected="one backward() per batch", got="two through the same graph")
+    if kind == "no backward":
+        fail(f"{where} no backward() had run since the previous update, so it used no new "
+             "gradient.", call=call, expected="a backward() before every update",
+             got="an update without one")
+    if kind == "empty":
+        fail(f"{where} the parameters' gradients (p.grad) were all zero although backward() "
+             "had just computed a non-zero gradient: the update changed nothing.", call=call,
+             expected="p.grad = this batch's gradient", got="p.grad empty")
+    if kind.startswith("accumulated"):
+        n = int(kind.split()[1])
+        fail(f"{where} p.grad was not this batch's gradient but the sum of it and the gradients "
+             f"of the {n} batch(es) before it (projected on this batch's gradient: "
+             f"{ratios[k]:.2f}x), so the update moved the weights in a stale direction and "
+             "further than the learning rate says.", call=call,
+             expected="p.grad = this batch's gradient", got=f"a sum over {n + 1} batches")
+    if kind == "repeated":
+        fail(f"{where} backward() ran {len(steps[k]['backwards'])} times from the same loss, "
+             f"so p.grad held its gradient {ratios[k]:.2f} times.", call=call,
+             expected="each loss backpropagated once", got="the same loss twice")
+    fail(f"{where} p.grad was not the gradient of the backward passes since the previous "
+         f"update (ratio {ratios[k]:.2f}).", call=call, expected="this batch's gradient",
+         got="another gradient")
+
+
+def forwards(record: dict) -> tuple[list, list]:
+    """(training forwards, validation forwards) as [training, grad_enabled] pairs."""
+    train = [f[:2] for f in record["forwards"] if not f[2]]
+    val = [f[:2] for f in record["forwards"] if f[2]]
+    return train, val
+
+
+def require_validation(record: dict, case: TrainCase, evidence: dict) -> list:
+    _, val = forwards(record)
+    evidence["val_forwards"] = len(val)
+    want = case.epochs * len(case.val_batches)
+    if len(val) < want:
+        fail(f"{case.call}: the validation batches went through the model {len(val)} times in "
+             f"{case.epochs} epochs; expected the whole validation set after every epoch "
+             f"({want} forward passes). Validation is part of the script: keep it.",
+             call=case.call, expected=f"{want} validation forwards", got=str(len(val)))
+    return val
+
+
+def verify_validation_mode(sub, case: TrainCase, evidence: dict) -> None:
+    record = train_record(sub, case)
+    val = require_validation(record, case, evidence)
+    evidence["val_forward_modes"] = [v[0] for v in val][:100]
+    if any(training is not False for training, _ in val):
+        fail(f"{case.call}: the validation batches went through the model in training mode "
+             f"(model.training was {[v[0] for v in val][:4]}...): dropout is still active and "
+             "BatchNorm uses (and updates) batch statistics, so the same model gets different "
+             "validation numbers each time.", call=case.call,
+             expected="validation forwards with model.training False", got="training mode")
+
+
+def verify_validation_graph(sub, case: TrainCase, evidence: dict) -> None:
+    record = train_record(sub, case)
+    val = require_validation(record, case, evidence)
+    evidence["val_forward_grad_enabled"] = [v[1] for v in val][:100]
+    if any(grad for _, grad in val):
+        fail(f"{case.call}: the validation forward passes ran with gradient tracking on "
+             "(torch.is_grad_enabled() was True): every one of them built an autograd graph "
+             "that nothing uses, costing time and memory.", call=case.call,
+             expected="validation without gradient tracking", got="gradient tracking on")
+
+
+def verify_training_mode(sub, case: TrainCase, evidence: dict) -> None:
+    record = train_record(sub, case)
+    require_validation(record, case, evidence)
+    train, _ = forwards(record)
+    evidence["train_forward_modes"] = [t[0] for t in train][:200]
+    wrong = [i for i, (training, _) in enumerate(train) if training is not True]
+    if wrong:
+        epoch = wrong[0] // len(case.train_batches) + 1
+        fail(f"{case.call}: from epoch {epoch} on, training batches went through the model "
+             f"with model.training False ({len(wrong)} of {len(train)} training forwards): "
+             "dropout was off and BatchNorm used its running statistics while training.",
+             call=case.call, expected="every training forward in training mode",
+             got="eval mode after validation")
+
+
+def verify_history(sub, case: TrainCase, evidence: dict) -> None:
+    record = train_record(sub, case)
+    history = record["history"]
+    if history["type"] != "dict":
+        fail(f"{case.call} returned a {history['type']}; expected the history dict with "
+             f"{list(case.history_keys)}.", call=case.call, expected="a dict",
+             got=history["type"])
+    tensors = requires = 0
+    for key in case.history_keys:
+        entries = history["entries"].get(key)
+        if entries is None or len(entries) != case.epochs:
+            fail(f"{case.call} returned a history whose {key!r} is "
+                 f"{'missing' if entries is None else f'{len(entries)} entries long'}; "
+                 f"expected one entry per epoch ({case.epochs}).", call=case.call,
+                 expected=f"{case.epochs} entries", got=short(entries))
+        tensors += sum(e["kind"] == "tensor" for e in entries)
+        requires += sum(e["kind"] == "tensor" and e["requires_grad"] for e in entries)
+        others = [e.get("type") for e in entries if e["kind"] == "other"]
+        if others:
+            fail(f"{case.call} returned history[{key!r}] holding {others[0]} values; expected "
+                 "Python floats.", call=case.call, expected="floats", got=others[0])
+    evidence.update(history_tensor_entries=tensors, history_requires_grad=requires)
+    if tensors:
+        fail(f"{case.call} returned a history holding {tensors} tensors ({requires} of them "
+             "still attached to an autograd graph: grad_fn=...) instead of numbers; each one "
+             "keeps the graph of the batches it was computed from alive.", call=case.call,
+             expected="Python floats", got="tensors")
+
+
+def verify_log(sub, case: TrainCase, evidence: dict) -> None:
+    record = train_record(sub, case)
+    text = record["printed"]
+    lines = [line for line in text.splitlines() if any(ch.isdigit() for ch in line)]
+    tensors = "tensor(" in text or "grad_fn" in text
+    evidence.update(printed_tensors=tensors, printed_lines=len(lines))
+    if tensors:
+        line = next(ln for ln in text.splitlines() if "tensor(" in ln or "grad_fn" in ln)
+        fail(f"{case.call} printed tensors in its log, e.g. {line.strip()[:160]!r}; expected "
+             "plain numbers.", call=case.call, expected="numbers", got="tensor(...)")
+    if len(lines) < case.epochs:
+        fail(f"{case.call} printed {len(lines)} lines with numbers in {case.epochs} epochs; "
+             "the script logs one line per epoch: keep it.", call=case.call,
+             expected=f"{case.epochs} lines", got=str(len(lines)))
+
+
+def verify_schedule(sub, case: TrainCase, evidence: dict) -> None:
+    record = train_record(sub, case)
+    lrs = [s["lr"] for s in record["steps"]]
+    per_epoch = len(case.train_batches)
+    spec = case.scheduler
+    base = case.optimizer["lr"]
+    want = [base * spec["gamma"] ** (e // spec["step_size"]) for e in range(case.epochs)]
+    evidence.update(lr_per_step=rounded(lrs[:300], 8), steps_per_epoch=per_epoch,
+                    expected_lr_per_epoch=rounded(want, 8))
+    expected = [lr for lr in want for _ in range(per_epoch)]
+    if len(lrs) != len(expected):
+        fail(f"{case.call}: {len(lrs)} updates for {len(expected)} training batches; cannot "
+             "follow the learning-rate schedule.", call=case.call,
+             expected=f"{len(expected)} updates", got=str(len(lrs)))
+    for k, (a, b) in enumerate(zip(lrs, expected)):
+        if not math.isclose(a, b, rel_tol=1e-9):
+            fail(f"{case.call}: update {k + 1} (epoch {k // per_epoch + 1}, batch "
+                 f"{k % per_epoch + 1}) used learning rate {a:.6g}; the schedule "
+                 f"(StepLR(step_size={spec['step_size']}, gamma={spec['gamma']}) from "
+                 f"{base}) gives {b:.6g} for that whole epoch. Learning rates of the updates: "
+                 f"{rounded(lrs[:2 * per_epoch], 6)}...", call=case.call,
+                 expected=f"lr {b:.6g}", got=f"lr {a:.6g}")
+
+
+def verify_loss_input(sub, case: TrainCase, evidence: dict) -> None:
+    """The loss function train is given receives the model's raw outputs."""
+    record = train_record(sub, case)
+    probabilities = sum(c[3] for c in record["losses"])
+    evidence["loss_input_probabilities"] = probabilities
+    if probabilities:
+        fail(f"{case.call}: the loss function received rows of probabilities (every row "
+             f"between 0 and 1, summing to 1) in {probabilities} of {len(record['losses'])} "
+             "calls, not the model's raw scores.", call=case.call,
+             expected="the model's outputs as they are", got="probabilities")
+
+
+# --------------------------------------------------------------------------- model audit
+
+
+def model_record(sub, cls: str, args: list, x: torch.Tensor, call: str) -> dict:
+    require(sub, cls, call=call)
+    return shared(sub, f"model_audit:{cls}", lambda: probe(
+        sub, "model_audit", call, cls=cls, args=args, seed=7, x=x))
+
+
+def verify_registration(sub, cls: str, args: list, x: torch.Tensor, expected: int,
+                        evidence: dict) -> None:
+    call = f"{cls}({', '.join(map(repr, args))})"
+    rec = model_record(sub, cls, args, x, call)
+    count = sum(math.prod(p["shape"]) for p in rec["parameters"])
+    evidence.update(parameter_count=count, expected_parameter_count=expected,
+                    unregistered_leaves=len(rec["unregistered_leaves"]),
+                    module_lists=rec["module_lists"], bare_tensors=rec["bare_tensors"],
+                    modules_created_in_forward=rec["modules_created_in_forward"],
+                    unregistered_modules_called=rec["unregistered_modules_called"])
+    if rec["unregistered_leaves"]:
+        fail(f"{call}: its output depends on {len(rec['unregistered_leaves'])} tensors that "
+             f"require grad but are not in model.parameters() (shapes "
+             f"{rec['unregistered_leaves'][:4]}): an optimizer built from model.parameters() "
+             "never updates them and state_dict() does not save them.", call=call,
+             expected="only registered parameters", got="unregistered tensors")
+    if rec["modules_created_in_forward"]:
+        fail(f"{call}: its forward() built {rec['modules_created_in_forward']} new layer(s) "
+             "while running: their weights are new random numbers on every call.", call=call,
+             expected="layers built once", got="layers built in forward")
+    if count != expected:
+        fail(f"{call} has {count} scalar parameters in model.parameters(); the network the "
+             f"script describes has {expected}.", call=call, expected=str(expected),
+             got=str(count))
+
+
+def verify_dropout(sub, cls: str, args: list, x: torch.Tensor, evidence: dict) -> None:
+    call = f"{cls}({', '.join(map(repr, args))})"
+    rec = model_record(sub, cls, args, x, call)
+    evidence.update(eval_outputs_differ=rec["eval_outputs_differ"],
+                    train_outputs_differ=rec["train_outputs_differ"],
+                    active_dropout_in_eval=rec["active_dropout_in_eval"])
+    if rec["active_dropout_in_eval"] or (rec["eval_outputs_differ"]
+                                         and not rec["modules_created_in_forward"]):
+        fail(f"{call}: in eval mode, two forward passes of the same input gave different "
+             f"outputs ({rec['active_dropout_in_eval']} dropout operations were active): "
+             "predictions and validation numbers are random.", call=call,
+             expected="eval mode deterministic", got="different outputs")
+    if not rec["train_outputs_differ"]:
+        fail(f"{call}: in training mode, two forward passes of the same input gave the same "
+             "output: the model has no working dropout any more. Dropout is part of the "
+             "script: keep it.", call=call, expected="dropout in training mode",
+             got="no dropout")
+
+
+# --------------------------------------------------------------------------- setup capture
+
+
+def setup_record(sub, call: str, **options) -> dict:
+    require(sub, "run", "train", call=call)
+    record = shared(sub, "setup", lambda: probe(sub, "setup_capture", call, **options))
+    if not record["train_called"]:
+        fail(f"{call} never called train(...): the grader looks at what run() hands to train; "
+             "keep run() calling it.", call=call, expected="run() calls train",
+             got="no call")
+    return record
+
+
+def nearest_deviation(seen: torch.Tensor, expected: torch.Tensor) -> float:
+    """The largest distance from a seen row to its nearest expected row (max-norm)."""
+    d = (seen.double()[:, None, :] - expected.double()[None, :, :]).abs().amax(dim=2)
+    return float(d.amin(dim=1).max())
+
+
+def verify_standardized(record: dict, raw_train: torch.Tensor, raw_val: torch.Tensor,
+                        call: str, evidence: dict) -> None:
+    """What the first layer sees is the data standardised with the training split's mean and
+    standard deviation (either convention for the std)."""
+    seen = record.get("first_layer") or {}
+    train, val = seen.get("train"), seen.get("val")
+    if train is None or val is None:
+        fail(f"{call}: the grader could not run the model on the loaders run() builds.",
+             call=call)
+    mean = raw_train.double().mean(0)
+    devs, val_devs = [], []
+    for ddof in (0, 1):
+        std = raw_train.double().std(0, correction=ddof)
+        devs.append(nearest_deviation(train, (raw_train.double() - mean) / std))
+        val_devs.append(nearest_deviation(val, (raw_val.double() - mean) / std))
+    evidence.update(feature_mean=rounded(train.double().mean(0).tolist(), 3),
+                    feature_std=rounded(train.double().std(0).tolist(), 3),
+                    feature_deviation=round(min(devs), 6),
+                    val_feature_deviation=round(min(val_devs), 6))
+    # Correct code lands within 1e-5 (float32); fitting on other data is off by 0.01 or more.
+    if min(devs) > 2e-3:
+        fail(f"{call}: the training features reaching the model are not the training data "
+             "standardised with its own statistics: per feature, their means are "
+             f"{evidence['feature_mean']} and their standard deviations "
+             f"{evidence['feature_std']} (a row differs by up to {min(devs):.3g}).",
+             call=call, expected="means 0, standard deviations 1",
+             got=f"means {evidence['feature_mean']}")
+    if min(val_devs) > 2e-3:
+        fail(f"{call}: the validation features reaching the model are not standardised with "
+             f"the training split's mean and standard deviation (a row differs by up to "
+             f"{min(val_devs):.3g}).", call=call,
+             expected="validation data scaled with the training statistics",
+             got="other scaling")
+
+
+def verify_mixed_batches(record: dict, call: str, evidence: dict) -> None:
+    loader = record["train_loader"]
+    if loader.get("error") or not loader.get("passes"):
+        fail(f"{call}: the training loader could not be iterated "
+             f"({loader.get('error', 'no batches')}).", call=call)
+    labelled = [b["labels"] for p in loader["passes"] for b in p
+                if "labels" in b and len(b["labels"]) > 1]
+    single = sum(len(set(labels)) == 1 for labels in labelled)
+    evidence.update(single_class_batches=single, batches=len(labelled))
+    if labelled and single > len(labelled) / 2:
+        fail(f"{call}: {single} of the {len(labelled)} training batches of two epochs hold a "
+             "single class: the model sees one class at a time, and the last one seen wins.",
+             call=call, expected="batches mixing the classes", got="one class per batch")
+
+
+def verify_no_batch_of_one(record: dict, call: str, evidence: dict) -> None:
+    loader = record["train_loader"]
+    if loader.get("error") or not loader.get("passes"):
+        fail(f"{call}: the training loader could not be iterated "
+             f"({loader.get('error', 'no batches')}).", call=call)
+    sizes = [b["size"] for b in loader["passes"][0]]
+    norms = sum("BatchNorm" in m for m in record["model"].get("modules", []))
+    evidence.update(batch_sizes=sizes[:100], batchnorm_layers=norms)
+    if not norms:
+        fail(f"{call}: the model run() trains has no BatchNorm layer any more; BatchNorm is "
+             "part of the script: keep it.", call=call, expected="BatchNorm", got="none")
+    if 1 in sizes:
+        fail(f"{call}: the training loader yields a batch of a single sample (batch sizes "
+             f"{sizes[:3]} ... {sizes[-2:]}), and BatchNorm in training mode cannot normalise "
+             "one sample.", call=call, expected="no batch of one", got=f"sizes {sizes[-2:]}")
+
+
+def verify_labels(record: dict, call: str, evidence: dict) -> None:
+    first = record.get("first_loss") or {}
+    dtype = first.get("target_dtype")
+    if dtype is None:
+        dtypes = {b.get("label_dtype") for p in record["train_loader"].get("passes", [])
+                  for b in p}
+        dtype = sorted(d for d in dtypes if d)[0] if dtypes - {None} else None
+    evidence["target_dtype"] = dtype
+    if first.get("error"):
+        evidence["error"] = first["error"]
+        fail(f"{call}: the loss rejected the labels it was given (dtype {dtype}): "
+             f"{first['error']}", call=call, expected="int64 class indices", got=dtype)
+    if dtype not in ("int64", "int32", "int16", "uint8", "long"):
+        fail(f"{call}: the labels reaching the loss have dtype {dtype}; a classification loss "
+             "needs class indices (int64).", call=call, expected="int64", got=str(dtype))
+
+
+def verify_logits(record: dict, labels: torch.Tensor, call: str, evidence: dict) -> None:
+    """The model's outputs are scores the script's loss treats as logits, or probabilities it
+    treats as probabilities; never probabilities fed to a loss that applies softmax again."""
+    probe_rec = record.get("logits") or {}
+    out = probe_rec.get("output")
+    if out is None or probe_rec.get("loss") is None:
+        fail(f"{call}: the grader could not evaluate the script's loss on its model's output "
+             f"({probe_rec.get('error') or 'no output'}).", call=call)
+    y = labels
+    out = out.double()
+    probabilities = bool((out >= 0).all() and (out <= 1).all()
+                         and torch.allclose(out.sum(1), torch.ones(len(out), dtype=out.dtype),
+                                            atol=1e-4))
+    as_logits = float(F.cross_entropy(out, y))
+    evidence.update(outputs_are_probabilities=probabilities, loss=round(probe_rec["loss"], 6),
+                    loss_if_logits=round(as_logits, 6))
+    if probabilities and math.isclose(probe_rec["loss"], as_logits, rel_tol=1e-4):
+        fail(f"{call}: the model's outputs are probabilities (each row between 0 and 1, "
+             f"summing to 1), and the loss treats them as raw scores: it computed "
+             f"{probe_rec['loss']:.4f}, the cross-entropy of a softmax of the probabilities. "
+             f"That loss cannot fall below about {floor_of(out.shape[1]):.2f} however right "
+             "the model is.", call=call, expected="logits for nn.CrossEntropyLoss",
+             got="probabilities")
+
+
+def floor_of(classes: int) -> float:
+    """The smallest cross-entropy of softmax(p) over probability vectors p (a one-hot p)."""
+    return math.log(classes - 1 + math.e) - 1
+
+
+def verify_lr_trains(run_reference: Callable[[], list[float]], lr_text: str, call: str,
+                     evidence: dict, threshold: float) -> None:
+    curve = run_reference()
+    finite = all(math.isfinite(v) for v in curve)
+    evidence.update(lr=lr_text, loss_curve=rounded(curve), diverged=not finite)
+    if not finite or curve[-1] > threshold:
+        what = ("became nan/inf" if not finite else
+                f"ended at {curve[-1]:.4g}, above {threshold:g}")
+        fail(f"{call}: trained (by the grader, on well-scaled data) with the script's "
+             f"optimizer settings ({lr_text}), the training loss {what}: "
+             f"{rounded(curve[:8], 4)}...", call=call,
+             expected=f"a finite loss below {threshold:g}", got=what)
+
+
+def optimizer_settings(record: dict, call: str) -> tuple[type, dict, str]:
+    """The optimizer class run() builds and the hyperparameters of its group with the largest
+    learning rate (a torch.optim class: the grader rebuilds it)."""
+    rep = record["optimizer"]
+    if not rep.get("optimizer"):
+        fail(f"{call}: run() passes train a {rep.get('type')} as the optimizer.", call=call)
+    cls = getattr(torch.optim, rep["type"], None)
+    if cls is None or not rep["module"].startswith("torch.optim"):
+        fail(f"{call}: the optimizer is a {rep['module']}.{rep['type']}; the grader can only "
+             "replay torch.optim optimizers.", call=call)
+    group = max(rep["groups"], key=lambda g: g["hyper"].get("lr", 0.0))
+    hyper = {k: (tuple(v) if isinstance(v, list) else v) for k, v in group["hyper"].items()
+             if k in inspect_params(cls)}
+    text = f"{rep['type']}(" + ", ".join(f"{k}={v!r}" for k, v in sorted(hyper.items())
+                                        if k in ("lr", "momentum", "weight_decay")) + ")"
+    return cls, hyper, text
+
+
+def inspect_params(cls: type) -> set[str]:
+    import inspect
+
+    return set(inspect.signature(cls.__init__).parameters) - {"self", "params"}
+
+
+def quiet(fn, *args, **kwargs):
+    with contextlib.redirect_stdout(io.StringIO()):
+        return fn(*args, **kwargs)
+
+
+def raised(exc: StudentRaised) -> str:
+    return f"{exc.type}: {exc.raw_message}"[:500]
