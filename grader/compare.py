@@ -221,4 +221,5 @@ def expect_no_view(got: Any, base: np.ndarray | torch.Tensor, *, call: str,
     if np.shares_memory(g, b):
         fail(f"{call} returned an object that shares memory with its input, but the contract "
              f"asks for {what}: a write to one would change the other.", call=call,
-             expected=what, got="shared memory", hint=hint)
+             expected=what, got="shared memory", hint=hint,
+             evidence={"shares_memory_with_input": True})

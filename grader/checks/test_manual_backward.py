@@ -13,7 +13,7 @@ shortcut is off by 1e-7 or far more. Finite differences, Softplus and `Value` ha
 tolerances, measured and explained where they are used.
 
 Evidence recorded on failure: `grad_ratio` (the submission's gradient is this constant times
-the expected one), `loss_curve` / `reference_loss_curve` (fit_linear_gd), `eps`, `max_error`,
+the expected one), `nonfinite` and `max_abs_logit` (softmax_cross_entropy returned nan or inf), `loss_curve` / `reference_loss_curve` (fit_linear_gd), `eps`, `max_error`,
 `error_ratios` (the finite-difference order check, recorded whether it passes or not).
 """
 
@@ -143,6 +143,12 @@ def check_cross_entropy(sub, logits, labels, where, evidence):
                    what="a pair (loss, dL/dlogits)")
     loss_ref, grad_ref = cross_entropy_reference(logits, labels)
     loss = as_number(got[0], call=call + "[0]" + where, what="the loss")
+    grad = got[1]
+    if not np.isfinite(loss) or (isinstance(grad, np.ndarray) and grad.dtype.kind == "f"
+                                 and not np.isfinite(grad).all()):
+        # nan or inf where the reference is finite: overflow (for diagnoses).
+        evidence["nonfinite"] = True
+        evidence["max_abs_logit"] = float(np.abs(logits).max())
     note = ratio_note(np.array([loss]), np.array([loss_ref]))
     expect_close(loss, loss_ref, call=call + "[0]" + where, what="the loss", rtol=RTOL,
                  atol=ATOL, hint=with_note(note, CE_HINT))

@@ -49,7 +49,11 @@ HEAD_HINT = ("an optimizer holds the tensors it was given when it was built: rep
 
 # Evidence attached to failures (plain facts for diagnoses and reports):
 #   parameter_count, expected_parameter_count, linear_layers  what an MLP registered
+#   module_lists, bare_tensors                                attributes parameters() cannot
+#                                                             see (lists of layers, tensors)
 #   unregistered_leaves, parameters_without_grad              the graph audit (counts)
+#   modules_created_in_forward                                layers built during forward
+#   eval_outputs_differ                                       two eval-mode calls disagree
 #   kept_share, expected_kept_share, lstsq_residual           dropout seen from the outside
 #   step, mode, quantity                                      where RunningNorm left BatchNorm1d
 #   returned, expected                                        a count_parameters answer
@@ -168,7 +172,9 @@ def test_mlp_registers_every_layer(sub):
                        hint=REGISTER_HINT)
         want = sum((a + 1) * b for a, b in mlp_shapes(args))
         got = parameter_count(report)
-        evidence = {"parameter_count": got, "expected_parameter_count": want}
+        evidence = {"parameter_count": got, "expected_parameter_count": want,
+                    "module_lists": report.get("module_lists", []),
+                    "bare_tensors": report.get("bare_tensors", [])}
         if got == 0:
             fail(f"{call} registers no parameters: model.parameters() is empty, so an optimizer "
                  "would train nothing and state_dict() would save nothing.", call=call,
@@ -387,7 +393,10 @@ def test_tied_autoencoder_has_one_shared_weight(sub):
         if got != want:
             fail(f"{label} has {got} scalar parameters {shapes}; expected {want} = "
                  f"{in_dim}*{code_dim} + {code_dim} + {in_dim}.", call=label, expected=str(want),
-                 got=str(got), hint=TIED_HINT)
+                 got=str(got), hint=TIED_HINT,
+                 evidence={"parameter_count": got, "expected_parameter_count": want,
+                           "module_lists": rec.get("module_lists", []),
+                           "bare_tensors": rec.get("bare_tensors", [])})
         if (code_dim, in_dim) not in shapes:
             fail(f"{label} has the parameters {shapes}; expected one weight of shape "
                  f"{(code_dim, in_dim)} among them.", call=label, hint=TIED_HINT)

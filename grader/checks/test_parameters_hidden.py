@@ -105,7 +105,7 @@ def test_mlp_dropout_in_training_mode(sub):
 
 
 @check(points=1, targets="MLP")
-def test_mlp_eval_mode_turns_dropout_off(sub):
+def test_mlp_eval_mode_turns_dropout_off(sub, evidence):
     """MLP in eval mode is deterministic: dropout is off, two forwards agree with the layers"""
     args = (4, [8, 6], 3, 0.5)
     label = mlp_label(args)
@@ -113,6 +113,9 @@ def test_mlp_eval_mode_turns_dropout_off(sub):
     steps = [{"mode": "eval", "x": x, "seed": 1}, {"mode": "eval", "x": x, "seed": 2}]
     rec = probe(sub, "run", "MLP", list(args), 421, steps, target="MLP", label=f"{label}(x)",
                 hint=DROPOUT_HINT)
+    outputs = [step["output"]["value"] for step in rec["steps"]]
+    if all(isinstance(o, torch.Tensor) for o in outputs) and outputs[0].shape == outputs[1].shape:
+        evidence["eval_outputs_differ"] = not torch.equal(outputs[0], outputs[1])
     expected = mlp_reference(expect_mlp_layers(rec["report"], args, call=label), x)
     for k, step in enumerate(rec["steps"], 1):
         expect_output(step["output"], expected, call=f"{label}.eval()(x), call {k}",
@@ -172,7 +175,10 @@ def audit(sub, cls: str, args: list, label: str, x: torch.Tensor, seed: int, *,
              "tensors.")
     stray = [leaf for leaf in rec["leaves"] if not leaf["registered"]]
     no_grad = [g["name"] for g in rec["grads"] if g["grad"] is None]
-    evidence = {"unregistered_leaves": len(stray), "parameters_without_grad": len(no_grad)}
+    evidence = {"unregistered_leaves": len(stray), "parameters_without_grad": len(no_grad),
+                "modules_created_in_forward": rec.get("modules_created_in_forward", 0),
+                "module_lists": rec.get("module_lists", []),
+                "bare_tensors": rec.get("bare_tensors", [])}
     if stray:
         shapes = [tuple(leaf["shape"]) for leaf in stray]
         fail(f"{call} reaches tensors that require grad but are not in model.parameters(), of "

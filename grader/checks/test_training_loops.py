@@ -100,7 +100,7 @@ def expect_float(value: Any, *, call: str, what: str) -> float:
     if isinstance(value, torch.Tensor):
         fail(f"{call} returned a tensor for {what} ({short(value)}); the contract asks for a "
              "Python float.", call=call, expected="a Python float", got=short(value),
-             hint=FLOAT_HINT)
+             hint=FLOAT_HINT, evidence={"returned_tensor": True})
     expect_type(value, float, call=call, what=f"a Python float for {what}", hint=FLOAT_HINT)
     return float(value)
 
@@ -141,6 +141,25 @@ def relative_error(grad: torch.Tensor, wanted: torch.Tensor) -> float:
     return float((grad.double() - wanted.double()).norm()) / norm if norm else math.inf
 
 
+def stale_steps(steps: list[dict]) -> tuple[list[int], list[int]]:
+    """Steps (1-based) whose p.grad was empty although backward() had just run, and steps whose
+    p.grad was the sum of this and earlier batches' gradients (evidence for diagnoses)."""
+    empty, accumulated = [], []
+    for k, s in enumerate(steps):
+        if relative_error(s["grad"], s["newest"]) <= GRAD_RTOL or s["backwards"] != 1:
+            continue
+        if s["grad_missing"] or abs(grad_ratio(s["grad"], s["newest"])) < 1e-3:
+            empty.append(k + 1)
+            continue
+        window = s["newest"].double()
+        for j in range(k - 1, -1, -1):
+            window = window + steps[j]["newest"].double()
+            if relative_error(s["grad"], window) <= GRAD_RTOL:
+                accumulated.append(k + 1)
+                break
+    return empty[:50], accumulated[:50]
+
+
 def epoch_call(case: TrainEpochCase) -> str:
     return (f"train_epoch(model, loader, optimizer, loss_fn)  # model {MODEL_TEXT[case.model]} "
             f"handed over in {case.start_mode} mode, loader: {case.loader} of "
@@ -153,6 +172,8 @@ def audit_steps(steps: list[dict], *, n_expected: int, call: str, evidence: dict
     backward's gradient (nothing left over from earlier batches, nothing wiped)."""
     evidence["steps"] = len(steps)
     evidence["grad_ratio"] = rounded([grad_ratio(s["grad"], s["newest"]) for s in steps], 4)
+    evidence["backwards_per_step"] = [s["backwards"] for s in steps][:300]
+    evidence["empty_grad_steps"], evidence["accumulated_steps"] = stale_steps(steps)
     if len(steps) != n_expected:
         fail(f"{call} called optimizer.step() {len(steps)} times for {n_expected} batches; "
              "expected once per batch.", call=call, expected=f"{n_expected} steps",
@@ -385,6 +406,7 @@ def verify_fit(sub, case: FitCase, evidence: dict) -> None:
         raise RuntimeError(f"fit case has a best-epoch margin of only {ref.margin:.3g}")
     history = fit_result(record, call)
     evidence["lr_per_step"] = rounded(record["step_lrs"][:300])
+    evidence["steps_per_epoch"] = len(case.batches)
     evidence["val_loss_curve"] = rounded(history["val_loss"])
     evidence["reference_val_loss_curve"] = rounded(ref.val_loss)
     steps_per_epoch = len(case.batches)
@@ -404,7 +426,8 @@ def verify_fit(sub, case: FitCase, evidence: dict) -> None:
                  f"were {rounded(got_lrs[:3 * steps_per_epoch], 6)}...: scheduler.step() runs "
                  "once per epoch, after that epoch's training, never inside the batch loop.",
                  call=call, expected=f"lr {b:.6g}", got=f"lr {a:.6g}", hint=FIT_HINT,
-                 evidence={"lr_per_step": rounded(got_lrs[:300])})
+                 evidence={"lr_per_step": rounded(got_lrs[:300]),
+                           "steps_per_epoch": steps_per_epoch})
     compare_history(history, ref, call)
     ran, want_ran = len(history["val_loss"]), len(ref.val_loss)
     if ran != want_ran:

@@ -54,7 +54,28 @@ def registration(model: nn.Module) -> dict:
         "state_dict": _keys(model.state_dict()),
         "modules": modules,
         "linears": linears,
+        **_unregistered_attributes(model),
     }
+
+
+def _unregistered_attributes(model: nn.Module) -> dict:
+    """Attributes `parameters()` cannot see (for diagnoses): Python lists, tuples or dicts of
+    modules ("module_lists"), and tensors that require grad without being parameters
+    ("bare_tensors"), by dotted attribute name."""
+    lists, bare = [], []
+    for prefix, m in model.named_modules():
+        for name, value in vars(m).items():
+            if name.startswith("_"):
+                continue
+            full = f"{prefix}.{name}" if prefix else name
+            items = value.values() if isinstance(value, dict) else value
+            if isinstance(value, (list, tuple, dict)) and any(isinstance(v, nn.Module)
+                                                              for v in items):
+                lists.append(full)
+            elif isinstance(value, torch.Tensor) and not isinstance(value, nn.Parameter) \
+                    and value.requires_grad:
+                bare.append(full)
+    return {"module_lists": lists, "bare_tensors": bare}
 
 
 def _keys(state: dict) -> list[dict]:
@@ -197,6 +218,26 @@ def double_forward(module, cls: str, args: list, seed: int, x: torch.Tensor, *,
     return {"report": registration(model), "output": _output(y)}
 
 
+class _count_constructions:
+    """Counts nn.Module objects constructed inside the `with` block (a layer built in forward)."""
+
+    def __enter__(self):
+        self.count = 0
+        self._init = nn.Module.__init__
+        outer = self
+
+        def counting(module_self, *args, **kwargs):
+            outer.count += 1
+            outer._init(module_self, *args, **kwargs)
+
+        nn.Module.__init__ = counting
+        return self
+
+    def __exit__(self, *exc):
+        nn.Module.__init__ = self._init
+        return False
+
+
 def _graph_leaves(y: torch.Tensor) -> list[torch.Tensor]:
     """Every tensor whose gradient autograd accumulates (an AccumulateGrad node) from y."""
     leaves, seen, stack = [], set(), [y.grad_fn]
@@ -222,12 +263,16 @@ def gradients(module, cls: str, args: list, seed: int, x: torch.Tensor, upstream
     model.train(mode == "train")
     x = x.clone().requires_grad_(input_grad)
     torch.manual_seed(seed + 1)
-    y = model(x)
+    created = _count_constructions()
+    with created:
+        y = model(x)
     params = list(model.parameters())
     names = _first_names(model)
     record: dict[str, Any] = {"missing": missing, "output": _output(y), "leaves": [],
                               "tracks_grad": isinstance(y, torch.Tensor) and y.requires_grad,
-                              "grads": [], "x_grad": None}
+                              "grads": [], "x_grad": None,
+                              "modules_created_in_forward": created.count,
+                              **_unregistered_attributes(model)}
     if not record["tracks_grad"]:
         return record
     for leaf in _graph_leaves(y):
