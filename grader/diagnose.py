@@ -240,7 +240,7 @@ def _lr_too_high(c: CheckResult) -> bool:
 
 @rule("loss-broadcast")
 def _loss_broadcast(c: CheckResult) -> bool:
-    return bool(ev(c, "broadcast_shapes"))
+    return bool(ev(c, "broadcast_shapes")) or ev(c, "matches_broadcast_loss") is True
 
 
 @rule("float-labels")

@@ -26,7 +26,7 @@ setting allows. Evidence keys (for diagnoses and reports):
     lr, loss_curve, diverged                      a reference run at the script's settings
     single_class_batches, batches, batch_sizes, batchnorm_layers, target_dtype, error
     head_changed, optimizer_foreign_parameters, frozen_changed, params_without_grad
-    broadcast_shapes, params_changed, input_modified
+    broadcast_shapes, matches_broadcast_loss, params_changed, input_modified
 """
 
 from __future__ import annotations
