@@ -10,6 +10,7 @@ import ast
 import pytest
 
 from conftest import EXERCISES, REPO, SOLUTIONS, not_passed
+from grader.bughunt import hunt, is_bughunt, scored_checks, student_path
 from grader.registry import check_files, known_exercises, visibility_of_file
 from mutants import mutants_of
 
@@ -20,7 +21,17 @@ STYLE_FILES = sorted((e, p.name) for e in ALL for p in STYLES.glob(f"{e}__*.py")
 
 
 def solution(exercise: str) -> str:
+    """The reference: a module's solution, or a bug hunt's fixed script."""
+    if is_bughunt(exercise):
+        return (SOLUTIONS / student_path(exercise)).read_text()
     return (SOLUTIONS / f"{exercise}.py").read_text()
+
+
+def declared_checks(exercise: str) -> set[str]:
+    """Ids of every check the check files of `exercise` declare."""
+    return {f"{exercise}.{fn.name.removeprefix('test_')}" for path in check_files([exercise])
+            for fn in ast.parse(path.read_text()).body
+            if isinstance(fn, ast.FunctionDef) and fn.name.startswith("test_")}
 
 
 def failures(result) -> dict[str, str]:
@@ -37,7 +48,7 @@ def test_solution_scores_full_marks_every_time(grade_files, exercise):
     assert len({tuple((c.id, c.status) for c in r.checks) for r in runs}) == 1
 
 
-@pytest.mark.parametrize("exercise", ALL)
+@pytest.mark.parametrize("exercise", [e for e in ALL if not is_bughunt(e)])
 def test_stub_scores_zero_with_a_message_on_every_check(grade_files, exercise):
     stub = (EXERCISES / f"{exercise}.py").read_text()
     result = grade_files({f"{exercise}.py": stub}, exercises=[exercise])
@@ -46,17 +57,33 @@ def test_stub_scores_zero_with_a_message_on_every_check(grade_files, exercise):
         assert c.status in ("error", "failed") and "not implemented yet" in c.message, c
 
 
+@pytest.mark.parametrize("exercise", [e for e in ALL if is_bughunt(e)])
+def test_bughunt_stub_fails_exactly_its_seeded_faults(grade_files, exercise):
+    """A bug hunt's stub is its faulty script: it scores zero, failing exactly the checks of
+    its seeded faults, each naming its fault; the checks of other faults pass."""
+    stub = (EXERCISES / student_path(exercise)).read_text()
+    result = grade_files({student_path(exercise): stub}, exercises=[exercise])
+    seeded = hunt(exercise).seeded
+    assert result.score == 0 and result.max_score == 2 * len(seeded)
+    assert not_passed(result) == scored_checks(exercise, seeded), failures(result)
+    assert {d for c in result.checks for d in c.diagnoses} == set(seeded)
+
+
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[f"{m.exercise}:{m.name}" for m in MUTANTS])
 def test_mutant_fails_exactly_its_checks(grade_files, mutant):
     source = mutant.apply(solution(mutant.exercise))
     result = grade_files({f"{mutant.exercise}.py": source}, exercises=[mutant.exercise])
     assert not_passed(result) == set(mutant.fails), failures(result)
+    named = {d for c in result.checks if c.status != "passed" for d in c.diagnoses}
+    assert mutant.diagnoses <= named, f"diagnosed {sorted(named)}"
 
 
 @pytest.mark.parametrize("exercise", ALL)
 def test_every_check_fails_on_some_mutant(grade_files, exercise):
     result = grade_files({f"{exercise}.py": solution(exercise)}, exercises=[exercise])
     every = {c.id for c in result.checks}
+    if is_bughunt(exercise):  # results hold only the checks that count: the seeded faults'
+        every = declared_checks(exercise)
     caught = set().union(*(m.fails for m in MUTANTS if m.exercise == exercise))
     assert every - caught == set(), "checks that no mutant fails"
     assert caught - every == set(), "mutants name checks that do not exist"

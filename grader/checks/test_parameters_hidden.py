@@ -116,6 +116,7 @@ def test_mlp_eval_mode_turns_dropout_off(sub, evidence):
     outputs = [step["output"]["value"] for step in rec["steps"]]
     if all(isinstance(o, torch.Tensor) for o in outputs) and outputs[0].shape == outputs[1].shape:
         evidence["eval_outputs_differ"] = not torch.equal(outputs[0], outputs[1])
+        evidence["modules_created_in_forward"] = rec.get("modules_created_in_forward", 0)
     expected = mlp_reference(expect_mlp_layers(rec["report"], args, call=label), x)
     for k, step in enumerate(rec["steps"], 1):
         expect_output(step["output"], expected, call=f"{label}.eval()(x), call {k}",

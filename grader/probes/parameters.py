@@ -174,15 +174,19 @@ def run(module, cls: str, args: list, seed: int, steps: list, *, init: dict | No
     reg = registration(model)
     recorder = _OpRecorder() if record_ops else None
     records = []
+    created = 0  # layers constructed during the forward passes (for diagnoses)
     for step in steps:
         model.train(step["mode"] == "train")
         torch.manual_seed(step["seed"])
         x = step["x"].clone().requires_grad_(True) if step.get("requires_grad") else step["x"]
-        if recorder is not None:
-            with recorder:
+        counter = _count_constructions()
+        with counter:
+            if recorder is not None:
+                with recorder:
+                    y = model(x)
+            else:
                 y = model(x)
-        else:
-            y = model(x)
+        created += counter.count
         watched = {}
         for name in watch or []:
             v = getattr(model, name, None)
@@ -190,7 +194,8 @@ def run(module, cls: str, args: list, seed: int, steps: list, *, init: dict | No
                              if isinstance(v, torch.Tensor) else None)
         records.append({"output": _output(y), "watched": watched})
     return {"report": reg, "missing": missing, "steps": records,
-            "ops": sorted(recorder.ops) if recorder is not None else []}
+            "ops": sorted(recorder.ops) if recorder is not None else [],
+            "modules_created_in_forward": created}
 
 
 def round_trip(module, cls: str, args: list, seed_a: int, seed_b: int, x: torch.Tensor, *,

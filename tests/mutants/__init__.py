@@ -10,7 +10,7 @@ mutant.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,10 @@ class Mutant:
     fails: frozenset[str]
     code: str = ""
     replace: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    # Catalogued faults (grader/faults.toml) the mutant holds: a failing check must name each
+    # in its diagnoses (test_checks_catch_mutants); empty for mutants that are no catalogued
+    # fault.
+    diagnoses: frozenset[str] = frozenset()
 
     def apply(self, solution: str) -> str:
         source = solution
@@ -33,16 +37,35 @@ class Mutant:
 def mutant_factory(exercise: str):
     """`M(name, code, *fails, replace=((old, new), ...))` with check ids relative to `exercise`."""
 
-    def make(name: str, code: str, *fails: str, replace=()) -> Mutant:
+    def make(name: str, code: str, *fails: str, replace=(), diagnoses=()) -> Mutant:
         return Mutant(exercise, name, frozenset(f"{exercise}.{f}" for f in fails), code,
-                      tuple(replace))
+                      tuple(replace), frozenset(diagnoses))
 
     return make
 
 
 def mutants_of(exercise: str) -> list[Mutant]:
+    """The module's `MUTANTS`; its optional `DIAGNOSES` (mutant name -> fault ids) adds the
+    catalogued faults a mutant holds."""
     try:
         module = importlib.import_module(f"mutants.{exercise}")
     except ModuleNotFoundError:
         return []
-    return list(module.MUTANTS)
+    extra = getattr(module, "DIAGNOSES", {})
+    unknown = set(extra) - {m.name for m in module.MUTANTS}
+    if unknown:
+        raise ValueError(f"mutants.{exercise}.DIAGNOSES names no mutant: {sorted(unknown)}")
+    return [replace(m, diagnoses=m.diagnoses | frozenset(extra.get(m.name, ())))
+            for m in module.MUTANTS]
+
+
+def catalogue_mutants(exercise: str) -> list[Mutant]:
+    """A bug hunt's fixed script with one catalogued fault injected the catalogue's way
+    (grader/faults.toml `[[fault.inject]]`): it fails exactly the check that scores the fault
+    there, and that check diagnoses it."""
+    from grader.faults import catalogue
+
+    return [Mutant(exercise, f"catalogue_{fault.id}", frozenset({f"{exercise}.{inj.check}"}),
+                   replace=tuple(tuple(pair) for pair in inj.replace),
+                   diagnoses=frozenset({fault.id}))
+            for fault in catalogue().values() for inj in fault.inject if inj.exercise == exercise]

@@ -350,3 +350,12 @@ def replace_head(model, head, num_classes, lr):
       replace=[("torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=lr)",
                 "torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)")]),
 ]
+
+# Catalogued faults (grader/faults.toml) these mutants hold: their failing checks must say so.
+DIAGNOSES = {
+    "mlp_plain_list_of_layers": ["layers-in-plain-list"],
+    "mlp_final_layer_created_in_forward": ["layer-created-in-forward"],
+    "mlp_dropout_always_on": ["dropout-always-on"],
+    "tied_autoencoder_bare_tensor_weight": ["tensor-not-parameter"],
+    "replace_head_optimizer_built_before_the_head": ["optimizer-before-head-replaced"],
+}

@@ -217,3 +217,8 @@ def is_c_contiguous(shape, strides, itemsize):
                         if n != 1))
 """),
 ]
+
+# Catalogued faults (grader/faults.toml) these mutants hold: their failing checks must say so.
+DIAGNOSES = {
+    "to_tensor_always_shares": ["numpy-alias-mutation"],
+}

@@ -466,3 +466,16 @@ def train_epoch(model, loader, optimizer, loss_fn):
     return total / len(loader)
 """),
 ]
+
+# Catalogued faults (grader/faults.toml) these mutants hold: their failing checks must say so.
+DIAGNOSES = {
+    "no_zero_grad": ["grad-not-zeroed"],
+    "zero_grad_between_backward_and_step": ["zero-grad-after-backward"],
+    "train_epoch_forgets_train_mode": ["train-mode-not-restored"],
+    "train_epoch_two_backwards_per_batch": ["double-backward"],
+    "train_epoch_returns_tensor": ["loss-history-tensors"],
+    "evaluate_returns_tensors": ["loss-history-tensors"],
+    "evaluate_without_eval": ["validation-without-eval"],
+    "evaluate_without_no_grad": ["validation-without-no-grad"],
+    "scheduler_per_batch": ["scheduler-stepped-per-batch"],
+}

@@ -1,0 +1,88 @@
+"""Variants of the bug hunt `bughunt_classifier` (solutions/bughunt/classifier.py): see
+bughunt_regression.py for the four kinds (catalogue_, second_, deleted_, correct_)."""
+
+from mutants import catalogue_mutants, mutant_factory
+
+M = mutant_factory("bughunt_classifier")
+VALIDATION = ("validation_without_graph", "validation_in_eval_mode", "training_mode_restored")
+STEP = ("            loss.backward()\n            optimizer.step()\n"
+        "            losses.append(loss.item())\n        scheduler.step()\n")
+
+MUTANTS = catalogue_mutants("bughunt_classifier") + [
+    M("second_zero_grad_not_called", "", "steps_use_fresh_gradients", replace=[(
+        "            optimizer.zero_grad()\n", "            optimizer.zero_grad\n")],
+      diagnoses=["grad-not-zeroed"]),
+    M("second_model_zero_grad_before_step", "", "steps_use_fresh_gradients", replace=[(
+        "            loss.backward()\n            optimizer.step()\n",
+        "            loss.backward()\n            model.zero_grad()\n"
+        "            optimizer.step()\n")], diagnoses=["zero-grad-after-backward"]),
+    M("second_scheduler_before_the_optimizer", "", "scheduler_per_epoch", replace=[(
+        STEP, "            loss.backward()\n            scheduler.step()\n"
+        "            optimizer.step()\n            losses.append(loss.item())\n")],
+      diagnoses=["scheduler-stepped-per-batch"]),
+    M("second_eval_without_call", "", "validation_in_eval_mode", replace=[(
+        "    model.eval()\n    total, correct, count", "    model.eval\n    total, correct, count")],
+      diagnoses=["validation-without-eval"]),
+    M("second_train_never_called", "", "training_mode_restored", replace=[(
+        "        history[\"lr\"].append(optimizer.param_groups[0][\"lr\"])\n        model.train()\n",
+        "        history[\"lr\"].append(optimizer.param_groups[0][\"lr\"])\n")],
+      diagnoses=["train-mode-not-restored"]),
+    M("second_softmax_layer_in_the_head", "", "outputs_are_logits", replace=[(
+        "        self.head = nn.Linear(16 * 2 * 2, n_classes)\n",
+        "        self.head = nn.Sequential(nn.Linear(16 * 2 * 2, n_classes), nn.Softmax(dim=1))\n")],
+      diagnoses=["softmax-before-cross-entropy"]),
+    M("second_softmax_in_the_training_loop", "", "outputs_are_logits", replace=[(
+        "            loss = loss_fn(model(xb), yb)\n            loss.backward()\n",
+        "            probs = torch.softmax(model(xb), dim=1)\n            loss = loss_fn(probs, yb)\n"
+        "            loss.backward()\n")], diagnoses=["softmax-before-cross-entropy"]),
+    M("second_tuple_of_blocks", "", "parameters_registered", replace=[(
+        "        self.blocks = nn.ModuleList([conv_block(1, 8), conv_block(8, 16)])\n",
+        "        self.blocks = (conv_block(1, 8), conv_block(8, 16))\n")],
+      diagnoses=["layers-in-plain-list"]),
+    M("second_dropout_forced_into_training", "", "dropout_off_in_eval", replace=[(
+        "        h = self.dropout(x.flatten(1))\n",
+        "        self.dropout.train()\n        h = self.dropout(x.flatten(1))\n")],
+      diagnoses=["dropout-always-on"]),
+    M("second_float_label_tensor", "", "labels_are_class_indices", replace=[(
+        "torch.tensor(labels)\n", "torch.tensor(labels, dtype=torch.float32)\n")],
+      diagnoses=["float-labels"]),
+    M("second_shuffle_argument_dropped", "", "training_batches_mixed", replace=[(
+        "batch_size=BATCH_SIZE,\n                              shuffle=True)",
+        "batch_size=BATCH_SIZE)")], diagnoses=["no-shuffle-sorted-data"]),
+    M("second_running_tensor_total", "", "history_holds_floats", replace=[(
+        "            losses.append(loss.item())\n", "            losses.append(loss.detach())\n")],
+      diagnoses=["loss-history-tensors"]),
+
+    M("deleted_scheduler", "", "scheduler_per_epoch", replace=[(
+        STEP, "            loss.backward()\n            optimizer.step()\n"
+        "            losses.append(loss.item())\n")]),
+    M("deleted_dropout", "", "dropout_off_in_eval", replace=[(
+        "        self.dropout = nn.Dropout(dropout)\n", "        self.dropout = nn.Identity()\n")]),
+    M("deleted_validation", "", *VALIDATION, replace=[(
+        "        metrics = evaluate(model, val_loader, loss_fn)\n",
+        "        metrics = {\"loss\": 0.0, \"accuracy\": 0.0}\n")]),
+    M("deleted_batchnorm", "", "parameters_registered", replace=[(
+        "nn.Conv2d(c_in, c_out, 3, padding=1), nn.BatchNorm2d(c_out),",
+        "nn.Conv2d(c_in, c_out, 3, padding=1),")]),
+
+    M("correct_train_false_for_eval", "", replace=[(
+        "    model.eval()\n    total, correct, count", "    model.train(False)\n    total, correct, count")]),
+    M("correct_scheduler_after_validation", "", replace=[(
+        "        scheduler.step()\n        metrics = evaluate(model, val_loader, loss_fn)\n",
+        "        metrics = evaluate(model, val_loader, loss_fn)\n        scheduler.step()\n")]),
+    M("correct_sequential_blocks", "", replace=[(
+        "        self.blocks = nn.ModuleList([conv_block(1, 8), conv_block(8, 16)])\n",
+        "        self.blocks = nn.Sequential(conv_block(1, 8), conv_block(8, 16))\n")]),
+    M("correct_probabilities_with_nll_loss", "", replace=[(
+        "        return self.head(h)\n", "        return F.softmax(self.head(h), dim=1)\n"), (
+        "                    nn.CrossEntropyLoss(), EPOCHS)",
+        "                    lambda p, y: F.nll_loss(torch.log(p + 1e-12), y), EPOCHS)"), (
+        "            correct += (logits.argmax(dim=1) == yb).sum().item()\n",
+        "            correct += (logits.argmax(dim=1) == yb).sum().item()  # probabilities\n")]),
+    M("correct_functional_dropout_with_training_flag", "", replace=[(
+        "        h = self.dropout(x.flatten(1))\n",
+        "        h = F.dropout(x.flatten(1), self.dropout.p, training=self.training)\n")]),
+    M("correct_set_to_none_zero_grad", "", replace=[(
+        "            optimizer.zero_grad()\n", "            optimizer.zero_grad(set_to_none=True)\n"
+        "            model.zero_grad()\n")]),
+]

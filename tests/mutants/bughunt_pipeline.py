@@ -1,0 +1,62 @@
+"""Variants of the bug hunt `bughunt_pipeline` (solutions/bughunt/pipeline.py): see
+bughunt_regression.py for the four kinds (catalogue_, second_, deleted_, correct_)."""
+
+from mutants import catalogue_mutants, mutant_factory
+
+M = mutant_factory("bughunt_pipeline")
+VALIDATION = ("validation_without_graph", "validation_in_eval_mode", "training_mode_restored")
+
+MUTANTS = catalogue_mutants("bughunt_pipeline") + [
+    M("second_extra_head_built_in_forward", "", "parameters_registered", replace=[(
+        "        return self.out(self.body(x))\n",
+        "        head = nn.Linear(self.out.in_features, self.out.out_features)\n"
+        "        return head(self.body(x))\n")], diagnoses=["layer-created-in-forward"]),
+    M("second_fit_on_all_readings", "", "features_standardized", replace=[(
+        "    mean, std = fit_normalizer(X_train)\n", "    mean, std = fit_normalizer(X)\n")],
+      diagnoses=["normaliser-fit-on-validation"]),
+    M("second_as_tensor", "", "standardize_leaves_input_alone", replace=[(
+        "    x = torch.tensor(X, dtype=torch.float32)\n", "    x = torch.as_tensor(X)\n")],
+      diagnoses=["numpy-alias-mutation"]),
+    M("second_shuffle_dropped", "", "training_batches_mixed", replace=[(
+        "shuffle=True, drop_last=True", "drop_last=True")], diagnoses=["no-shuffle-sorted-data"]),
+    M("second_identity_normaliser", "", "features_standardized", replace=[(
+        "    return X.mean(axis=0), X.std(axis=0)\n",
+        "    return np.zeros(X.shape[1], np.float32), np.ones(X.shape[1], np.float32)\n")],
+      diagnoses=["unnormalised-features"]),
+    M("second_running_plus_tensor", "", "history_holds_floats", replace=[(
+        "            running += loss.item()\n", "            running = running + loss\n")],
+      diagnoses=["loss-history-tensors"]),
+    M("second_print_loss_tensor", "", "log_prints_numbers", replace=[(
+        "        print(f\"epoch {epoch + 1:2d}  train loss",
+        "        print(\"epoch\", epoch + 1, \"loss\", loss)\n"
+        "        print(f\"epoch {epoch + 1:2d}  train loss")], diagnoses=["print-tensor-logging"]),
+    M("second_labels_as_float_tensor", "", "labels_are_class_indices", replace=[(
+        "    return torch.from_numpy(y).long()\n", "    return torch.tensor(y, dtype=torch.float)\n")],
+      diagnoses=["float-labels"]),
+    M("second_drop_last_false", "", "no_batch_of_one", replace=[(
+        "drop_last=True", "drop_last=False")], diagnoses=["batchnorm-batch-of-one"]),
+    M("second_log_softmax_then_cross_entropy", "", "outputs_are_logits", replace=[(
+        "        return self.out(self.body(x))\n",
+        "        return nn.functional.softmax(self.out(self.body(x)), -1)\n")],
+      diagnoses=["softmax-before-cross-entropy"]),
+
+    M("deleted_batchnorm", "", "no_batch_of_one", "parameters_registered", replace=[(
+        "nn.Linear(n_features, hidden), nn.BatchNorm1d(hidden),", "nn.Linear(n_features, hidden),")]),
+    M("deleted_dropout", "", "dropout_off_in_eval", replace=[(
+        "nn.ReLU(), nn.Dropout(0.2))", "nn.ReLU())")]),
+    M("deleted_validation", "", *VALIDATION, replace=[(
+        "        metrics = evaluate(model, val_loader, loss_fn)\n",
+        "        metrics = {\"loss\": 0.0, \"accuracy\": 0.0}\n")]),
+
+    M("correct_copy_before_from_numpy", "", replace=[(
+        "    x = torch.tensor(X, dtype=torch.float32)\n", "    x = torch.from_numpy(X.copy())\n")]),
+    M("correct_out_of_place_standardize", "", replace=[(
+        "    x -= torch.from_numpy(mean)\n    x /= torch.from_numpy(std)\n    return x\n",
+        "    return (x - torch.from_numpy(mean)) / torch.from_numpy(std)\n")]),
+    M("correct_random_sampler", "", replace=[(
+        "batch_size=BATCH_SIZE,\n                              shuffle=True, drop_last=True)",
+        "batch_size=BATCH_SIZE,\n                              "
+        "sampler=torch.utils.data.RandomSampler(x_train), drop_last=True)")]),
+    M("correct_labels_with_tensor_long", "", replace=[(
+        "    return torch.from_numpy(y).long()\n", "    return torch.tensor(y, dtype=torch.long)\n")]),
+]

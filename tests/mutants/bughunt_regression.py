@@ -1,0 +1,105 @@
+"""Variants of the bug hunt `bughunt_regression` (solutions/bughunt/regression.py).
+
+- `catalogue_*`: every fault of faults.toml injected the catalogue's way;
+- `second_*`: the same faults written another way (the instructors' judge injects faults in
+  its own way: detection must be behavioural, not a match of the catalogue's text);
+- `deleted_*`: "fixes" that delete a feature (validation, the log, the update): they fail;
+- `correct_*`: fixes written differently from the reference: they pass every check.
+"""
+
+from mutants import catalogue_mutants, mutant_factory
+
+M = mutant_factory("bughunt_regression")
+VALIDATION = ("validation_without_graph", "validation_in_eval_mode", "training_mode_restored")
+UPDATE = ('''
+    with torch.no_grad():
+        for p in params:
+            if p.grad is not None:
+                p -= lr * p.grad
+''')
+
+MUTANTS = catalogue_mutants("bughunt_regression") + [
+    M("second_zeroed_once_per_epoch", "", "steps_use_fresh_gradients", replace=[(
+        "        total, count = 0.0, 0\n        for xb, yb in train_loader:\n"
+        "            model.zero_grad()\n",
+        "        total, count = 0.0, 0\n        model.zero_grad()\n"
+        "        for xb, yb in train_loader:\n")], diagnoses=["grad-not-zeroed"]),
+    M("second_grads_set_to_none_after_backward", "", "steps_use_fresh_gradients", replace=[(
+        "            loss.backward()\n            sgd_step(",
+        "            loss.backward()\n            for p in model.parameters():\n"
+        "                p.grad = None\n            sgd_step(")],
+      diagnoses=["zero-grad-after-backward"]),
+    M("second_requires_grad_attribute", "", "parameters_registered", replace=[(
+        "        self.w1 = nn.Parameter(torch.randn(n_features, hidden) * (2 / n_features) ** 0.5)\n",
+        "        w1 = torch.randn(n_features, hidden) * (2 / n_features) ** 0.5\n"
+        "        w1.requires_grad = True\n        self.w1 = w1\n")],
+      diagnoses=["tensor-not-parameter"]),
+    M("second_functional_mse_loss", "", "loss_matches_mse", replace=[(
+        "    return ((pred.squeeze(1) - target) ** 2).mean()\n",
+        "    return nn.functional.mse_loss(pred, target)\n")], diagnoses=["loss-broadcast"]),
+    M("second_target_as_a_row", "", "loss_matches_mse", replace=[(
+        "    return ((pred.squeeze(1) - target) ** 2).mean()\n",
+        "    diff = pred - target.reshape(1, -1)\n    return diff.pow(2).mean()\n")],
+      diagnoses=["loss-broadcast"]),
+    M("second_centred_not_scaled", "", "features_standardized", replace=[(
+        "        return (X - self.mean) / self.std\n", "        return X - self.mean\n")],
+      diagnoses=["unnormalised-features"]),
+    M("second_fit_on_all_data", "", "features_standardized", replace=[(
+        "    scaler = Standardizer().fit(X_train)\n", "    scaler = Standardizer().fit(X)\n")],
+      diagnoses=["normaliser-fit-on-validation"]),
+    M("second_enable_grad", "", "validation_without_graph", replace=[(
+        "    with torch.no_grad():\n        for xb, yb in loader:\n",
+        "    with torch.enable_grad():\n        for xb, yb in loader:\n")],
+      diagnoses=["validation-without-no-grad"]),
+    M("second_running_sum_of_tensors", "", "history_holds_floats", replace=[(
+        "            total += loss.item() * len(yb)\n",
+        "            total = total + loss * len(yb)\n")], diagnoses=["loss-history-tensors"]),
+    M("second_percent_s_of_a_tensor", "", "log_prints_numbers", replace=[(
+        "        print(f\"epoch {epoch + 1:3d}  train loss",
+        "        print(\"epoch %d  train loss %s\" % (epoch + 1, loss))\n"
+        "        print(f\"epoch {epoch + 1:3d}  train loss")], diagnoses=["print-tensor-logging"]),
+    M("second_list_of_new_tensors", "", "sgd_step_updates_parameters", replace=[(
+        UPDATE, "\n    params = [p - lr * p.grad for p in params if p.grad is not None]\n")],
+      diagnoses=["manual-update-rebinds"]),
+    M("second_sub_underscore", "", "sgd_step_updates_parameters", replace=[(
+        UPDATE, "\n    for p in params:\n        if p.grad is not None:\n"
+        "            p.sub_(lr * p.grad)\n")], diagnoses=["inplace-update-outside-no-grad"]),
+    M("second_lr_multiplied_in_run", "", "learning_rate_trains", replace=[(
+        "loss, lr=LR, epochs=EPOCHS)", "loss, lr=LR * 40, epochs=EPOCHS)")],
+      diagnoses=["lr-too-high"]),
+    M("second_eval_without_call", "", "validation_in_eval_mode", replace=[(
+        "    model.eval()\n    total, count = 0.0, 0\n",
+        "    model.eval\n    total, count = 0.0, 0\n")], diagnoses=["validation-without-eval"]),
+    M("second_train_mode_never_set", "", "training_mode_restored", replace=[(
+        "        model.train()\n        total, count = 0.0, 0\n",
+        "        total, count = 0.0, 0\n")], diagnoses=["train-mode-not-restored"]),
+
+    M("deleted_validation", "", *VALIDATION, replace=[(
+        "history[\"val_loss\"].append(evaluate(model, val_loader, loss_fn))",
+        "history[\"val_loss\"].append(history[\"train_loss\"][-1])")]),
+    M("deleted_log", "", "log_prints_numbers", replace=[(
+        "        print(f\"epoch {epoch + 1:3d}  train loss {history['train_loss'][-1]:.4f}  \"\n"
+        "              f\"val loss {history['val_loss'][-1]:.4f}\")\n", "")]),
+    M("deleted_update", "", "sgd_step_updates_parameters", replace=[(UPDATE, "\n    pass\n")]),
+
+    M("correct_grads_set_to_none", "", replace=[(
+        "            model.zero_grad()\n",
+        "            for p in model.parameters():\n                p.grad = None\n")]),
+    M("correct_register_parameter", "", replace=[(
+        "        self.w1 = nn.Parameter(torch.randn(n_features, hidden) * (2 / n_features) ** 0.5)\n",
+        "        self.register_parameter(\n            \"w1\", nn.Parameter(torch.randn(n_features, "
+        "hidden) * (2 / n_features) ** 0.5))\n")]),
+    M("correct_functional_mse_of_a_column", "", replace=[(
+        "    return ((pred.squeeze(1) - target) ** 2).mean()\n",
+        "    return nn.functional.mse_loss(pred, target.unsqueeze(1))\n")]),
+    M("correct_standardised_by_hand", "", replace=[(
+        "    X_train, X_val = scaler.transform(X_train), scaler.transform(X_val)\n",
+        "    mu, sd = X_train.mean(dim=0, keepdim=True), X_train.std(dim=0, unbiased=False, "
+        "keepdim=True)\n    X_train, X_val = (X_train - mu) / sd, (X_val - mu) / sd\n")]),
+    M("correct_update_with_data", "", replace=[(
+        UPDATE, "\n    for p in params:\n        if p.grad is not None:\n"
+        "            p.data.add_(p.grad, alpha=-lr)\n")]),
+    M("correct_inference_mode_validation", "", replace=[(
+        "    with torch.no_grad():\n        for xb, yb in loader:\n",
+        "    with torch.inference_mode():\n        for xb, yb in loader:\n")]),
+]
