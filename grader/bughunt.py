@@ -97,6 +97,9 @@ def inject(source: str, exercise: str, faults: list[str]) -> str:
     chosen = slots_of(exercise, faults)
     if len(set(chosen.values())) != len(chosen):
         raise ValueError(f"{exercise}: {sorted(faults)} holds two alternatives of one check")
+    masked = masked_pairs(faults)
+    if masked:
+        raise ValueError(f"{exercise}: {masked[0][1]} would hide {masked[0][0]}")
     if source.count(HOLDS_FIXED) != 1:
         raise ValueError(f"{exercise}: the fixed script must say {HOLDS_FIXED!r} once")
     source = source.replace(HOLDS_FIXED, holds_line(len(faults)))
@@ -125,6 +128,12 @@ def slots_of(exercise: str, faults: list[str]) -> dict[str, str]:
     return out
 
 
+def masked_pairs(faults: list[str]) -> list[tuple[str, str]]:
+    """(fault, fault hiding it) pairs among `faults`: a copy must not hold both."""
+    by_id = catalogue()
+    return [(f, m) for f in faults for m in by_id[f].masked_by if m in faults]
+
+
 def render(exercise: str, faults: list[str] | None = None) -> str:
     """The student's copy: the fixed script with `faults` (default: the seeded ones)."""
     return inject(fixed_source(exercise), exercise,
@@ -143,9 +152,11 @@ def draw_variant(exercise: str, student: str, seed: int) -> list[str]:
     digest = hashlib.sha256(f"{seed}\0{student}\0{exercise}".encode()).digest()
     rng = random.Random(int.from_bytes(digest[:8], "big"))
     table = slots(exercise)
-    checks = rng.sample(sorted(table), k=min(len(hunt(exercise).seeded), len(table)))
-    chosen = {rng.choice(table[check]) for check in checks}
-    return [fid for fid in applicable(exercise) if fid in chosen]
+    while True:  # draws where one fault hides another are drawn again (rare)
+        checks = rng.sample(sorted(table), k=min(len(hunt(exercise).seeded), len(table)))
+        chosen = {rng.choice(table[check]) for check in checks}
+        if not masked_pairs(list(chosen)):
+            return [fid for fid in applicable(exercise) if fid in chosen]
 
 
 class VariantManifest(BaseModel):

@@ -41,6 +41,9 @@ def build_parser() -> Parser:
                    help="grading processes (default: one per core)")
     p.add_argument("--force", action="store_true",
                    help="grade again submissions whose results are up to date")
+    p.add_argument("--variants", type=Path, metavar="MANIFEST",
+                   help="manifest.json of `torchgrade variants`: score each student's bug hunts "
+                        "on the faults of their own copy")
     _common(p)
 
     p = sub.add_parser("check", help="grade one submission (a file or a folder) and print why")
@@ -54,6 +57,15 @@ def build_parser() -> Parser:
                    help="working folder (default: ./torchgrade-demo)")
     p.add_argument("-j", "--jobs", type=_positive_int, metavar="N",
                    help="grading processes (default: one per core)")
+
+    p = sub.add_parser("variants", help="write each student their own bug-hunt files (a "
+                       "deterministic subset of faults) and the instructor's manifest")
+    p.add_argument("--roster", type=Path, required=True, metavar="CSV",
+                   help="roster CSV with a student_id column (as for assignments)")
+    p.add_argument("--seed", type=int, required=True, metavar="S",
+                   help="same roster and seed: same files")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR",
+                   help="DIR/<student>/bughunt/*.py and DIR/manifest.json")
 
     p = sub.add_parser("gradescope-bundle", help="build a Gradescope autograder zip")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="where the zip goes")
@@ -121,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
             summary = commands.grade(args.submissions, out=args.out, exercises=args.exercises,
                                      assignment=args.assignment, jobs=args.jobs,
                                      force=args.force, limits=_limits(args),
-                                     on_start=progress.start, on_result=progress.result)
+                                     on_start=progress.start, on_result=progress.result,
+                                     variants=args.variants)
             progress.close()
             print(_summary_line(summary))
             return 1 if summary.failures else 0
@@ -138,6 +151,11 @@ def main(argv: list[str] | None = None) -> int:
             progress.close()
             print(f"Done. Open the class index: {summary.index}")
             return 1 if summary.failures else 0
+        if args.command == "variants":
+            manifest = commands.variants(roster=args.roster, seed=args.seed, out=args.out)
+            print(f"Bug-hunt copies for each student in {args.out}; keep the key (do not hand it "
+                  f"out): {manifest}")
+            return 0
         if args.command == "gradescope-bundle":
             path = commands.gradescope_bundle(out=args.out, assignment=args.assignment,
                                               exercises=args.exercises)

@@ -33,6 +33,7 @@ from grader.summary import is_grader_failure
 from grader.worker.limits import WorkerLimits
 
 if TYPE_CHECKING:
+    from grader.bughunt import VariantManifest
     from grader.pool import GradeTask
 
 # Nothing here imports torch at module level: the parent of a bulk run only dispatches, and
@@ -100,7 +101,8 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
           assignment: Path | None = None, jobs: int | None = None, force: bool = False,
           limits: WorkerLimits | None = None,
           on_start: Callable[[int, int], None] | None = None,
-          on_result: Callable[[SubmissionResult], None] | None = None) -> GradeSummary:
+          on_result: Callable[[SubmissionResult], None] | None = None,
+          variants: Path | None = None) -> GradeSummary:
     """Grade every student in `submissions` with `jobs` grading processes; write each student's
     results.json, report.html and gradescope.json the moment they are graded, then the class
     index and the CSV gradebook into `out`.
@@ -110,6 +112,8 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
     grading's fingerprint is not graded again unless `force`. `on_start(total, up_to_date)` is
     called once before grading, `on_result` with every result as it arrives. KeyboardInterrupt
     stops every grading process, writes the class outputs of what was graded, and propagates.
+    With `variants` (the manifest `variants()` wrote), each student's bug hunts are scored on
+    the faults their own copy holds.
     """
     started = time.monotonic()
     submissions, out = Path(submissions), Path(out)
@@ -126,7 +130,11 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
         loaded = {sid: _restrict(sub, plan.exercise_names) for sid, sub in loaded.items()}
     chosen = plan.exercise_names
     roster = _roster(plan)
-    grading = grading_digest(exercises=chosen, scoring=plan.scoring_key(),
+    manifest = read_variants(variants) if variants is not None else None
+    scoring = plan.scoring_key()
+    if manifest is not None:  # another key, another grading: results are not reused
+        scoring += "\nvariants " + manifest.model_dump_json()
+    grading = grading_digest(exercises=chosen, scoring=scoring,
                              limits=(limits or WorkerLimits()).model_dump_json())
     summary = GradeSummary(out=out, exercises=chosen, assignment=plan)
     try:
@@ -143,6 +151,8 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
                 summary.results.append(previous)
                 continue
             submission = loaded.get(sid) or _load(path, sid, chosen)
+            if manifest is not None:
+                submission = apply_variants(submission, manifest)
             tasks.append(_task(submission, mark, path))
         summary.up_to_date = len(summary.results)
         if on_start is not None:
@@ -429,3 +439,75 @@ def _copy_tree(source, target: Path) -> None:
             _copy_tree(entry, target / entry.name)
         else:
             (target / entry.name).write_bytes(entry.read_bytes())
+
+
+# --------------------------------------------------------------------------- bug-hunt variants
+
+
+def variants(*, roster: Path, seed: int, out: Path) -> Path:
+    """Write every student of `roster` (a CSV with a student_id column) their own bug-hunt
+    files, `out/<student>/bughunt/<name>.py`, each the fixed script with a deterministic subset
+    of the faults applicable to it (same student and seed: same files), and the instructor's
+    key `out/manifest.json` (which faults each copy holds). Returns the manifest's path; grade
+    with `grade(..., variants=that path)`."""
+    from grader import bughunt
+
+    try:
+        students = sorted(read_roster(Path(roster)))
+    except AssignmentError as exc:
+        raise UsageError(str(exc)) from None
+    if not students:
+        raise UsageError(f"roster {roster}: no student ids")
+    bad = [s for s in students if s in (".", "..") or "/" in s or "\\" in s]
+    if bad:
+        raise UsageError(f"roster {roster}: {bad[0]!r} cannot be a folder name")
+    manifest = bughunt.make_manifest(students, seed)
+    out = Path(out)
+    for student, draws in manifest.students.items():
+        for exercise, faults in draws.items():
+            path = out / student / manifest.files[exercise]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, bughunt.render(exercise, faults))
+    path = out / "manifest.json"
+    write_atomic(path, manifest.model_dump_json(indent=2))
+    return path
+
+
+def read_variants(path: Path) -> "VariantManifest":
+    """The variants manifest at `path` (UsageError if it is missing or not one)."""
+    from pydantic import ValidationError
+
+    from grader.bughunt import VariantManifest, catalogue_digest, slots_of
+
+    try:
+        manifest = VariantManifest.model_validate_json(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, ValidationError) as exc:
+        raise UsageError(f"variants manifest {path}: cannot be read ({str(exc)[:200]})") from None
+    for student, draws in manifest.students.items():
+        for exercise, faults in draws.items():
+            try:
+                slots_of(exercise, faults)
+            except ValueError as exc:
+                raise UsageError(f"variants manifest {path}: {student}: {exc}") from None
+    if manifest.catalogue != catalogue_digest():
+        log.warning("torchgrade: warning: %s was made from another version of the bug hunts or "
+                    "the fault catalogue; the students' copies may not match what is graded", path)
+    return manifest
+
+
+def apply_variants(submission: Submission, manifest: "VariantManifest") -> Submission:
+    """Tell each bug-hunt module of `submission` which faults the student's copy holds (a
+    student missing from the manifest is graded against the exercise files, with a note)."""
+    from grader.bughunt import is_bughunt
+
+    hunts = [e for e in submission.modules if is_bughunt(e)]
+    draws = manifest.students.get(submission.student)
+    if draws is None:
+        if hunts:
+            submission.notes.append(f"{submission.student} is not in the bug-hunt variants "
+                                    "manifest: graded against the exercise files' faults")
+        return submission
+    for exercise in hunts:
+        if exercise in draws:
+            submission.modules[exercise].faults = list(draws[exercise])
+    return submission

@@ -51,6 +51,8 @@ class Fault(BaseModel):
     exercises: list[str] = Field(min_length=1, description="exercises it can appear in")
     detected_by: list[str] = Field(min_length=1, description="check ids that detect it")
     inject: list[Injection] = Field([], description="how it is seeded into bug hunts")
+    masked_by: list[str] = Field([], description="faults that hide this one's symptom (a copy "
+                                 "holding both shows only theirs): a variant never holds both")
 
 
 class BugHunt(BaseModel):
@@ -83,6 +85,8 @@ def load() -> Catalogue:
         raise ValueError("faults.toml: a bug hunt is listed twice")
     by_id = {f.id: f for f in data.fault}
     for fault in data.fault:
+        if set(fault.masked_by) - set(by_id):
+            raise ValueError(f"faults.toml: {fault.id} is masked_by an unknown fault")
         seen = set()
         for inj in fault.inject:
             where = f"faults.toml: {fault.id} injected into {inj.exercise}"

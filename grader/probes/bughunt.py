@@ -707,13 +707,12 @@ def model_audit(module, *, cls: str, args: list, seed: int, x: torch.Tensor) -> 
     params = list(model.parameters())
     lists, bare = _containers(model)
     registered = set(map(id, model.modules()))
-    created = 0
+    created: list[nn.Module] = []
     foreign: list[str] = []
     original_init = nn.Module.__init__
 
     def counting_init(self, *a, **kw):
-        nonlocal created
-        created += 1
+        created.append(self)
         original_init(self, *a, **kw)
 
     def call_hook(mod, inputs):
@@ -727,7 +726,10 @@ def model_audit(module, *, cls: str, args: list, seed: int, x: torch.Tensor) -> 
         model.train()
         torch.manual_seed(seed + 1)
         out = model(x)
-        created_train = created
+        # Layers with weights of their own; containers made on the fly (a slice of a
+        # ModuleList or Sequential is a new ModuleList) hold none.
+        created_train = sum(1 for m in created if m._parameters)
+        created.clear()
         y = _as_scalar(out)
         leaves = _graph_leaves(y) if y is not None else []
         unregistered = [list(t.shape) for t in leaves if not any(t is p for p in params)]

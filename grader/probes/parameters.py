@@ -224,22 +224,27 @@ def double_forward(module, cls: str, args: list, seed: int, x: torch.Tensor, *,
 
 
 class _count_constructions:
-    """Counts nn.Module objects constructed inside the `with` block (a layer built in forward)."""
+    """Counts the layers with weights of their own (nn.Module objects with parameters)
+    constructed inside the `with` block: a layer built in forward. Containers made on the fly
+    (a slice of a ModuleList or Sequential is a new ModuleList) hold none and do not count."""
 
     def __enter__(self):
         self.count = 0
+        self._created = []
         self._init = nn.Module.__init__
-        outer = self
+        created = self._created
 
         def counting(module_self, *args, **kwargs):
-            outer.count += 1
-            outer._init(module_self, *args, **kwargs)
+            created.append(module_self)
+            self._init(module_self, *args, **kwargs)
 
         nn.Module.__init__ = counting
         return self
 
     def __exit__(self, *exc):
         nn.Module.__init__ = self._init
+        self.count = sum(1 for m in self._created if getattr(m, "_parameters", None))
+        self._created.clear()
         return False
 
 

@@ -40,6 +40,12 @@ MUTANTS = catalogue_mutants("bughunt_pipeline") + [
         "        return nn.functional.softmax(self.out(self.body(x)), -1)\n")],
       diagnoses=["softmax-before-cross-entropy"]),
 
+    M("second_functional_dropout", "", "dropout_off_in_eval", replace=[(
+        "nn.ReLU(), nn.Dropout(0.2))", "nn.ReLU())"), (
+        "        return self.out(self.body(x))\n",
+        "        return self.out(nn.functional.dropout(self.body(x), 0.2))\n")],
+      diagnoses=["dropout-always-on"]),
+
     M("deleted_batchnorm", "", "no_batch_of_one", "parameters_registered", replace=[(
         "nn.Linear(n_features, hidden), nn.BatchNorm1d(hidden),", "nn.Linear(n_features, hidden),")]),
     M("deleted_dropout", "", "dropout_off_in_eval", replace=[(
