@@ -30,7 +30,11 @@ def test_wheel_ships_package_data(installed):
                      "grader/checks/pytest.ini", "grader/checks/test_strides_broadcasting.py",
                      "grader/exercises/strides_broadcasting.py",
                      "grader/solutions/strides_broadcasting.py",
-                     "grader/samples/cleo_mistakes/strides_broadcasting.py"):
+                     "grader/samples/cleo_mistakes/strides_broadcasting.py",
+                     # bug hunts: the catalogue, both versions of each script, their checks
+                     "grader/faults.toml", "grader/exercises/bughunt/regression.py",
+                     "grader/solutions/bughunt/regression.py", "grader/probes/bughunt.py",
+                     "grader/checks/test_bughunt_regression_hidden.py"):
         assert required in names, required
     assert not any(n.startswith(("tests/", "grader/tests/")) for n in names)
 
