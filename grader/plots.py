@@ -71,8 +71,9 @@ class Picture(BaseModel):
 # --------------------------------------------------------------------------- dispatch
 
 
-def pictures_for(check: Any, *, prefix: str = "") -> list[Picture]:
-    """The figures that explain a check's evidence (possibly none), in reading order.
+def pictures_for(check: Any, *, prefix: str = "", limit: int = 8) -> list[Picture]:
+    """The figures that explain a check's evidence (possibly none, at most `limit`), in
+    reading order.
 
     `check` is a `CheckResult` (only `evidence` and `id` are read). Never raises: a figure that
     cannot be drawn from what the check recorded is left out (and logged)."""
@@ -82,8 +83,10 @@ def pictures_for(check: Any, *, prefix: str = "") -> list[Picture]:
         return []
     import matplotlib
 
-    pictures = []
+    pictures: list[Picture] = []
     for kind, make in MAKERS:
+        if len(pictures) >= limit:
+            break
         try:
             with matplotlib.rc_context(RC):  # read when artists are made, and when saved
                 picture = make(evidence)
@@ -364,7 +367,7 @@ def grad_errors_picture(evidence: dict):
     ax.set_xlim(1e-6, max(10, max(shown) * 5))
     ax.axvline(1.0, color=REFERENCE, linestyle="--", linewidth=1.2)
     ax.annotate("tolerance", xy=(1.0, 1), xycoords=("data", "axes fraction"), xytext=(0, 2),
-                textcoords="offset points", fontsize=7, color=REFERENCE, va="bottom",
+                textcoords="offset points", fontsize=7, color="#8A3C00", va="bottom",
                 ha="center")
     ax.set_yticks(y)
     ax.set_yticklabels([name for name, *_ in rows])

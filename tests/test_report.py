@@ -154,3 +154,15 @@ def test_index_links_diagnoses_to_example_students():
     assert fault.title in html and 'href="st0/report.html"' in html
     assert "and 2 more" in html  # five examples named, the rest counted
     assert math.isclose(float(re.search(r"Mean ([\d.]+)%", html).group(1)), 0.0)
+
+
+def test_a_report_draws_at_most_its_budget_of_pictures_fix_first_first():
+    from grader.report import PICTURES_PER_REPORT
+
+    checks = [failed(f"ex.c{i:02d}", evidence={"grad_ratio": [1.0, 2.0]},
+                     visibility="hidden" if i < 15 else "visible") for i in range(20)]
+    html = render_report(result(*checks))
+    assert html.count('<svg class="plot"') == PICTURES_PER_REPORT
+    # the visible checks (and the ones to fix first among them) are drawn before hidden ones
+    for i in range(15, 20):
+        assert f'aria-labelledby="ex-c{i:02d}-grad-ratio-t' in html
