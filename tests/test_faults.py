@@ -212,3 +212,27 @@ def test_any_two_faults_of_different_checks_can_be_combined(exercise):
         for check_b, b in faults[i + 1:]:
             if check_a != check_b and not bughunt.masked_pairs([a, b]):
                 bughunt.render(exercise, [a, b])
+
+
+@pytest.mark.parametrize("reveal", ["symptom", "cause", "fix"])
+def test_report_shows_a_diagnosis_as_far_as_the_check_reveals(reveal):
+    """Bug-hunt checks reveal only the symptom: the report then does not name the fault
+    (its title says the cause), nor its cause or fix."""
+    from grader.models import ExerciseResult, SubmissionResult
+    from grader.report import render_report
+
+    fault = FAULTS["grad-not-zeroed"]
+    check = CheckResult(id="bughunt_regression.steps_use_fresh_gradients",
+                        exercise="bughunt_regression", title="Every update uses fresh gradients",
+                        targets=["train"], visibility="hidden", points=0, max_points=2,
+                        status="failed",
+                        message="train(...): at update 2 p.grad was a sum over 2 batches.",
+                        diagnoses=[fault.id], reveal=reveal,
+                        evidence={"accumulated_steps": [2, 3]})
+    html = render_report(SubmissionResult(
+        student="s", grader_version="t", checks=[check],
+        exercises=[ExerciseResult(exercise="bughunt_regression", score=0, max_score=2)]))
+    assert fault.symptom in html and "accumulated steps" in html
+    assert (fault.title in html) == (reveal != "symptom")
+    assert (fault.cause in html) == (reveal != "symptom")
+    assert (fault.fix in html) == (reveal == "fix")

@@ -407,6 +407,7 @@ def verify_fit(sub, case: FitCase, evidence: dict) -> None:
     history = fit_result(record, call)
     evidence["lr_per_step"] = rounded(record["step_lrs"][:300])
     evidence["steps_per_epoch"] = len(case.batches)
+    evidence["reference_lr_per_step"] = rounded(ref.step_lrs[:300])
     evidence["val_loss_curve"] = rounded(history["val_loss"])
     evidence["reference_val_loss_curve"] = rounded(ref.val_loss)
     steps_per_epoch = len(case.batches)
