@@ -172,7 +172,7 @@ def _inplace_update(c: CheckResult) -> bool:
 
 @rule("softmax-before-cross-entropy")
 def _softmax_before_cross_entropy(c: CheckResult) -> bool:
-    if ev(c, "loss_input_probabilities"):
+    if ev(c, "loss_input_probabilities") or ev(c, "loss_applies_softmax") is True:
         return True
     loss, as_logits = ev(c, "loss"), ev(c, "loss_if_logits")
     return (ev(c, "outputs_are_probabilities") is True and isinstance(loss, (int, float))
@@ -231,8 +231,10 @@ def _backbone_not_frozen(c: CheckResult) -> bool:
 
 @rule("lr-too-high")
 def _lr_too_high(c: CheckResult) -> bool:
-    # A reference run at the script's settings, on well-scaled data, diverged.
-    return ev(c, "diverged") is True
+    # A reference run at the script's settings, on well-scaled data, diverged, or failed to
+    # train with a learning rate above the fixed script's.
+    ratio = ev(c, "lr_over_reference")
+    return ev(c, "diverged") is True or (isinstance(ratio, (int, float)) and ratio > 1.5)
 
 
 # --------------------------------------------------------------------------- losses

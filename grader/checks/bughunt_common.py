@@ -18,12 +18,13 @@ setting allows. Evidence keys (for diagnoses and reports):
     val_forwards, val_forward_modes, val_forward_grad_enabled, train_forward_modes
     history_tensor_entries, history_requires_grad, printed_tensors, printed_lines
     lr_per_step, steps_per_epoch, expected_lr_per_epoch
-    loss_input_probabilities, outputs_are_probabilities, loss, loss_if_logits
+    loss_input_probabilities, outputs_are_probabilities, loss, loss_if_logits,
+    loss_applies_softmax
     parameter_count, expected_parameter_count, unregistered_leaves, module_lists,
     bare_tensors, modules_created_in_forward, unregistered_modules_called
     eval_outputs_differ, train_outputs_differ, active_dropout_in_eval
     feature_mean, feature_std, feature_deviation, val_feature_deviation   first-layer inputs
-    lr, loss_curve, diverged                      a reference run at the script's settings
+    lr, loss_curve, diverged, lr_over_reference   a reference run at the script's settings
     single_class_batches, batches, batch_sizes, batchnorm_layers, target_dtype, error
     head_changed, optimizer_foreign_parameters, frozen_changed, params_without_grad
     broadcast_shapes, matches_broadcast_loss, params_changed, input_modified
@@ -201,6 +202,12 @@ def verify_fresh_gradients(sub, case: TrainCase, evidence: dict) -> None:
                                               else "other")
     evidence.update(grad_ratio=rounded(ratios[:300]), empty_grad_steps=empty[:50],
                     accumulated_steps=accumulated[:50], repeated_backward_steps=repeated[:50])
+    # Trainable parameters that no backward pass reached at any step: the loss was cut off
+    # from them (a detach() or .data on the way), although the model uses them.
+    unreached = set.intersection(*(set(s.get("unreached", [])) for s in steps)) if steps \
+        else set()
+    trainable = record.get("trainable", 0)
+    evidence["params_without_grad"] = len(unreached)
     call = case.call
     if len(steps) != n_batches:
         fail(f"{call}: {len(steps)} parameter updates for {n_batches} training batches "
@@ -208,6 +215,12 @@ def verify_fresh_gradients(sub, case: TrainCase, evidence: dict) -> None:
              "update per batch.", call=call, expected=f"{n_batches} updates",
              got=f"{len(steps)} updates")
     if first_problem is None:
+        if unreached and len(unreached) < trainable:
+            fail(f"{call}: {len(unreached)} of the model's {trainable} trainable parameter "
+                 "tensors never received a gradient: no backward() of any batch reached them, "
+                 "so the optimizer never changes them although the model uses them.",
+                 call=call, expected="every trainable parameter gets a gradient",
+                 got=f"{len(unreached)} without")
         return
     k, kind = first_problem
     where = f"{call}: at update {k + 1} (epoch {k // len(case.train_batches) + 1})"
@@ -551,6 +564,21 @@ def verify_logits(record: dict, labels: torch.Tensor, call: str, evidence: dict)
     as_logits = float(F.cross_entropy(out, y))
     evidence.update(outputs_are_probabilities=probabilities, loss=round(probe_rec["loss"], 6),
                     loss_if_logits=round(as_logits, 6))
+    # The loss itself may apply softmax first (F.cross_entropy(F.softmax(out), y)): its value
+    # is then the cross-entropy of the softmax of the model's scores, not of the scores.
+    of_softmax = float(F.cross_entropy(out.softmax(1), y))
+    applies_softmax = (not probabilities
+                       and math.isclose(probe_rec["loss"], of_softmax, rel_tol=1e-4)
+                       and not math.isclose(probe_rec["loss"], as_logits, rel_tol=1e-4))
+    evidence["loss_applies_softmax"] = applies_softmax
+    if applies_softmax:
+        fail(f"{call}: the loss the script trains with applies softmax to the model's scores "
+             f"before the cross-entropy: on the grader's batch it computed "
+             f"{probe_rec['loss']:.4f}, the cross-entropy of softmax(scores), where the "
+             f"scores' cross-entropy is "
+             f"{as_logits:.4f}. That loss cannot fall below about "
+             f"{floor_of(out.shape[1]):.2f} however right the model is.", call=call,
+             expected="nn.CrossEntropyLoss on the raw scores", got="softmax applied twice")
     if probabilities and math.isclose(probe_rec["loss"], as_logits, rel_tol=1e-4):
         fail(f"{call}: the model's outputs are probabilities (each row between 0 and 1, "
              f"summing to 1), and the loss treats them as raw scores: it computed "
@@ -566,10 +594,13 @@ def floor_of(classes: int) -> float:
 
 
 def verify_lr_trains(run_reference: Callable[[], list[float]], lr_text: str, call: str,
-                     evidence: dict, threshold: float) -> None:
+                     evidence: dict, threshold: float, *, lr: float | None = None,
+                     reference_lr: float | None = None) -> None:
     curve = run_reference()
     finite = all(math.isfinite(v) for v in curve)
     evidence.update(lr=lr_text, loss_curve=rounded(curve), diverged=not finite)
+    if lr is not None and reference_lr is not None:
+        evidence["lr_over_reference"] = round(lr / reference_lr, 6)
     if not finite or curve[-1] > threshold:
         what = ("became nan/inf" if not finite else
                 f"ended at {curve[-1]:.4g}, above {threshold:g}")

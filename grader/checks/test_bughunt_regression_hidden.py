@@ -138,7 +138,7 @@ def test_learning_rate_trains(sub, evidence):
         fail(f"{SETUP_CALL}: run() passes train lr={lr!r}; expected a positive number.",
              call=SETUP_CALL)
     verify_lr_trains(lambda: list(reference_curve(lr)), f"lr={lr:g}", SETUP_CALL, evidence,
-                     LR_THRESHOLD)
+                     LR_THRESHOLD, lr=lr, reference_lr=reference("regression").LR)
 
 
 @check(points=2, targets="mse_loss", timeout=TIMEOUT, reveal=REVEAL)

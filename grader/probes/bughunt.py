@@ -207,13 +207,17 @@ class BackwardAudit:
             self.freed |= nodes
         self.pending.append({"tensor": id(roots[0]) if roots else 0,
                              "grad": flat([grads.get(i) for i in range(len(self.params))],
-                                          self.params)})
+                                          self.params),
+                             "reached": set(grads)})
 
     def step(self, lr: float) -> None:
         self.steps.append({
             "lr": float(lr),
             "grad": flat([p.grad for p in self.params], self.params),
             "grad_missing": sum(p.grad is None for p in self.params),
+            # trainable parameters no backward since the last step reached (a detach())
+            "unreached": [i for i, p in enumerate(self.params) if p.requires_grad
+                          and all(i not in b["reached"] for b in self.pending)],
             "backwards": [b["grad"] for b in self.pending],
             "repeated_backward": len({b["tensor"] for b in self.pending}) < len(self.pending),
             "freed_graph_reused": self.reused,
@@ -341,7 +345,8 @@ def train_audit(module, *, model: str, sizes: list[int], state: dict, train_batc
             h.remove()
         if original_update is not None:
             setattr(module, update, original_update)
-    return {"steps": audit.steps, "forwards": modes.forwards,
+    return {"steps": audit.steps, "trainable": sum(p.requires_grad for p in params),
+            "forwards": modes.forwards,
             "history": describe_history(value), "printed": printed.getvalue()[:MAX_PRINTED],
             "losses": loss_fn.calls if loss_fn is not None else [],
             "state": {k: v.detach().clone() for k, v in net.state_dict().items()}}

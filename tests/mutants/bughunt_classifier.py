@@ -52,6 +52,10 @@ MUTANTS = catalogue_mutants("bughunt_classifier") + [
     M("second_running_tensor_total", "", "history_holds_floats", replace=[(
         "            losses.append(loss.item())\n", "            losses.append(loss.detach())\n")],
       diagnoses=["loss-history-tensors"]),
+    M("second_softmax_inside_the_loss_function", "", "outputs_are_logits", replace=[(
+        "                    nn.CrossEntropyLoss(), EPOCHS)",
+        "                    lambda out, y: F.cross_entropy(F.softmax(out, dim=1), y), EPOCHS)")],
+      diagnoses=["softmax-before-cross-entropy"]),
 
     M("deleted_scheduler", "", "scheduler_per_epoch", replace=[(
         STEP, "            loss.backward()\n            optimizer.step()\n"

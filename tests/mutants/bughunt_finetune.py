@@ -45,6 +45,14 @@ MUTANTS = catalogue_mutants("bughunt_finetune") + [
         "        print(f\"epoch {epoch + 1:2d}  train loss",
         "        print(\"loss\", loss)\n        print(f\"epoch {epoch + 1:2d}  train loss")],
       diagnoses=["print-tensor-logging"]),
+    M("second_class_logits_detached_in_the_loop", "", "steps_use_fresh_gradients", replace=[(
+        "            loss = F.cross_entropy(logits, yb) + SCORE_WEIGHT * F.mse_loss(score, sb)\n"
+        "            optimizer.zero_grad()\n",
+        "            loss = F.cross_entropy(logits.detach(), yb) + SCORE_WEIGHT * "
+        "F.mse_loss(score, sb)\n            optimizer.zero_grad()\n")],
+      diagnoses=["detach-on-path"]),
+    M("second_learning_rate_constant", "", "learning_rate_trains", replace=[(
+        "LR = 0.05\n", "LR = 3.0\n")], diagnoses=["lr-too-high"]),
 
     M("deleted_freezing", "", "frozen_layers_stay_frozen", replace=[(FREEZE, "")]),
     M("deleted_validation", "", *VALIDATION, replace=[(
