@@ -60,7 +60,8 @@ def grader_digest() -> str:
     report (computed once per process)."""
     h = hashlib.sha256(f"torchgrade {grader.__version__}\0".encode())
     package = Path(grader.__file__).resolve().parent
-    files = sorted(p for p in package.rglob("*") if p.suffix in (".py", ".ini")
+    # faults.toml: the catalogue decides diagnoses and what a bug-hunt copy is scored on.
+    files = sorted(p for p in package.rglob("*") if p.suffix in (".py", ".ini", ".toml")
                    and "__pycache__" not in p.parts)
     for p in files:
         h.update(p.relative_to(package).as_posix().encode() + b"\0")
@@ -70,9 +71,9 @@ def grader_digest() -> str:
     for package_name, suffixes in (("grader.templates", (".j2", ".css")),
                                    ("grader.solutions", (".py",))):
         folder = resources.files(package_name)
-        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-            if entry.name.endswith(suffixes):
-                h.update(f"{package_name}/{entry.name}\0".encode() + entry.read_bytes() + b"\0")
+        for name, entry in _walk(folder):  # solutions/bughunt/: the bug hunts' fixed scripts
+            if name.endswith(suffixes):
+                h.update(f"{package_name}/{name}\0".encode() + entry.read_bytes() + b"\0")
     return h.hexdigest()
 
 
@@ -86,3 +87,13 @@ def grading_digest(*, exercises: list[str], scoring: str, limits: str) -> str:
 
 def fingerprint(submission: str, grading: str) -> str:
     return "sha256:" + hashlib.sha256(f"{submission}\0{grading}".encode()).hexdigest()
+
+
+def _walk(folder, prefix: str = ""):
+    """(relative name, file) of every file under a package folder, sorted, recursively."""
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.is_dir():
+            if entry.name != "__pycache__":
+                yield from _walk(entry, f"{prefix}{entry.name}/")
+        else:
+            yield prefix + entry.name, entry
