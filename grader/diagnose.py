@@ -267,16 +267,15 @@ def _feature_scale(c: CheckResult) -> float | None:
 
 @rule("unnormalised-features")
 def _unnormalised_features(c: CheckResult) -> bool:
+    # Raw scales reach the model, or the standardisation leaves out its centring or scaling.
     scale = _feature_scale(c)
-    return scale is not None and scale > 5.0
+    return (scale is not None and scale > 5.0) or ev(c, "normaliser_skips") is not None
 
 
 @rule("normaliser-fit-on-validation")
 def _normaliser_fit_elsewhere(c: CheckResult) -> bool:
-    # Roughly standardised, but not with the training split's own statistics.
-    scale = _feature_scale(c)
-    off = max(numbers([ev(c, "feature_deviation"), ev(c, "val_feature_deviation")]) or [0.0])
-    return scale is not None and scale <= 5.0 and off > 2e-3
+    # Standardised with the statistics of the validation split or of all the data.
+    return ev(c, "normaliser_fit_on") in ("validation split", "all data")
 
 
 @rule("numpy-alias-mutation")

@@ -24,6 +24,7 @@ setting allows. Evidence keys (for diagnoses and reports):
     bare_tensors, modules_created_in_forward, unregistered_modules_called
     eval_outputs_differ, train_outputs_differ, active_dropout_in_eval
     feature_mean, feature_std, feature_deviation, val_feature_deviation   first-layer inputs
+    normaliser_fit_on, normaliser_skips           the statistics they were standardised with
     lr, loss_curve, diverged, lr_over_reference   a reference run at the script's settings
     single_class_batches, batches, batch_sizes, batchnorm_layers, target_dtype, error
     head_changed, optimizer_foreign_parameters, frozen_changed, params_without_grad
@@ -479,6 +480,7 @@ def verify_standardized(record: dict, raw_train: torch.Tensor, raw_val: torch.Te
         std = raw_train.double().std(0, correction=ddof)
         devs.append(nearest_deviation(train, (raw_train.double() - mean) / std))
         val_devs.append(nearest_deviation(val, (raw_val.double() - mean) / std))
+    evidence.update(normalisation_statistics(train, raw_train, raw_val))
     evidence.update(feature_mean=rounded(train.double().mean(0).tolist(), 3),
                     feature_std=rounded(train.double().std(0).tolist(), 3),
                     feature_deviation=round(min(devs), 6),
@@ -497,6 +499,31 @@ def verify_standardized(record: dict, raw_train: torch.Tensor, raw_val: torch.Te
              f"{min(val_devs):.3g}).", call=call,
              expected="validation data scaled with the training statistics",
              got="other scaling")
+
+
+def normalisation_statistics(seen: torch.Tensor, raw_train: torch.Tensor,
+                             raw_val: torch.Tensor) -> dict:
+    """Which statistics the training features were standardised with, for diagnoses. If the
+    features the model sees are (x - m) / s per feature, their mean and standard deviation
+    give m and s back (from the training rows the loaders yield: a dropped last batch moves
+    them by well under 1 %). Evidence: `normaliser_fit_on` ("training split", "validation
+    split", "all data" or None: statistics within 2 % of a standard deviation of those),
+    `normaliser_skips` ("centring" when m is 0, "scaling" when s is 1, or None)."""
+    raw, seen = raw_train.double(), seen.double()
+    s = raw.std(0) / seen.std(0).clamp_min(1e-12)
+    m = raw.mean(0) - seen.mean(0) * s
+    best, where = math.inf, None
+    for name, data in (("training split", raw), ("validation split", raw_val.double()),
+                       ("all data", torch.cat([raw, raw_val.double()]))):
+        for ddof in (0, 1):
+            std = data.std(0, correction=ddof)
+            gap = max(float(((m - data.mean(0)).abs() / std).max()),
+                      float((s / std - 1).abs().max()))
+            if gap < best:
+                best, where = gap, name
+    skips = ("centring" if bool((m.abs() <= 0.02 * raw.std(0)).all()) else
+             "scaling" if bool(((s - 1).abs() <= 0.02).all()) else None)
+    return {"normaliser_fit_on": where if best <= 0.02 else None, "normaliser_skips": skips}
 
 
 def verify_mixed_batches(record: dict, call: str, evidence: dict) -> None:

@@ -45,6 +45,10 @@ MUTANTS = catalogue_mutants("bughunt_pipeline") + [
         "        return self.out(self.body(x))\n",
         "        return self.out(nn.functional.dropout(self.body(x), 0.2))\n")],
       diagnoses=["dropout-always-on"]),
+    # Min-max scaling is no catalogued fault: it fails, and no fault is named for it.
+    M("min_max_scaling_instead", "", "features_standardized", replace=[(
+        "    return X.mean(axis=0), X.std(axis=0)\n",
+        "    return X.min(axis=0), X.max(axis=0) - X.min(axis=0)\n")]),
 
     M("deleted_batchnorm", "", "no_batch_of_one", "parameters_registered", replace=[(
         "nn.Linear(n_features, hidden), nn.BatchNorm1d(hidden),", "nn.Linear(n_features, hidden),")]),

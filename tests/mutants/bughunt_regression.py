@@ -44,6 +44,9 @@ MUTANTS = catalogue_mutants("bughunt_regression") + [
     M("second_centred_not_scaled", "", "features_standardized", replace=[(
         "        return (X - self.mean) / self.std\n", "        return X - self.mean\n")],
       diagnoses=["unnormalised-features"]),
+    M("second_scaled_not_centred", "", "features_standardized", replace=[(
+        "        return (X - self.mean) / self.std\n", "        return X / self.std\n")],
+      diagnoses=["unnormalised-features"]),
     M("second_fit_on_all_data", "", "features_standardized", replace=[(
         "    scaler = Standardizer().fit(X_train)\n", "    scaler = Standardizer().fit(X)\n")],
       diagnoses=["normaliser-fit-on-validation"]),
