@@ -76,6 +76,8 @@ def test_mutant_fails_exactly_its_checks(grade_files, mutant):
     assert not_passed(result) == set(mutant.fails), failures(result)
     named = {d for c in result.checks if c.status != "passed" for d in c.diagnoses}
     assert mutant.diagnoses <= named, f"diagnosed {sorted(named)}"
+    if is_bughunt(mutant.exercise):  # one fault each: nothing else may be named
+        assert named == mutant.diagnoses, f"diagnosed {sorted(named)}"
 
 
 @pytest.mark.parametrize("exercise", ALL)

@@ -54,7 +54,8 @@ MUTANTS = catalogue_mutants("bughunt_finetune") + [
     M("second_learning_rate_constant", "", "learning_rate_trains", replace=[(
         "LR = 0.05\n", "LR = 3.0\n")], diagnoses=["lr-too-high"]),
 
-    M("deleted_freezing", "", "frozen_layers_stay_frozen", replace=[(FREEZE, "")]),
+    M("deleted_freezing", "", "frozen_layers_stay_frozen", replace=[(FREEZE, "")],
+      diagnoses=["backbone-not-frozen"]),
     M("deleted_validation", "", *VALIDATION, replace=[(
         "        metrics = evaluate(model, val_loader)\n",
         "        metrics = {\"loss\": 0.0, \"accuracy\": 0.0}\n")]),

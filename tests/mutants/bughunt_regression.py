@@ -83,7 +83,9 @@ MUTANTS = catalogue_mutants("bughunt_regression") + [
     M("deleted_log", "", "log_prints_numbers", replace=[(
         "        print(f\"epoch {epoch + 1:3d}  train loss {history['train_loss'][-1]:.4f}  \"\n"
         "              f\"val loss {history['val_loss'][-1]:.4f}\")\n", "")]),
-    M("deleted_update", "", "sgd_step_updates_parameters", replace=[(UPDATE, "\n    pass\n")]),
+    # Parameters unchanged after the step: the symptom of a rebinding update, named as such.
+    M("deleted_update", "", "sgd_step_updates_parameters", replace=[(UPDATE, "\n    pass\n")],
+      diagnoses=["manual-update-rebinds"]),
 
     M("correct_grads_set_to_none", "", replace=[(
         "            model.zero_grad()\n",
