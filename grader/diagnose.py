@@ -94,7 +94,10 @@ def _grad_not_zeroed(c: CheckResult) -> bool:
 
 @rule("zero-grad-after-backward")
 def _zero_grad_after_backward(c: CheckResult) -> bool:
-    return bool(ev(c, "empty_grad_steps"))
+    # p.grad empty at a step right after a backward; a step with no backward before it at all
+    # is another mistake (step() before backward()), which also leaves p.grad empty.
+    backs = numbers(ev(c, "backwards_per_step"))
+    return bool(ev(c, "empty_grad_steps")) and 0 not in backs
 
 
 @rule("double-backward")

@@ -90,3 +90,8 @@ MUTANTS = catalogue_mutants("bughunt_classifier") + [
         "            optimizer.zero_grad()\n", "            optimizer.zero_grad(set_to_none=True)\n"
         "            model.zero_grad()\n")]),
 ]
+
+# step() before backward(): no catalogued fault, and not diagnosed as zero_grad misplaced.
+MUTANTS.append(M("step_before_backward", "", "steps_use_fresh_gradients", replace=[(
+    "            loss.backward()\n            optimizer.step()\n",
+    "            optimizer.step()\n            loss.backward()\n")]))

@@ -479,4 +479,6 @@ def vector_jacobian_product(f, x, v):
 DIAGNOSES = {
     "ce_unstable_softmax": ["unstable-softmax"],
     "ce_log_of_stable_softmax": ["unstable-softmax"],
+    # one shift for the whole batch: rows far below the maximum overflow to nan all the same
+    "ce_shift_by_the_global_maximum": ["unstable-softmax"],
 }
