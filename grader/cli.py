@@ -121,6 +121,20 @@ def _print_checks(result: SubmissionResult) -> None:
             if c.status != "passed":
                 for line in c.message.splitlines():
                     print(f"              {line}")
+                _print_diagnoses(c)
+
+
+def _print_diagnoses(check) -> None:
+    """The check's diagnoses, as much as it reveals (as in the HTML report)."""
+    from grader.report import diagnosis_views
+
+    for d in diagnosis_views(check):
+        if not d.known:
+            continue
+        print(f"              {'likely cause: ' + d.title if d.cause else 'known symptom'}: "
+              f"{d.symptom}")
+        if d.fix:
+            print(f"              fix: {d.fix}")
 
 
 def main(argv: list[str] | None = None) -> int:
