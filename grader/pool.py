@@ -58,7 +58,10 @@ log = logging.getLogger("torchgrade")
 # Imported once in the fork server, shared copy-on-write by every grading process (the check
 # modules are added by name: pytest finds them already imported). torch._dynamo: the first
 # torch.optim optimizer a check builds imports it (2 s), as the zygote does for the workers.
-PRELOAD = ["grader.batch", "grader.exports", "torch._dynamo"]
+# matplotlib: the first report picture imports it (0.6 s); grader.plots imports it lazily so that
+# a `torchgrade check` without failures never pays for it.
+PRELOAD = ["grader.batch", "grader.exports", "torch._dynamo", "matplotlib.figure",
+           "matplotlib.backends.backend_svg", "matplotlib.patches", "grader.plots"]
 MAX_ATTEMPTS = 2            # a submission whose grading process died twice is a grader failure
 TASK_TIMEOUT = 30 * 60.0    # a grading process busy this long on one submission is stuck
 STOP_TIMEOUT = 10.0         # seconds a stopping grading process gets before SIGKILL
