@@ -91,12 +91,15 @@ def test_one_session_grades_like_fresh_sessions(tmp_path, zygote):
 
 def test_one_session_grades_every_exercise_like_fresh_sessions(tmp_path, zygote):
     """Every exercise's checks (fixtures, probes, evidence) reused across submissions."""
+    from grader.bughunt import is_bughunt, student_path
     from grader.registry import known_exercises
 
     exercises = known_exercises()
-    solutions = {e: (SOLUTIONS / f"{e}.py").read_text() for e in exercises}
+    # a bug hunt's reference and stub: its fixed and its faulty script
+    files = {e: student_path(e) if is_bughunt(e) else f"{e}.py" for e in exercises}
+    solutions = {e: (SOLUTIONS / files[e]).read_text() for e in exercises}
     students = {"all_correct": dict(solutions),
-                "all_stubs": {e: (EXERCISES / f"{e}.py").read_text() for e in exercises}}
+                "all_stubs": {e: (EXERCISES / files[e]).read_text() for e in exercises}}
     for exercise in exercises:  # one wrong implementation of each, the rest correct
         wrong = next((m for m in mutants_of(exercise) if not m.name.startswith("correct_")), None)
         if wrong is not None:
