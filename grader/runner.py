@@ -6,6 +6,7 @@ import contextlib
 import io
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import torch
@@ -18,17 +19,22 @@ from grader.student import StudentModule
 from grader.worker.client import Zygote
 from grader.worker.limits import WorkerLimits
 
+if TYPE_CHECKING:
+    from grader.selection import CheckSelection
+
 
 MAX_NOTES = 20  # a notebook of 10,000 failing cells still gets a readable report
 
 
 def run_checks(submission: Submission, *, exercises: list[str],
                limits: WorkerLimits | None = None, zygote: Zygote | None = None,
-               checks_dir: Path = CHECKS_DIR) -> SubmissionResult:
+               checks_dir: Path = CHECKS_DIR, select: CheckSelection | None = None
+               ) -> SubmissionResult:
     """Run the checks of `exercises` against `submission` and return its result.
 
     Student code runs only in workers forked by `zygote` (one is started when none is given).
-    Never raises for anything the submission does.
+    Never raises for anything the submission does. `select` (a `grader.selection.CheckSelection`)
+    runs only some of the checks and records the hidden ones it left out; default: all.
     """
     # References are computed single-threaded, like the workers, so that seeded runs agree.
     torch.set_num_threads(1)
@@ -45,7 +51,7 @@ def run_checks(submission: Submission, *, exercises: list[str],
     ]
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            pytest.main(args, plugins=[session, collector])
+            pytest.main(args, plugins=[session, collector] + ([select] if select else []))
     finally:
         isolation = session.isolation
         session.close()
