@@ -524,7 +524,7 @@ def notebooks(*, out: Path, exercises: list[str] | None = None,
         source = solution_path(exercise)
         if source is None:
             raise UsageError(f"no reference solution for {exercise}")
-        nb = fill_solutions(exercise_notebook(exercise, checked=targets[exercise]),
+        nb = fill_solutions(exercise_notebook(exercise, checks=targets[exercise]),
                             source.read_text(encoding="utf-8"))
         path = Path(out) / f"{exercise}.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -232,13 +232,15 @@ are listed by title; they run when your work is graded. Hand in this notebook as
 
 
 def exercise_notebook(exercise: str, *, source: str | None = None,
-                      checked: set[str] | None = None) -> nbformat.NotebookNode:
+                      checks: list[list[str]] | None = None) -> nbformat.NotebookNode:
     """The student notebook of `exercise` from its stub (`source`, default: the packaged stub).
-    `checked`: the functions/classes with visible checks (a check cell follows each);
-    default: every definition."""
+    `checks`: the targets of each visible check. A check cell follows the last definition
+    each check is about (a check of save_checkpoint and load_checkpoint after the latter);
+    default: one after every definition."""
     if source is None:
         source = stub_path(exercise).read_text(encoding="utf-8")
     module_doc, parts = module_parts(source)
+    checked = None if checks is None else check_anchors([p.name for p in parts if p.name], checks)
     title, _, concept = module_doc.partition("\n")
     cells = [_markdown(f"# {exercise}: {escape_markdown(title.strip())}\n\n"
                        + docstring_markdown(concept.strip()) + "\n\n"
@@ -267,6 +269,17 @@ def exercise_notebook(exercise: str, *, source: str | None = None,
     return nb
 
 
+def check_anchors(names: list[str], checks: list[list[str]]) -> set[str]:
+    """The definitions a check cell follows: for each check, the last of its targets in the
+    notebook (a check is run once everything it is about can be there)."""
+    anchors = set()
+    for targets in checks:
+        present = [names.index(t) for t in targets if t in names]
+        if present:
+            anchors.add(names[max(present)])
+    return anchors
+
+
 def _markdown(text: str, role: str, name: str | None, cell_id: str):
     cell = nbformat.v4.new_markdown_cell(text)
     return _tag(cell, role, name, cell_id)
@@ -283,14 +296,14 @@ def _tag(cell, role: str, name: str | None, cell_id: str):
     return cell
 
 
-def visible_targets(exercises: list[str]) -> dict[str, set[str]]:
-    """For each exercise, the names its visible checks are about (collected, not run)."""
+def visible_targets(exercises: list[str]) -> dict[str, list[list[str]]]:
+    """For each exercise, the targets of each of its visible checks (collected, not run)."""
     from grader.selection import collect_checks
 
-    targets: dict[str, set[str]] = {e: set() for e in exercises}
+    targets: dict[str, list[list[str]]] = {e: [] for e in exercises}
     for found in collect_checks(exercises):
         if found.info.visibility == "visible":
-            targets[found.exercise].update(found.info.targets)
+            targets[found.exercise].append(list(found.info.targets))
     return targets
 
 
@@ -301,7 +314,7 @@ def write_notebooks(out: Path, exercises: list[str]) -> list[Path]:
     targets = visible_targets(exercises)
     paths = []
     for exercise in exercises:
-        nb = exercise_notebook(exercise, checked=targets.get(exercise, set()))
+        nb = exercise_notebook(exercise, checks=targets.get(exercise, []))
         nbformat.validate(nb)
         path = out / f"{exercise}.ipynb"
         path.write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
