@@ -32,6 +32,7 @@ import io
 import json
 import re
 import tokenize
+import warnings
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -322,7 +323,9 @@ def _shapes(code: tuple[str, ...]) -> set[str]:
     out = set()
     for source in code:
         try:
-            out |= {shape_of(body) for _, body, _ in definitions(source)}
+            with warnings.catch_warnings():  # strings that are not code warn of escapes
+                warnings.simplefilter("ignore")
+                out |= {shape_of(body) for _, body, _ in definitions(source)}
         except (SyntaxError, ValueError, RecursionError):
             continue
     return out

@@ -313,12 +313,14 @@ def reference_modules(checks_dir: Path) -> list[str]:
     return sorted(p.stem for p in checks_dir.glob(f"*{SUFFIX}.py"))
 
 
-def record_visible_references(out: Path, exercises: list[str]) -> dict[str, int]:
+def record_visible_references(out: Path, exercises: list[str], *,
+                              hidden: bool = False) -> dict[str, int]:
     """Run the visible checks of `exercises` against the reference solutions (and the stubs,
     whose failing checks may take other paths) with every reference module's public functions
     recording, and write one JSON file per module into `out`. Run in a fresh process: the
     recorders must be in place before any check module imports a reference. Returns the
-    number of calls recorded per module. Raises if a solution fails a visible check."""
+    number of calls recorded per module. Raises if a solution fails a visible check.
+    `hidden=True` runs the hidden checks too (tests use it to know what they need)."""
     import importlib
 
     from grader.notebooks import exercises_root, solutions_root
@@ -334,7 +336,7 @@ def record_visible_references(out: Path, exercises: list[str]) -> dict[str, int]
         for root, must_pass in ((solutions_root(), True), (exercises_root(), False)):
             submission = load_submission(root, exercises=exercises, student="reference")
             result = run_checks(submission, exercises=exercises, zygote=zygote,
-                                select=CheckSelection(hidden=False))
+                                select=CheckSelection(hidden=hidden))
             failing = [c.id for c in result.checks if c.status != "passed"]
             if must_pass and failing:
                 raise RuntimeError(f"the reference solutions fail visible checks {failing}: "
@@ -350,5 +352,8 @@ def record_visible_references(out: Path, exercises: list[str]) -> dict[str, int]
 
 
 if __name__ == "__main__":
-    # python -m grader.replay OUT EXERCISE...  (what grader.release runs in a fresh process)
-    print(json.dumps(record_visible_references(Path(sys.argv[1]), sys.argv[2:])))
+    # python -m grader.replay [--hidden] OUT EXERCISE...  (grader.release runs it)
+    hidden = sys.argv[1:2] == ["--hidden"]
+    arguments = sys.argv[2 if hidden else 1:]
+    print(json.dumps(record_visible_references(Path(arguments[0]), arguments[1:],
+                                               hidden=hidden)))

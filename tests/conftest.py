@@ -76,9 +76,12 @@ def installed_release(student_release, tmp_path_factory) -> dict[str, str]:
     import subprocess
     import sys
 
+    import shutil
+
     site = tmp_path_factory.mktemp("student-site")
+    copy = tmp_path_factory.mktemp("student-copy") / "release"  # pip builds in the folder
+    shutil.copytree(student_release, copy)
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
-                    str(site), str(student_release)], check=True, capture_output=True,
-                   timeout=600)
+                    str(site), str(copy)], check=True, capture_output=True, timeout=600)
     return {**os.environ, "PYTHONPATH": str(site), "PATH": f"{site / 'bin'}{os.pathsep}"
             f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
