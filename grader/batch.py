@@ -29,19 +29,10 @@ import torch
 from grader.models import CheckResult, Submission, SubmissionResult
 from grader.plugin import EVIDENCE_KEY, SESSION_KEY, GradingSession, ResultCollector
 from grader.registry import CHECKS_DIR, check_files
-from grader.runner import assemble_result
+from grader.runner import PYTEST_OPTIONS, assemble_result
 from grader.worker.client import Zygote
 from grader.worker.limits import WorkerLimits
 
-# The options of grader.runner.run_checks, plus `-s`: a grading process's own stdout and stderr
-# are not the student's (theirs is captured by the worker), and fd capture costs ~4 ms a
-# submission.
-PYTEST_OPTIONS = [
-    "--disable-plugin-autoload", "-p", "grader.plugin", "-p", "no:terminal",
-    "-p", "no:cacheprovider", "-p", "no:faulthandler", "-p", "no:pastebin",
-    "-p", "no:junitxml", "-p", "no:doctest", "-p", "no:legacypath", "-p", "no:logging",
-    "-p", "no:unraisableexception", "-p", "no:threadexception", "-s",
-]
 
 log = logging.getLogger("torchgrade")
 Finish = Callable[[Submission, SubmissionResult], None]

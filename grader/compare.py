@@ -222,3 +222,39 @@ def expect_no_view(got: Any, base: np.ndarray | torch.Tensor, *, call: str,
         fail(f"{call} returned an object that shares memory with its input, but the contract "
              f"asks for {what}: a write to one would change the other.", call=call,
              expected=what, got="shared memory", hint=hint)
+
+
+# --------------------------------------------------------------------------- evidence for reports
+
+
+def error_evidence(name: str, got: Any, expected: Any, *, rtol: float, atol: float
+                   ) -> dict[str, Any] | None:
+    """How far `got` is from `expected` under the tolerance `expect_array` applies, as plain
+    evidence (the report draws one bar per entry): `error` = |got - expected| and `allowed` =
+    atol + rtol * |expected| at the element where their ratio is worst (so error <= allowed
+    passes), plus `ratio` when `got` is a constant multiple of `expected`. None when the two
+    are not numeric arrays of one shape (the check says so in its own words). Never raises."""
+    try:
+        g = got.detach().cpu().double().numpy() if isinstance(got, torch.Tensor) else got
+        e = expected.detach().cpu().double().numpy() if isinstance(expected, torch.Tensor) \
+            else np.asarray(expected)
+        if not isinstance(g, np.ndarray) or g.shape != e.shape or g.dtype.kind not in "fiu" \
+                or e.dtype.kind not in "fiu" or e.size == 0:
+            return None
+        g, e = g.astype(np.float64).ravel(), e.astype(np.float64).ravel()
+        with np.errstate(invalid="ignore", over="ignore"):
+            error = np.abs(g - e)
+            allowed = atol + rtol * np.abs(e)
+            units = np.where(np.isfinite(error), error / np.where(allowed > 0, allowed, np.inf),
+                             np.inf)
+        i = int(np.argmax(units))
+        out: dict[str, Any] = {"name": name,
+                               "error": float(error[i]) if np.isfinite(error[i]) else None,
+                               "allowed": float(allowed[i])}
+        if np.isfinite(g).all() and np.any(e != 0):
+            k = float(g @ e / (e @ e))
+            if k != 0 and abs(k - 1) > 1e-6 and np.abs(g - k * e).max() <= 1e-9 * np.abs(g).max():
+                out["ratio"] = round(k, 6)
+        return out
+    except Exception:  # noqa: BLE001 - evidence must never change a verdict
+        return None

@@ -23,6 +23,18 @@ if TYPE_CHECKING:
     from grader.selection import CheckSelection
 
 
+# pytest as a check runner: only the plugins grading needs. Each one left out saves work on
+# every check (warnings, skipping, debugging wrap every test), or at session end
+# (unraisableexception and threadexception collect garbage: 0.1 s each with torch loaded).
+# `-s`: the grader's own stdout is not the student's (theirs is captured by the worker).
+PYTEST_OPTIONS = [
+    "--disable-plugin-autoload", "-p", "grader.plugin", "-s",
+    *[arg for plugin in ("terminal", "cacheprovider", "faulthandler", "pastebin", "junitxml",
+                         "doctest", "legacypath", "logging", "unraisableexception",
+                         "threadexception", "warnings", "skipping", "debugging", "stepwise",
+                         "setuponly", "setupplan", "python_path")
+      for arg in ("-p", f"no:{plugin}")],
+]
 MAX_NOTES = 20  # a notebook of 10,000 failing cells still gets a readable report
 
 
@@ -41,14 +53,8 @@ def run_checks(submission: Submission, *, exercises: list[str],
     session = GradingSession(submission, limits=limits, zygote=zygote)
     collector = ResultCollector()
     files = check_files(exercises, checks_dir=checks_dir)
-    args = [str(f) for f in files] + [
-        "-c", str(checks_dir / "pytest.ini"), "--rootdir", str(checks_dir),
-        "--disable-plugin-autoload", "-p", "grader.plugin", "-p", "no:terminal",
-        "-p", "no:cacheprovider", "-p", "no:faulthandler", "-p", "no:pastebin",
-        "-p", "no:junitxml", "-p", "no:doctest", "-p", "no:legacypath", "-p", "no:logging",
-        # Both collect garbage at session end: 0.1 s each with torch loaded.
-        "-p", "no:unraisableexception", "-p", "no:threadexception",
-    ]
+    args = [str(f) for f in files] + ["-c", str(checks_dir / "pytest.ini"),
+                                      "--rootdir", str(checks_dir), *PYTEST_OPTIONS]
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             pytest.main(args, plugins=[session, collector] + ([select] if select else []))

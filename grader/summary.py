@@ -16,6 +16,7 @@ from grader.models import SubmissionResult, Visibility
 
 HISTOGRAM_BINS = 10
 TOP_DIAGNOSES = 20
+DIAGNOSIS_EXAMPLES = 5  # students named (and linked) per diagnosis in the index
 
 
 class ExerciseCell(BaseModel):
@@ -51,6 +52,9 @@ class CheckStat(BaseModel):
     max_points: float
     passed: int
     graded: int
+    broken: int = Field(0, description="submissions whose check raised, timed out or crashed")
+    diagnoses: list[str] = Field([], description="fault ids seen on this check, most frequent "
+                                 "first (at most three)")
 
     @property
     def rate(self) -> float:
@@ -62,6 +66,14 @@ class DiagnosisStat(BaseModel):
     count: int = Field(description="checks (over all students) that carried it")
     students: int
     checks: list[str]
+    examples: list[str] = Field([], description="a few of the students, for links")
+
+
+class ExerciseStat(BaseModel):
+    exercise: str
+    graded: int = Field(description="submissions with this exercise graded")
+    mean_percent: float | None = None
+    full_marks: int = 0
 
 
 class ClassSummary(BaseModel):
@@ -78,6 +90,7 @@ class ClassSummary(BaseModel):
     grader_failures: int = 0
     checks: list[CheckStat]
     diagnoses: list[DiagnosisStat]
+    exercise_stats: list[ExerciseStat] = []
 
 
 def is_grader_failure(result: SubmissionResult) -> bool:
@@ -113,6 +126,7 @@ def histogram(percents: list[float], bins: int = HISTOGRAM_BINS) -> list[Histogr
 def check_stats(results: list[SubmissionResult]) -> list[CheckStat]:
     """Pass counts of every check, in the order checks ran (curriculum order)."""
     stats: dict[str, CheckStat] = {}
+    seen: dict[str, Counter[str]] = {}
     for result in results:
         for c in result.checks:
             stat = stats.get(c.id)
@@ -122,7 +136,25 @@ def check_stats(results: list[SubmissionResult]) -> list[CheckStat]:
                                                passed=0, graded=0)
             stat.graded += 1
             stat.passed += c.status == "passed"
+            stat.broken += c.status in ("error", "timeout", "crashed")
+            seen.setdefault(c.id, Counter()).update(dict.fromkeys(c.diagnoses, 1))
+    for check_id, stat in stats.items():
+        stat.diagnoses = [d for d, _ in seen[check_id].most_common(3)]
     return list(stats.values())
+
+
+def exercise_stats(rows: list[StudentRow], exercises: list[str]) -> list[ExerciseStat]:
+    """Mean score (percent of the exercise's maximum) and full marks, per exercise."""
+    out = []
+    for i, exercise in enumerate(exercises):
+        cells = [r.exercises[i] for r in rows if not r.grader_failure
+                 and r.exercises[i].score is not None and r.exercises[i].max_score > 0]
+        percents = [100 * c.score / c.max_score for c in cells]
+        out.append(ExerciseStat(
+            exercise=exercise, graded=len(cells),
+            mean_percent=round(statistics.fmean(percents), 2) if percents else None,
+            full_marks=sum(c.score == c.max_score for c in cells)))
+    return out
 
 
 def diagnosis_stats(results: list[SubmissionResult], top: int = TOP_DIAGNOSES) -> list[DiagnosisStat]:
@@ -137,7 +169,8 @@ def diagnosis_stats(results: list[SubmissionResult], top: int = TOP_DIAGNOSES) -
                 students.setdefault(d, set()).add(result.student)
                 if c.id not in checks.setdefault(d, []):
                     checks[d].append(c.id)
-    return [DiagnosisStat(diagnosis=d, count=n, students=len(students[d]), checks=checks[d])
+    return [DiagnosisStat(diagnosis=d, count=n, students=len(students[d]), checks=checks[d],
+                          examples=sorted(students[d])[:DIAGNOSIS_EXAMPLES])
             for d, n in count.most_common(top)]
 
 
@@ -154,4 +187,5 @@ def summarize(results: list[SubmissionResult], exercises: list[str], *,
         median_percent=round(statistics.median(percents), 2) if percents else None,
         full_marks=sum(r.max_score > 0 and r.score == r.max_score for r in results),
         grader_failures=len(rows) - len(graded),
-        checks=check_stats(results), diagnoses=diagnosis_stats(results))
+        checks=check_stats(results), diagnoses=diagnosis_stats(results),
+        exercise_stats=exercise_stats(rows, exercises))

@@ -15,6 +15,11 @@ tolerances, measured and explained where they are used.
 Evidence recorded on failure: `grad_ratio` (the submission's gradient is this constant times
 the expected one), `loss_curve` / `reference_loss_curve` (fit_linear_gd), `eps`, `max_error`,
 `error_ratios` (the finite-difference order check, recorded whether it passes or not).
+For the report's pictures (never part of a verdict): `grad_errors` (per gradient of the case
+being checked, its worst error against the tolerance: `grader.compare.error_evidence`), and for
+fit_linear_gd's trajectory check `descent_path` / `reference_descent_path` / `loss_surface` (the
+path of the submission's gradient descent on a one-feature problem, recorded by
+`record_descent_path` after the verdict).
 """
 
 import numpy as np
@@ -25,7 +30,7 @@ from grader.checks.manual_backward_cases import (
     expect_close, expect_values, fit_linear_gd_reference, linear_problem, mirror_program,
     mlp_params, mlp_reference, mse_reference, program_text, ratio_note,
     scalar_gradient_reference, softplus_reference, vector_output_shape, vjp_reference)
-from grader.compare import fail, short
+from grader.compare import error_evidence, fail, short
 from grader.probes.manual_backward import SCALAR_FUNCTIONS, VECTOR_FUNCTIONS, describe_step
 from grader.registry import check
 from grader.student import StudentError, StudentRaised
@@ -59,6 +64,14 @@ def require(sub, name: str) -> None:
                            "defined at the top level of the file.", call=name)
 
 
+def record_grad_errors(evidence: dict, pairs) -> None:
+    """`grad_errors` for the report: one entry per (name, got, expected) of the case being
+    checked (the one that fails, when one does). Evidence only: computed before the verdicts,
+    whatever `got` is, and never raising."""
+    entries = [error_evidence(name, got, want, rtol=RTOL, atol=ATOL) for name, got, want in pairs]
+    evidence["grad_errors"] = [e for e in entries if e is not None]
+
+
 def check_grad_array(got, expected, *, call, hint, evidence):
     """expect_values with a note when `got` is a constant multiple of `expected`."""
     note = ratio_note(got, expected)
@@ -88,6 +101,10 @@ def check_mse(got, X, y, w, b, *, where, evidence):
     call = "mse_linear_grads(X, y, w, b)"
     got = as_tuple(got, 2, call=call + where, what="a pair (dL/dw, dL/db)")
     _, dw, db = mse_reference(X, y, w, b)
+    got_db = got[1] if isinstance(got[1], (int, float, np.number)) else None
+    record_grad_errors(evidence, [("dL/dw", got[0], dw)]
+                       + ([("dL/db", np.array([float(got_db)]), np.array([db]))]
+                          if got_db is not None else []))
     check_grad_array(got[0], dw, call=call + "[0]" + where, hint=MSE_HINT, evidence=evidence)
     got_db = as_number(got[1], call=call + "[1]" + where, what="dL/db")
     note = ratio_note(np.array([got_db]), np.array([db]))
@@ -130,11 +147,54 @@ def compare_trajectory(got, X, y, lr, steps):
 
 
 @check(points=2, targets="fit_linear_gd", visibility="visible")
-def test_fit_linear_gd_trajectory(sub):
+def test_fit_linear_gd_trajectory(sub, evidence):
     """fit_linear_gd follows the reference gradient-descent trajectory step for step"""
     rng = np.random.default_rng(302)
     X, y = linear_problem(rng, 30, 3)
-    compare_trajectory(sub.call("fit_linear_gd", X, y, 0.1, 25), X, y, 0.1, 25)
+    got = sub.call("fit_linear_gd", X, y, 0.1, 25)
+    try:
+        compare_trajectory(got, X, y, 0.1, 25)
+    finally:  # pass or fail, once the verdict is made
+        record_descent_path(sub, evidence)
+
+
+# The report's picture of gradient descent (like the teaching material's loss surface with the
+# descent path): a one-feature problem, so that (w, b) is a point on a contour map; features
+# off-centre (mean 1.7 in this sample) tilt and stretch the valley: the loss's Hessian has
+# eigenvalues 10.0 and 0.52, so lr 0.15 overshoots across the valley (factor -0.5 per step) for a
+# few steps, then slides along it (factor 0.92 per step) towards the minimum.
+DESCENT_SEED, DESCENT_N, DESCENT_LR, DESCENT_STEPS = 312, 20, 0.15, 25
+DESCENT_TIMEOUT = 2.0  # seconds for all the calls; a slow submission just gets no picture
+
+
+def record_descent_path(sub, evidence: dict) -> None:
+    """`descent_path`, `reference_descent_path` and `loss_surface` (the five moments that fix
+    L(w, b) = mean((w x + b - y)^2)) for the report. Evidence only: whatever happens here, the
+    verdict stays the one already made (a failure just leaves the picture out)."""
+    rng = np.random.default_rng(DESCENT_SEED)
+    x = rng.normal(1.5, 1.0, DESCENT_N)
+    y = 3.0 * x + 2.0 + 0.3 * rng.standard_normal(DESCENT_N)
+    X = x.reshape(-1, 1)
+    w, b, path = np.zeros(1), 0.0, []
+    for _ in range(DESCENT_STEPS):
+        _, dw, db = mse_reference(X, y, w, b)
+        w, b = w - DESCENT_LR * dw, b - DESCENT_LR * db
+        path.append([round(float(w[0]), 6), round(float(b), 6)])
+    evidence["reference_descent_path"] = path
+    evidence["loss_surface"] = {"xx": float(np.mean(x * x)), "x": float(np.mean(x)),
+                                "xy": float(np.mean(x * y)), "y": float(np.mean(y)),
+                                "yy": float(np.mean(y * y))}
+    try:
+        got = sub.probe("manual_backward:descent_path", X, y, DESCENT_LR, DESCENT_STEPS,
+                        label="fit_linear_gd on a one-feature problem, for the report's "
+                              "picture", timeout=DESCENT_TIMEOUT)
+    except Exception:  # noqa: BLE001 - a StudentError or anything else: no picture
+        return
+    if isinstance(got, list):
+        evidence["descent_path"] = [
+            [round(float(p[0]), 6), round(float(p[1]), 6)]
+            if isinstance(p, list) and len(p) == 2 and all(isinstance(v, float) for v in p)
+            else None for p in got[:DESCENT_STEPS]]
 
 
 def check_cross_entropy(sub, logits, labels, where, evidence):
@@ -142,6 +202,7 @@ def check_cross_entropy(sub, logits, labels, where, evidence):
     got = as_tuple(sub.call("softmax_cross_entropy", logits, labels), 2, call=call + where,
                    what="a pair (loss, dL/dlogits)")
     loss_ref, grad_ref = cross_entropy_reference(logits, labels)
+    record_grad_errors(evidence, [("dL/dlogits", got[1], grad_ref)])
     loss = as_number(got[0], call=call + "[0]" + where, what="the loss")
     note = ratio_note(np.array([loss]), np.array([loss_ref]))
     expect_close(loss, loss_ref, call=call + "[0]" + where, what="the loss", rtol=RTOL,
@@ -185,6 +246,8 @@ def check_mlp(got, X, labels, params, *, where, evidence):
              f"params {sorted(grads_ref)}" + (f" (got keys {keys})" if keys is not None else "")
              + ".", call=call, expected=f"keys {sorted(grads_ref)}", got=short(grads),
              hint="grads[k] is dL/dparams[k], with the same shape as params[k].")
+    record_grad_errors(evidence, [(key, grads[key], grads_ref[key])
+                                  for key in ("W2", "b2", "W1", "b1")])
     for key in ("W2", "b2", "W1", "b1"):  # in backward order: the first wrong one is the cause
         check_grad_array(grads[key], grads_ref[key], call=f"{call}[1][{key!r}]{where}",
                          hint=MLP_HINT, evidence=evidence)

@@ -16,7 +16,7 @@ from grader.checks.test_parameters import (DROPOUT_HINT, MLP_HINT, NORM_HINT, RE
                                            mlp_reference, mlp_shapes, parameter_count, probe,
                                            run_count_cases, seeded_normal, tied_reference,
                                            tied_values)
-from grader.compare import expect_array, fail
+from grader.compare import error_evidence, expect_array, fail
 from grader.registry import check
 
 # --------------------------------------------------------------------------- MLP
@@ -226,7 +226,7 @@ def test_running_norm_both_modes_step_after_step(sub):
 
 
 @check(points=2, targets="RunningNorm")
-def test_running_norm_gradients_match_batchnorm(sub):
+def test_running_norm_gradients_match_batchnorm(sub, evidence):
     """RunningNorm backpropagates through the batch statistics like nn.BatchNorm1d"""
     c, n = 5, 7
     label = f"RunningNorm({c}).train()(x)"
@@ -251,6 +251,12 @@ def test_running_norm_gradients_match_batchnorm(sub):
     if rec["x_grad"] is None:
         fail(f"{call}: x.grad is None: the output does not depend on x through autograd.",
              call=call, hint=NORM_HINT)
+    # For the report (evidence only): every gradient's worst error against the tolerance.
+    evidence["grad_errors"] = [e for e in (
+        error_evidence(f"{name}.grad", got, want.float(), rtol=1e-4, atol=1e-5)
+        for name, got, want in (("weight", grads.get("weight"), bn.weight.grad),
+                                ("bias", grads.get("bias"), bn.bias.grad),
+                                ("x", rec["x_grad"], xd.grad))) if e is not None]
     # float32 against float64: the solution's worst error is about 1e-6 relative.
     for name, want in (("weight", bn.weight.grad), ("bias", bn.bias.grad)):
         if grads.get(name) is None:
@@ -282,7 +288,7 @@ def test_running_norm_built_by_hand(sub):
 
 
 @check(points=2, targets="TiedAutoencoder")
-def test_tied_autoencoder_gradients_reach_the_shared_weight(sub):
+def test_tied_autoencoder_gradients_reach_the_shared_weight(sub, evidence):
     """TiedAutoencoder's weight gets the gradient of both halves; every graph leaf is registered"""
     in_dim, code_dim = 7, 4
     label = f"TiedAutoencoder({in_dim}, {code_dim})(x)"
@@ -297,6 +303,12 @@ def test_tied_autoencoder_gradients_reach_the_shared_weight(sub):
     (tied_reference(*leaves, x) * upstream.double()).sum().backward()
     by_size = {int(torch.Size(gr["shape"]).numel()): gr for gr in rec["grads"]}
     call = f"{label}; (out * g).sum().backward()"
+    # For the report (evidence only): every gradient's worst error against the tolerance.
+    evidence["grad_errors"] = [e for e in (
+        error_evidence(what, by_size[leaf.numel()]["grad"].reshape(leaf.shape)
+                       if isinstance(by_size.get(leaf.numel(), {}).get("grad"), torch.Tensor)
+                       else None, leaf.grad.float(), rtol=1e-5, atol=1e-6)
+        for what, leaf in zip(("W", "b_enc", "b_dec"), leaves)) if e is not None]
     for what, leaf in zip(("W", "b_enc", "b_dec"), leaves):
         got = by_size[leaf.numel()]
         # float32 against float64: the solution's worst error is about 3e-7 relative.

@@ -69,8 +69,23 @@ def test_transpose_view_values_and_layout(sub):
                      what="returned an array with strides", hint=VIEW_HINT)
 
 
+def record_shapes(evidence: dict, shapes, expected, *, labels=None, expected_strides=None
+                  ) -> None:
+    """The case about to be checked, for the report's picture of shapes aligned from the right
+    (evidence only; the last case recorded is the one that failed, if one did): `shapes`,
+    `shape_labels`, `expected_shape` (None: incompatible), `expected_strides`; the call's
+    answer is added as `got_shape` / `got_strides` once it is known."""
+    evidence.clear()
+    evidence["shapes"] = [list(s) for s in shapes]
+    evidence["expected_shape"] = None if expected is None else list(expected)
+    if labels:
+        evidence["shape_labels"] = list(labels)
+    if expected_strides is not None:
+        evidence["expected_strides"] = list(expected_strides)
+
+
 @check(points=2, targets="broadcast_shape", visibility="visible")
-def test_broadcast_shape_compatible(sub):
+def test_broadcast_shape_compatible(sub, evidence):
     """broadcast_shape agrees with np.broadcast_shapes on compatible shapes"""
     rng = np.random.default_rng(104)
     cases = [((3, 1), (1, 4)), ((5, 4), (4,)), ((2, 1, 3), (4, 1)), ((1,), (7,))]
@@ -84,12 +99,14 @@ def test_broadcast_shape_compatible(sub):
         cases.append(tuple(shapes))
     for shapes in cases:
         call = f"broadcast_shape{shapes}"
+        record_shapes(evidence, shapes, np.broadcast_shapes(*shapes))
         got = as_int_tuple(sub.call("broadcast_shape", *shapes), call=call)
+        evidence["got_shape"] = list(got)
         expect_equal(got, np.broadcast_shapes(*shapes), call=call, hint=BROADCAST_HINT)
 
 
 @check(points=2, targets="broadcast_strides", visibility="visible")
-def test_broadcast_strides_matches_numpy(sub):
+def test_broadcast_strides_matches_numpy(sub, evidence):
     """broadcast_strides equals the strides of np.broadcast_to for C-ordered arrays"""
     rng = np.random.default_rng(105)
     cases = [((3,), (4, 3)), ((2, 1), (2, 5)), ((1, 3), (4, 2, 3)), ((5,), (5,))]
@@ -102,7 +119,10 @@ def test_broadcast_strides_matches_numpy(sub):
         arr = np.empty(shape, dtype=np.float64)
         args = (shape, arr.strides, target)
         call = f"broadcast_strides{args}"
+        record_shapes(evidence, [shape, target], target, labels=["shape", "target"],
+                      expected_strides=np.broadcast_to(arr, target).strides)
         got = as_int_tuple(sub.call("broadcast_strides", *args), call=call)
+        evidence["got_strides"] = list(got)
         expect_equal(got, np.broadcast_to(arr, target).strides, call=call,
                      hint="a broadcast axis repeats the same elements, so its stride is 0.")
 

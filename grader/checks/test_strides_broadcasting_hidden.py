@@ -6,7 +6,8 @@ import torch
 from grader.checks.layouts import numpy_c_contiguous, strided_views
 from grader.checks.test_strides_broadcasting import (BROADCAST_HINT, CENTER_HINT,
                                                      CONTIGUOUS_HINT, PAIRWISE_HINT, STRIDE_HINT,
-                                                     TENSOR_HINT, VIEW_HINT, WINDOW_HINT)
+                                                     TENSOR_HINT, VIEW_HINT, WINDOW_HINT,
+                                                     record_shapes)
 from grader.compare import (as_bool, as_int_tuple, expect_array, expect_equal, expect_no_view,
                             expect_view, fail)
 from grader.registry import check
@@ -55,26 +56,29 @@ def test_transpose_view_any_layout(sub):
 
 
 @check(points=1, targets="broadcast_shape")
-def test_broadcast_shape_edge_cases(sub):
+def test_broadcast_shape_edge_cases(sub, evidence):
     """broadcast_shape handles no shapes, 0-d shapes, zero-length axes and many shapes"""
     cases = [(), ((),), ((), (3,)), ((4, 2),), ((0, 3), (1, 3)), ((0,), (1,)), ((1, 0), (5, 1)),
              ((2, 1, 1), (1, 3, 1), (1, 1, 4), (4,), ()), ((1, 1), (1,)), ((6, 1, 2), (7, 1))]
     for shapes in cases:
         call = f"broadcast_shape{shapes}" if len(shapes) != 1 else f"broadcast_shape({shapes[0]})"
+        record_shapes(evidence, shapes, np.broadcast_shapes(*shapes))
         got = as_int_tuple(sub.call("broadcast_shape", *shapes), call=call)
+        evidence["got_shape"] = list(got)
         expect_equal(got, np.broadcast_shapes(*shapes), call=call, hint=BROADCAST_HINT)
 
 
 @check(points=1, targets="broadcast_shape")
-def test_broadcast_shape_incompatible(sub):
+def test_broadcast_shape_incompatible(sub, evidence):
     """broadcast_shape raises ValueError for shapes that do not broadcast"""
     for shapes in [((2,), (3,)), ((3, 4), (4, 3)), ((0,), (5,)), ((2, 1), (1, 3), (4, 3)),
                    ((5, 2), (2, 1, 5))]:
+        record_shapes(evidence, shapes, None)
         sub.raises(ValueError, "broadcast_shape", *shapes, hint=BROADCAST_HINT)
 
 
 @check(points=1, targets="broadcast_strides")
-def test_broadcast_strides_any_layout(sub):
+def test_broadcast_strides_any_layout(sub, evidence):
     """broadcast_strides keeps each array's own strides, 0 where it is broadcast"""
     rng = np.random.default_rng(202)
     cases = []
@@ -87,17 +91,21 @@ def test_broadcast_strides_any_layout(sub):
     for arr, target in cases:
         args = (arr.shape, arr.strides, target)
         call = f"broadcast_strides{args}"
+        record_shapes(evidence, [arr.shape, target], target, labels=["shape", "target"],
+                      expected_strides=np.broadcast_to(arr, target).strides)
         got = as_int_tuple(sub.call("broadcast_strides", *args), call=call)
+        evidence["got_strides"] = list(got)
         expect_equal(got, np.broadcast_to(arr, target).strides, call=call,
                      hint="a broadcast axis (added, stretched, or of length 1) has stride 0; "
                           "every other axis keeps the array's own stride.")
 
 
 @check(points=1, targets="broadcast_strides")
-def test_broadcast_strides_incompatible(sub):
+def test_broadcast_strides_incompatible(sub, evidence):
     """broadcast_strides raises ValueError when the shape does not broadcast to the target"""
     for args in [((3,), (8,), (4,)), ((2, 3), (24, 8), (3,)), ((2, 1), (8, 8), (3, 1)),
                  ((4,), (8,), (4, 2)), ((0,), (8,), (5,))]:
+        record_shapes(evidence, [args[0], args[2]], None, labels=["shape", "target"])
         sub.raises(ValueError, "broadcast_strides", *args, hint=BROADCAST_HINT)
 
 

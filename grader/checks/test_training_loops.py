@@ -385,6 +385,7 @@ def verify_fit(sub, case: FitCase, evidence: dict) -> None:
         raise RuntimeError(f"fit case has a best-epoch margin of only {ref.margin:.3g}")
     history = fit_result(record, call)
     evidence["lr_per_step"] = rounded(record["step_lrs"][:300])
+    evidence["reference_lr_per_step"] = rounded(ref.step_lrs[:300])
     evidence["val_loss_curve"] = rounded(history["val_loss"])
     evidence["reference_val_loss_curve"] = rounded(ref.val_loss)
     steps_per_epoch = len(case.batches)

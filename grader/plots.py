@@ -1,0 +1,631 @@
+"""Pictures for the reports: small static SVG figures drawn from the evidence checks record.
+
+Every figure is made here, in the grader process, from `CheckResult.evidence` (plain numbers the
+check measured), never in a worker. Matplotlib draws with its Agg/SVG backends through
+`matplotlib.figure.Figure` (no pyplot: no global figure state, nothing to close); the SVG is then
+made fit for inlining in an HTML page that holds many of them:
+
+- text stays text (`svg.fonttype: none`): a few KB instead of glyph outlines, selectable, and it
+  scales with the page;
+- ids are prefixed per figure (two inline figures must not share a clip path id) and ids nothing
+  refers to are dropped; coordinates are rounded to 0.1 pt; the metadata block, the XML prolog
+  and matplotlib's global `*{...}` style rule are removed;
+- the fixed width/height become a viewBox the page scales (phone screens), and each figure gets
+  `role="img"` with a `<title>` and a `<desc>` that say in words what it shows.
+
+Output is deterministic: same evidence, same bytes (fixed hash salt, no date, fixed sizes).
+
+Evidence read (keys written by the checks; see their docstrings):
+    loss_curve, reference_loss_curve            loss per batch / step: yours against the reference
+    val_loss_curve, reference_val_loss_curve    validation loss per epoch
+    lr_per_step, reference_lr_per_step          learning rate each optimizer step used
+    grad_ratio                                  p.grad at each step in units of the right gradient
+                                                (a list, or one list per case)
+    grad_errors                                 [{name, error, allowed, ...}] per parameter
+    descent_path, reference_descent_path,       (w, b) after each gradient-descent step on a
+    loss_surface                                one-feature problem, and that problem's moments
+    shapes, expected_shape, got_shape,          broadcasting: the shapes aligned from the right
+    expected_strides, got_strides
+Anything malformed (student numbers can be NaN, huge, missing) is drawn as far as it is
+meaningful or skipped; a figure never breaks a report.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import logging
+import math
+import re
+from typing import Any
+
+from pydantic import BaseModel
+
+log = logging.getLogger("torchgrade")
+
+# Colour-blind safe pair (blue / orange, Okabe-Ito), and every series also differs in line
+# style and marker so that status never rests on colour alone (and prints in grey).
+YOURS, REFERENCE, BAD, MUTED = "#0072B2", "#D55E00", "#B42318", "#57606A"
+MAX_POINTS = 300  # longest series drawn (evidence is capped at 300 by the checks anyway)
+WIDTH, HEIGHT = 5.2, 2.5  # inches; the page scales the viewBox
+RC = {
+    "svg.fonttype": "none", "svg.hashsalt": "torchgrade", "font.size": 9,
+    "font.family": "DejaVu Sans", "axes.spines.top": False, "axes.spines.right": False,
+    "axes.titlesize": 9, "legend.fontsize": 8, "legend.frameon": False,
+    "xtick.labelsize": 8, "ytick.labelsize": 8, "lines.linewidth": 1.6,
+    "path.simplify": True, "path.simplify_threshold": 0.2,
+    # Plain-text tick labels ("1e-06"): mathtext would cost ~20 ms per label to lay out.
+    "axes.formatter.use_mathtext": False,
+}
+
+
+class Picture(BaseModel):
+    """One figure of a check: inline SVG markup and what it shows in words."""
+
+    kind: str
+    title: str
+    alt: str
+    svg: str
+
+
+# --------------------------------------------------------------------------- dispatch
+
+
+def pictures_for(check: Any, *, prefix: str = "", limit: int = 8) -> list[Picture]:
+    """The figures that explain a check's evidence (possibly none, at most `limit`), in
+    reading order.
+
+    `check` is a `CheckResult` (only `evidence` and `id` are read). Never raises: a figure that
+    cannot be drawn from what the check recorded is left out (and logged)."""
+    evidence = getattr(check, "evidence", None) or {}
+    prefix = prefix or re.sub(r"[^A-Za-z0-9]+", "-", str(getattr(check, "id", "fig")))
+    if not evidence:
+        return []
+    import matplotlib
+
+    pictures: list[Picture] = []
+    for kind, make in MAKERS:
+        if len(pictures) >= limit:
+            break
+        try:
+            with matplotlib.rc_context(RC):  # read when artists are made, and when saved
+                picture = make(evidence)
+                if picture is None:
+                    continue
+                title, alt, figure = picture
+                svg = to_inline_svg(figure, f"{prefix}-{kind}", title, alt)
+        except Exception:  # noqa: BLE001 - a picture is never worth a broken report
+            log.warning("torchgrade: could not draw the %s picture of %s", kind,
+                        getattr(check, "id", "?"), exc_info=True)
+            continue
+        pictures.append(Picture(kind=kind, title=title, alt=alt, svg=svg))
+    return pictures
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+def numbers(values: Any, limit: int = MAX_POINTS) -> list[float] | None:
+    """A list of floats (NaN for anything that is not a finite number), or None if `values` is
+    not a non-empty list."""
+    if not isinstance(values, (list, tuple)) or not values:
+        return None
+    out = []
+    for v in values[:limit]:
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            f = math.nan
+        out.append(f if math.isfinite(f) else math.nan)
+    return out
+
+
+def finite(values: list[float]) -> list[float]:
+    return [v for v in values if not math.isnan(v)]
+
+
+def fmt(x: float) -> str:
+    return "not a number" if math.isnan(x) else f"{x:.4g}"
+
+
+def describe_series(values: list[float]) -> str:
+    good = finite(values)
+    if not good:
+        return "no finite values"
+    text = f"from {fmt(values[0])} to {fmt(values[-1])}"
+    bad = len(values) - len(good)
+    return text + (f" ({bad} not finite)" if bad else "")
+
+
+def safe_label(text: Any, limit: int = 28) -> str:
+    """A label from evidence (parameter names may come from student code): plain characters
+    only, so matplotlib never reads `$...$` as math, short enough to fit."""
+    label = re.sub(r"[^A-Za-z0-9_.,:=()\[\]/ +-]", "?", str(text))
+    return label if len(label) <= limit else label[: limit - 1] + "\u2026"
+
+
+def new_figure(width: float = WIDTH, height: float = HEIGHT, *, left: float = 0.62,
+               right: float = 0.12, bottom: float = 0.45, top: float = 0.12):
+    """A figure with one axes and fixed margins in inches (a layout engine would lay the
+    figure out twice: twice the time, for labels whose size is known: short numbers)."""
+    # Figure without pyplot: no global state, and no backend switch in the caller's process
+    # (a notebook that imports torchgrade keeps its own); saving as SVG needs no canvas.
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height))
+    fig.add_axes((left / width, bottom / height, 1 - (left + right) / width,
+                  1 - (bottom + top) / height))
+    return fig
+
+
+def log_scale_if_wide(ax, *series: list[float]) -> bool:
+    """Log y axis when positive values span more than two decades (a loss that falls fast, or
+    explodes): both ends stay readable."""
+    values = [v for s in series for v in finite(s)]
+    if values and min(values) > 0 and max(values) / min(values) > 100:
+        ax.set_yscale("log")
+        plain_log_labels(ax.yaxis)
+        return True
+    return False
+
+
+def integer_ticks(axis) -> None:
+    """Steps and epochs are whole numbers: no tick at 2.5."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def plain_log_labels(axis) -> None:
+    """Log-axis tick labels as plain text (the default draws 10^k with mathtext: slow)."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def mark_not_finite(ax, values: list[float], label: str) -> None:
+    """Where a series stops being a finite number, say so on the plot (matplotlib would leave a
+    silent gap)."""
+    bad = [i for i, v in enumerate(values) if math.isnan(v)]
+    if bad:
+        ax.axvline(bad[0] + 1, color=BAD, linestyle=":", linewidth=1.2)
+        ax.annotate(f"{label}: not a number from here", xy=(bad[0] + 1, 1), xycoords=("data",
+                    "axes fraction"), xytext=(3, -10), textcoords="offset points", fontsize=8,
+                    color=BAD, va="top")
+
+
+# --------------------------------------------------------------------------- curves
+
+
+def curves_figure(yours: list[float], reference: list[float] | None, *, xlabel: str,
+                  ylabel: str):
+    fig = new_figure()
+    ax = fig.axes[0]
+    # Yours wide and solid underneath, the reference dashed on top: where they agree both
+    # stay visible.
+    ax.plot(range(1, len(yours) + 1), yours, color=YOURS, linewidth=2.4,
+            marker="o" if len(yours) <= 30 else None, markersize=4, label="yours")
+    if reference:
+        ax.plot(range(1, len(reference) + 1), reference, color=REFERENCE, linestyle="--",
+                linewidth=1.3, marker="s" if len(reference) <= 30 else None, markersize=2.5,
+                label="reference")
+    log_scale_if_wide(ax, yours, reference or [])
+    integer_ticks(ax.xaxis)
+    mark_not_finite(ax, yours, "yours")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(loc="best")
+    ax.grid(alpha=0.25)
+    return fig
+
+
+def comparison_words(yours: list[float], reference: list[float] | None, what: str,
+                     unit: str) -> str:
+    text = f"Line chart of {what} per {unit}: yours {describe_series(yours)} over {len(yours)} {unit}s"
+    if reference:
+        text += f"; the reference {describe_series(reference)} over {len(reference)} {unit}s"
+        pairs = [(a, b) for a, b in zip(yours, reference) if not (math.isnan(a) or math.isnan(b))]
+        scale = max([abs(b) for _, b in pairs] + [1e-12])
+        first = next((i for i, (a, b) in enumerate(zip(yours, reference))
+                      if math.isnan(a) != math.isnan(b)
+                      or abs(a - b) > 1e-3 * scale), None)
+        text += (". They agree at every step" if first is None and len(yours) == len(reference)
+                 else f". They first differ at {unit} {first + 1}" if first is not None
+                 else ". They have different lengths")
+    return text + "."
+
+
+def loss_picture(evidence: dict):
+    yours = numbers(evidence.get("loss_curve"))
+    if yours is None or len(yours) < 2:
+        return None
+    reference = numbers(evidence.get("reference_loss_curve"))
+    fig = curves_figure(yours, reference, xlabel="step", ylabel="loss")
+    title = "Loss per batch: yours against the reference" if reference else "Loss per batch"
+    return title, comparison_words(yours, reference, "the training loss", "step"), fig
+
+
+def val_loss_picture(evidence: dict):
+    yours = numbers(evidence.get("val_loss_curve"))
+    if yours is None:
+        return None
+    reference = numbers(evidence.get("reference_val_loss_curve"))
+    fig = curves_figure(yours, reference, xlabel="epoch", ylabel="validation loss")
+    if reference:
+        best = min(range(len(reference)), key=lambda i: (math.isnan(reference[i]), reference[i]))
+        right_half = best + 1 > (len(reference) + 1) / 2
+        fig.axes[0].axvline(best + 1, color=MUTED, linewidth=0.8, linestyle=":")
+        fig.axes[0].annotate("reference best", xy=(best + 1, 1), xycoords=("data", "axes fraction"),
+                             xytext=(-3 if right_half else 3, -2), textcoords="offset points",
+                             fontsize=7, color=MUTED, va="top",
+                             ha="right" if right_half else "left")
+    return ("Validation loss per epoch: yours against the reference",
+            comparison_words(yours, reference, "the validation loss", "epoch"), fig)
+
+
+def lr_picture(evidence: dict):
+    yours = numbers(evidence.get("lr_per_step"))
+    if yours is None or len(yours) < 2:
+        return None
+    reference = numbers(evidence.get("reference_lr_per_step"))
+    fig = new_figure(WIDTH, 2.1)
+    ax = fig.axes[0]
+    ax.step(range(1, len(yours) + 1), yours, where="mid", color=YOURS, linewidth=2.4,
+            label="yours")
+    if reference:
+        ax.step(range(1, len(reference) + 1), reference, where="mid", color=REFERENCE,
+                linestyle="--", linewidth=1.3, label="reference")
+    ax.set_xlabel("optimizer step")
+    integer_ticks(ax.xaxis)
+    ax.set_ylabel("learning rate")
+    ax.legend(loc="best")
+    ax.grid(alpha=0.25)
+    changes = [i + 1 for i in range(1, len(yours)) if yours[i] != yours[i - 1]]
+    words = (f"Step chart of the learning rate each optimizer step used: yours "
+             f"{describe_series(yours)}, changing at {len(changes)} step"
+             f"{'' if len(changes) == 1 else 's'}"
+             + (f" (first at step {changes[0]})" if changes else ""))
+    if reference:
+        ref_changes = [i + 1 for i in range(1, len(reference)) if reference[i] != reference[i - 1]]
+        words += (f"; the reference changes at {len(ref_changes)} step"
+                  f"{'' if len(ref_changes) == 1 else 's'}"
+                  + (f" (first at step {ref_changes[0]})" if ref_changes else ""))
+    return "Learning rate at every optimizer step", words + ".", fig
+
+
+def grad_ratio_picture(evidence: dict):
+    raw = evidence.get("grad_ratio")
+    if not isinstance(raw, list) or not raw:
+        return None
+    # One list (train_epoch) or one list per case (train_accumulated): the first case that
+    # goes wrong is the one worth showing, else the last.
+    cases = [numbers(c) for c in raw] if isinstance(raw[0], list) else [numbers(raw)]
+    cases = [c for c in cases if c]
+    if not cases:
+        return None
+    ratios = next((c for c in cases if any(math.isnan(v) or abs(v - 1) > 1e-3 for v in c)),
+                  cases[-1])
+    fig = new_figure(WIDTH, 2.2)
+    ax = fig.axes[0]
+    steps = list(range(1, len(ratios) + 1))
+    ok = [not math.isnan(v) and abs(v - 1) <= 1e-3 for v in ratios]
+    heights = [0 if math.isnan(v) else v for v in ratios]
+    bars = ax.bar(steps, heights, color=[YOURS if g else BAD for g in ok], width=0.6)
+    for bar, good in zip(bars, ok):
+        if not good:
+            bar.set_hatch("///")
+            bar.set_edgecolor("white")
+    ax.axhline(1.0, color=REFERENCE, linestyle="--", linewidth=1.2, label="right: 1\u00d7")
+    ax.set_ylim(min(0.0, min(heights) * 1.15), max(1.3, max(heights) * 1.15))
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("p.grad / right gradient")
+    ax.set_xticks(steps if len(steps) <= 20 else steps[:: max(1, len(steps) // 10)])
+    ax.legend(loc="upper left")
+    ax.grid(axis="y", alpha=0.25)
+    wrong = [(i + 1, v) for i, (v, g) in enumerate(zip(ratios, ok)) if not g]
+    words = (f"Bar chart of p.grad at each of {len(ratios)} optimizer steps, measured in units of "
+             "the gradient that step should use (1 is right). ")
+    words += ("Every step is at 1." if not wrong else
+              f"{len(wrong)} step{'s are' if len(wrong) > 1 else ' is'} off, hatched: "
+              + ", ".join(f"step {k} at {fmt(v)}" for k, v in wrong[:6])
+              + (" ..." if len(wrong) > 6 else "") + ".")
+    return "Gradient used by each optimizer step", words, fig
+
+
+def grad_errors_picture(evidence: dict):
+    entries = evidence.get("grad_errors")
+    if not isinstance(entries, list) or not entries:
+        return None
+    rows = []
+    for e in entries[:16]:
+        if not isinstance(e, dict):
+            continue
+        ratio = numbers([e.get("error")])[0]
+        allowed = numbers([e.get("allowed")])[0]
+        if math.isnan(allowed) or allowed <= 0:
+            continue
+        rows.append((safe_label(e.get("name", "?")), ratio, allowed, e.get("ratio")))
+    if not rows:
+        return None
+    # The worst error in units of what the tolerance allows there: <= 1 passes.
+    units = [math.inf if math.isnan(err) else err / allowed for _, err, allowed, _ in rows]
+    shown = [min(max(u, 1e-6), 1e8) for u in units]
+    longest = max(len(name) for name, *_ in rows)
+    fig = new_figure(WIDTH + 0.6, 0.75 + 0.3 * len(rows), left=0.15 + 0.065 * longest,
+                     top=0.2, right=1.7)
+    ax = fig.axes[0]
+    y = list(range(len(rows)))[::-1]
+    ok = [u <= 1 for u in units]
+    bars = ax.barh(y, shown, color=[YOURS if g else BAD for g in ok], height=0.6, left=1e-6)
+    for bar, good in zip(bars, ok):
+        if not good:
+            bar.set_hatch("///")
+            bar.set_edgecolor("white")
+    ax.set_xscale("log")
+    plain_log_labels(ax.xaxis)
+    ax.set_xlim(1e-6, max(10, max(shown) * 5))
+    ax.axvline(1.0, color=REFERENCE, linestyle="--", linewidth=1.2)
+    ax.annotate("tolerance", xy=(1.0, 1), xycoords=("data", "axes fraction"), xytext=(0, 2),
+                textcoords="offset points", fontsize=7, color="#8A3C00", va="bottom",
+                ha="center")
+    ax.set_yticks(y)
+    ax.set_yticklabels([name for name, *_ in rows])
+    for yy, u, good, (_, _, _, r) in zip(y, units, ok, rows):
+        text = ("not finite" if math.isinf(u) else f"{u:.2g}\u00d7") + ("" if good else "  \u2718")
+        if isinstance(r, (int, float)) and math.isfinite(r):
+            text += f"  (= {r:.3g} \u00d7 the right value)"
+        ax.annotate(text, xy=(min(max(u, 1e-6), 1e8) if not math.isinf(u) else 1e8, yy),
+                    xytext=(3, 0), textcoords="offset points", va="center", fontsize=7)
+    ax.set_xlabel("worst error \u00f7 allowed error (log scale; right of the line fails)")
+    ax.grid(axis="x", alpha=0.25)
+    words = ("Horizontal bar chart, one bar per gradient, of its worst element's error divided "
+             "by the error the check allows (1 is the limit): "
+             + "; ".join(f"{name} {'not finite' if math.isinf(u) else f'{u:.2g} times'}"
+                         f"{'' if good else ' (too far)'}"
+                         for (name, *_), u, good in zip(rows, units, ok)) + ".")
+    multiples = [f"{name} is {float(r):.3g} times the right gradient" for name, _, _, r in rows
+                 if isinstance(r, (int, float)) and math.isfinite(r)]
+    if multiples:
+        words += " " + "; ".join(multiples) + "."
+    return "How far each gradient is from autograd's", words, fig
+
+
+# --------------------------------------------------------------------------- descent path
+
+
+def descent_picture(evidence: dict):
+    """The path of fit_linear_gd on the contours of its loss, on a one-feature problem whose
+    loss L(w, b) = mean((w x + b - y)^2) is fixed by five moments of the data."""
+    moments = evidence.get("loss_surface")
+    reference = points(evidence.get("reference_descent_path"))
+    yours = points(evidence.get("descent_path"))
+    if not isinstance(moments, dict) or not reference:
+        return None
+    import numpy as np
+
+    sxx, sx, sxy, sy, syy = (float(moments[k]) for k in ("xx", "x", "xy", "y", "yy"))
+
+    def loss(w, b):
+        return w * w * sxx + 2 * w * b * sx + b * b - 2 * w * sxy - 2 * b * sy + syy
+
+    det = sxx - sx * sx
+    w_star, b_star = (sxy - sx * sy) / det, (sy * sxx - sx * sxy) / det
+    frame = [(0.0, 0.0), (w_star, b_star)] + [p for p in reference if p]
+    ws, bs = [p[0] for p in frame], [p[1] for p in frame]
+    span = max(max(ws) - min(ws), max(bs) - min(bs), 1e-6)
+    w_lo, w_hi = min(ws) - 0.25 * span, max(ws) + 0.25 * span
+    b_lo, b_hi = min(bs) - 0.25 * span, max(bs) + 0.25 * span
+    W, B = np.meshgrid(np.linspace(w_lo, w_hi, 60), np.linspace(b_lo, b_hi, 60))
+    Z = loss(W, B)
+    floor = loss(w_star, b_star)
+    levels = floor + (Z.max() - floor) * np.geomspace(2e-3, 1, 9)
+
+    fig = new_figure(WIDTH, 3.3, right=1.15)
+    ax = fig.axes[0]
+    ax.contour(W, B, Z, levels=levels, colors=MUTED, linewidths=0.6, alpha=0.7)
+    leaves = None  # the step after which your path is out of the frame
+    if yours:
+        track = [(0.0, 0.0)]
+        for p in yours:
+            if p is None:
+                break
+            track.append((min(max(p[0], w_lo - 10 * span), w_hi + 10 * span),
+                          min(max(p[1], b_lo - 10 * span), b_hi + 10 * span)))
+        leaves = next((k for k, (w, b) in enumerate(track)
+                       if not (w_lo <= w <= w_hi and b_lo <= b <= b_hi)), None)
+        ax.plot([p[0] for p in track], [p[1] for p in track], color=YOURS, linewidth=2.4,
+                marker="o", markersize=4, label="yours")
+        if leaves is not None:
+            ax.annotate(f"yours leaves the picture at step {leaves}", xy=(0.02, 0.02),
+                        xycoords="axes fraction", fontsize=8, color=BAD)
+    ref_track = [(0.0, 0.0)] + [p for p in reference if p]
+    ax.plot([p[0] for p in ref_track], [p[1] for p in ref_track], color=REFERENCE,
+            linestyle="--", linewidth=1.3, marker="s", markersize=2.5, label="reference")
+    ax.plot([0], [0], marker="D", color="black", markersize=5, linestyle="none", label="start")
+    ax.plot([w_star], [b_star], marker="*", color="black", markersize=9, linestyle="none",
+            label="minimum")
+    ax.set_xlim(w_lo, w_hi)
+    ax.set_ylim(b_lo, b_hi)
+    ax.set_xlabel("w")
+    ax.set_ylabel("b")
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
+    words = (f"Contour map of the loss over w and b for a one-feature linear regression, minimum "
+             f"at w = {w_star:.3g}, b = {b_star:.3g}. The reference gradient descent starts at "
+             f"(0, 0) and after {len(reference)} steps reaches w = {reference[-1][0]:.3g}, "
+             f"b = {reference[-1][1]:.3g}.")
+    if yours:
+        last = next((p for p in reversed(yours) if p), None)
+        words += (" Yours " + (f"ends at w = {last[0]:.3g}, b = {last[1]:.3g}" if last else
+                               "returned no usable point")
+                  + ("" if leaves is None else f" and leaves the picture at step {leaves}")
+                  + ".")
+        far = max((math.dist(p, q) for p, q in zip(yours, reference) if p and q), default=0.0)
+        words += (" It follows the reference path." if far <= 1e-3 * span
+                  else f" It strays up to {far:.3g} from the reference path.")
+    else:
+        words += " Your path could not be recorded."
+    return "Gradient descent on the loss surface: your path and the reference's", words, fig
+
+
+def points(values: Any) -> list[tuple[float, float] | None] | None:
+    """[(w, b), ...] from a list of pairs; None for a pair that is not two finite numbers."""
+    if not isinstance(values, list) or not values:
+        return None
+    out: list[tuple[float, float] | None] = []
+    for p in values[:MAX_POINTS]:
+        pair = numbers(p) if isinstance(p, (list, tuple)) and len(p) == 2 else None
+        out.append(None if not pair or any(math.isnan(v) for v in pair) else (pair[0], pair[1]))
+    return out
+
+
+# --------------------------------------------------------------------------- broadcasting
+
+
+def shape_of(value: Any) -> tuple[int, ...] | None:
+    if not isinstance(value, (list, tuple)) or len(value) > 12:
+        return None
+    try:
+        return tuple(int(v) for v in value)
+    except (TypeError, ValueError):
+        return None
+
+
+def broadcast_picture(evidence: dict):
+    """Shapes aligned from the right, one row each, then the result: the picture of NumPy's
+    rule. A column where sizes clash is marked; stretched axes (1 or missing) are hatched."""
+    raw = evidence.get("shapes")
+    if not isinstance(raw, list) or not raw or len(raw) > 8:
+        return None
+    shapes = [shape_of(s) for s in raw]
+    if any(s is None for s in shapes):
+        return None
+    expected = shape_of(evidence.get("expected_shape"))
+    got = shape_of(evidence.get("got_shape"))
+    labels = [safe_label(x, 14) for x in evidence.get("shape_labels", [])] or [
+        f"shape {i + 1}" for i in range(len(shapes))]
+    extra = [(safe_label(name, 16), shape_of(evidence.get(key)))
+             for name, key in (("expected strides", "expected_strides"),
+                               ("your strides", "got_strides"))
+             if shape_of(evidence.get(key)) is not None]
+    ndim = max([len(s) for s in shapes] + [len(expected or ()), len(got or ())]
+               + [len(v) for _, v in extra] + [1])
+    clash = []
+    for k in range(1, ndim + 1):
+        sizes = {s[-k] for s in shapes if len(s) >= k and s[-k] != 1}
+        if len(sizes) > 1:
+            clash.append(ndim - k)
+    rows: list[tuple[str, tuple[int, ...] | None, str]] = [
+        (labels[i] if i < len(labels) else f"shape {i + 1}", s, "input")
+        for i, s in enumerate(shapes)]
+    rows.append(("result", expected, "result"))
+    if got is not None and got != expected:
+        rows.append(("yours", got, "yours"))
+    rows += [(name, value, "extra") for name, value in extra]
+
+    from matplotlib.patches import Rectangle
+
+    # What should have come out, per row, for marking the cells of yours that differ.
+    want = {"yours": expected, "your strides": shape_of(evidence.get("expected_strides"))}
+    cols = max(ndim, 3.4 if expected is None else 0)
+    head = 0.45 if clash else 0.0
+    fig = new_figure(1.6 + 0.62 * cols, 0.3 + 0.36 * len(rows) + 0.36 * head, left=0, right=0,
+                     bottom=0, top=0)
+    ax = fig.axes[0]
+    ax.set_xlim(-2.6, cols + 0.05)
+    ax.set_ylim(-len(rows) + 0.05, 0.95 + head)
+    ax.axis("off")
+    number_box = {"boxstyle": "square,pad=0.12", "facecolor": "white", "edgecolor": "none"}
+    for r, (label, shape, kind) in enumerate(rows):
+        y = -r
+        ax.text(-0.15, y + 0.45, label, ha="right", va="center", fontsize=8,
+                color=BAD if label in want else "black",
+                fontweight="bold" if kind == "result" else "normal")
+        if shape is None:
+            ax.text(0.05, y + 0.45, "incompatible: ValueError", va="center", fontsize=8,
+                    color=BAD)
+            continue
+        other = want.get(label)
+        for k, size in enumerate(shape):
+            col = ndim - len(shape) + k
+            stretched = kind == "input" and size == 1 and any(
+                len(s) >= ndim - col and s[col - ndim] != 1 for s in shapes)
+            clashing = kind == "input" and col in clash and size != 1
+            wrong = other is not None and (len(other) != len(shape) or other[k] != size)
+            bad = clashing or wrong
+            face = "#fde2e1" if bad else "#dff3e4" if kind == "result" else "#e8f1fa"
+            ax.add_patch(Rectangle((col + 0.04, y + 0.08), 0.92, 0.74, facecolor=face,
+                                   edgecolor=BAD if bad else MUTED,
+                                   linewidth=1.6 if bad else 1.0,
+                                   hatch="///" if stretched else None))
+            ax.text(col + 0.5, y + 0.45, str(size), ha="center", va="center", fontsize=8,
+                    fontweight="bold" if bad else "normal", bbox=number_box)
+        if kind == "input":  # the axes a shape lacks: broadcast too, drawn as dotted slots
+            for col in range(ndim - len(shape)):
+                ax.add_patch(Rectangle((col + 0.04, y + 0.08), 0.92, 0.74, fill=False,
+                                       edgecolor=MUTED, linewidth=0.8, linestyle=":"))
+    for col in clash:
+        ax.text(col + 0.5, 0.95, "\u2718 clash", ha="center", va="bottom", fontsize=7,
+                color=BAD)
+    parts = [f"{label} {shape if shape is not None else 'incompatible'}"
+             for label, shape, _ in rows]
+    words = ("Shapes aligned from the right, one row each, axis by axis: " + "; ".join(parts)
+             + ". An axis of size 1 (hatched) or a missing axis (dotted) stretches to the other "
+             "size; two different sizes other than 1 cannot broadcast"
+             + (f", as in axis {', '.join(str(c - ndim) for c in clash)} here" if clash else "")
+             + ".")
+    return "Broadcasting: shapes aligned from the right", words, fig
+
+
+MAKERS = [("broadcast", broadcast_picture), ("descent", descent_picture),
+          ("grad-errors", grad_errors_picture), ("loss", loss_picture),
+          ("val-loss", val_loss_picture), ("lr", lr_picture), ("grad-ratio", grad_ratio_picture)]
+
+
+# --------------------------------------------------------------------------- SVG for inlining
+
+_NUMBER = re.compile(r"-?\d+\.\d+")
+
+
+def _round_numbers(match: re.Match) -> str:
+    return _NUMBER.sub(lambda m: f"{float(m.group()):.1f}".rstrip("0").rstrip("."),
+                       match.group())
+
+
+def to_inline_svg(fig, prefix: str, title: str, alt: str) -> str:
+    """The figure as SVG markup for inlining: see the module docstring."""
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None, "Format": None,
+                                               "Type": None})
+    text = buffer.getvalue()
+    text = text[text.index("<svg"):]
+    # Inline in HTML the parser puts <svg> in the SVG namespace: no xmlns needed, and SVG 2's
+    # plain href replaces xlink:href (a report holds no URL at all).
+    text = re.sub(r'\s(xmlns(:xlink)?|version)="[^"]*"', "", text, count=3)
+    text = text.replace("xlink:href=", "href=")
+    text = re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.S)
+    text = re.sub(r'<style type="text/css">.*?</style>\s*', "", text, flags=re.S)
+    text = re.sub(r"<defs>\s*</defs>\s*", "", text)
+    referenced = set(re.findall(r'(?:href="#|url\(#)([^")]+)', text))
+    prefix = re.sub(r"[^A-Za-z0-9_-]", "-", prefix)
+
+    def rename_id(m: re.Match) -> str:
+        return f' id="{prefix}-{m.group(1)}"' if m.group(1) in referenced else ""
+
+    text = re.sub(r' id="([^"]+)"', rename_id, text)
+    text = re.sub(r'(href="#|url\(#)([^")]+)', lambda m: f"{m.group(1)}{prefix}-{m.group(2)}",
+                  text)
+    # Coordinates to 0.1 pt (invisible at any zoom a report is read at), text untouched.
+    text = re.sub(r'(?<=\s)(?:d|x|y|x1|x2|y1|y2|width|height|transform)="[^"]*"',
+                  _round_numbers, text)
+    text = re.sub(r"\n\s*", "\n", text)
+    head_end = text.index(">") + 1
+    head = text[:head_end]
+    width = re.search(r'\swidth="([\d.]+)pt"', head)
+    head = re.sub(r'\s(width|height)="[^"]*"', "", head)
+    # Scales down to a narrow screen, never up past its natural size (1 pt = 4/3 CSS px).
+    style = f' style="max-width: {float(width.group(1)) * 4 / 3:.0f}px"' if width else ""
+    head = head.replace("<svg ", f'<svg class="plot" role="img" aria-labelledby="{prefix}-t '
+                                  f'{prefix}-d"{style} ', 1)
+    return (head + f'\n<title id="{prefix}-t">{html.escape(title)}</title>'
+            f'<desc id="{prefix}-d">{html.escape(alt)}</desc>' + text[head_end:])

@@ -1,0 +1,315 @@
+"""The reports in a real browser: headless Chromium (Debian's `chromium`) opens the reports of a
+correct, a partly wrong and a hostile submission, graded by the real pipeline, and the class
+index, and looks at them as a student and an instructor would:
+
+- the page loads with no console error, no failed load and no request beyond its own file;
+- a screenshot is not blank; the pictures are there, with words, and have a size once shown;
+- failed checks expand and collapse with the mouse and with the keyboard (Enter, Space);
+- the class index sorts (click and Enter) and filters;
+- a phone-width screen scrolls only downwards; printing shows every section;
+- nothing a submission printed or returned runs as markup.
+
+Assertions are structural (elements, sizes, counts), never pixel comparisons. See
+`tests/chromium.py` for how the browser is driven and why. Set TORCHGRADE_SCREENSHOTS=DIR to
+keep a screenshot of every page looked at.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from chromium import Chromium, find_chromium, png_pixels
+from conftest import REPO, SOLUTIONS
+from grader.commands import grade
+from grader.models import CheckResult, ExerciseResult, SubmissionResult
+from grader.report import render_report
+from grader.worker.limits import WorkerLimits
+
+pytest.importorskip("websocket", reason="the browser tests need websocket-client "
+                    "(pip install -e '.[test]')")
+CHROMIUM = find_chromium()
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (Debian: apt-get "
+                       "install chromium; .ci/run installs it)"),
+]
+
+EXERCISES = ["strides_broadcasting", "manual_backward", "training_loops"]
+SAMPLES = REPO / "grader" / "samples"
+SHOTS = os.environ.get("TORCHGRADE_SCREENSHOTS")
+
+# Tries to get markup into the page through everything a submission controls: what it prints
+# (at import and in a check), exception messages, returned values, dict keys, NaN evidence.
+HOSTILE_MANUAL_BACKWARD = '''"""Tries to break the report page."""
+import numpy as np
+
+print("<script>window.pwned = 1</script><img src=x onerror='window.pwned = 2'>")
+
+
+def mse_linear_grads(X, y, w, b):
+    print("</pre></details><script>window.pwned = 3</script>")
+    raise ValueError("<b>bold</b><script>window.pwned = 4</script>")
+
+
+def fit_linear_gd(X, y, lr, steps):
+    return "<svg onload=window.pwned=5>", float("nan"), [float("nan")] * steps
+
+
+def softmax_cross_entropy(logits, labels):
+    return float("inf"), np.full(logits.shape, np.nan)
+
+
+def mlp_loss_and_grads(X, labels, params):
+    return 1.0, {"W1": np.ones(3), "</title><script>window.pwned=6</script>": 1}
+'''
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """A small class graded by `torchgrade grade`: reports and index as students get them."""
+    root = tmp_path_factory.mktemp("browser")
+    subs = root / "submissions"
+    students = {
+        "ada_correct": {e: (SOLUTIONS / f"{e}.py").read_text() for e in EXERCISES},
+        "dan_partly_wrong": {e: (SAMPLES / "dan_subtle" / f"{e}.py").read_text()
+                             for e in EXERCISES},
+        "mallory_hostile": {
+            "strides_broadcasting": (SAMPLES / "hal_hostile" / "strides_broadcasting.py")
+            .read_text(),
+            "manual_backward": HOSTILE_MANUAL_BACKWARD},
+    }
+    for student, files in students.items():
+        (subs / student).mkdir(parents=True)
+        for exercise, text in files.items():
+            (subs / student / f"{exercise}.py").write_text(text)
+    out = root / "out"
+    started = time.monotonic()
+    summary = grade(subs, out=out, exercises=EXERCISES, jobs=2,
+                    limits=WorkerLimits(call_timeout=2, load_timeout=10))
+    print(f"graded {len(students)} submissions in {time.monotonic() - started:.1f} s")
+    assert summary.failures == 0 and summary.graded == len(students)
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with Chromium(CHROMIUM) as b:
+        yield b
+
+
+def open_page(browser, path: Path, name: str, **size):
+    started = time.monotonic()
+    page = browser.open(path.as_uri(), **size)
+    page.name = name
+    page.opened_s = time.monotonic() - started
+    return page
+
+
+def shoot(page, suffix: str = "") -> bytes:
+    png = page.screenshot()
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        (Path(SHOTS) / f"{page.name}{suffix}.png").write_bytes(page.screenshot(full_page=True))
+    return png
+
+
+def assert_clean(page) -> None:
+    """No console error, no failed load, nothing fetched but the page itself."""
+    assert page.console_errors() == [], page.console_errors()
+    requests = page.requests()
+    assert requests and all(url.startswith(("file:", "data:", "about:")) for url in requests), \
+        requests
+
+
+def assert_not_blank(png: bytes) -> None:
+    pixels = png_pixels(png)[:, :, :3]
+    ink = (pixels.mean(axis=2) < 0.85).mean()  # share of pixels darker than a light tint
+    assert pixels.std() > 0.05 and 0.01 < ink < 0.6, (pixels.std(), ink)
+
+
+PAGES = {"correct": "ada_correct/report.html", "partly_wrong": "dan_partly_wrong/report.html",
+         "hostile": "mallory_hostile/report.html", "index": "index.html"}
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_page_loads_clean_and_is_not_blank(graded, browser, name):
+    path = graded / PAGES[name]
+    assert path.stat().st_size < 1_000_000  # a report stays small enough to mail
+    page = open_page(browser, path, name)
+    try:
+        assert page.opened_s < 10, page.opened_s
+        assert_clean(page)
+        assert_not_blank(shoot(page))
+        headings = page.evaluate("[document.querySelectorAll('h1').length,"
+                                 " document.querySelectorAll('h2').length,"
+                                 " document.documentElement.lang]")
+        assert headings[0] == 1 and headings[1] >= 2 and headings[2] == "en"
+        # every picture says in words what it shows
+        plots = page.evaluate("""Array.from(document.querySelectorAll('svg.plot')).map(s => [
+            s.getAttribute('role'), (s.querySelector('title') || {}).textContent || '',
+            (s.querySelector('desc') || {}).textContent || '',
+            s.getAttribute('aria-labelledby').split(' ').every(id => document.getElementById(id))])""")
+        for role, title, desc, labelled in plots:
+            assert role == "img" and len(title) > 10 and len(desc) > 40 and labelled
+        # status is a word, not only a colour
+        statuses = page.evaluate("Array.from(document.querySelectorAll('.status'))"
+                                 ".map(s => s.textContent.trim())")
+        assert all(any(w in s for w in ("passed", "failed", "error", "timed out", "crashed"))
+                   for s in statuses)
+    finally:
+        page.close()
+
+
+def test_correct_report_says_everything_passed(graded, browser):
+    page = open_page(browser, graded / PAGES["correct"], "correct")
+    try:
+        text = page.evaluate("document.body.innerText")
+        assert "Every check passed." in text
+        assert page.evaluate("document.querySelectorAll('details.check').length") == 0
+        assert page.evaluate("document.querySelectorAll('svg.plot').length") == 0
+    finally:
+        page.close()
+
+
+def test_partly_wrong_report_shows_pictures_and_expands(graded, browser):
+    page = open_page(browser, graded / PAGES["partly_wrong"], "partly_wrong")
+    try:
+        assert "What to fix first" in page.evaluate("document.body.innerText")
+        kinds = page.evaluate("Array.from(document.querySelectorAll('svg.plot'))"
+                              ".map(s => s.getAttribute('aria-labelledby'))")
+        # the wrong mse gradient (manual_backward) and the loop that never zeroes gradients
+        # (training_loops): error bars, the descent path, loss curves, gradient ratios
+        for kind in ("-grad-errors-", "-descent-", "-loss-", "-grad-ratio-"):
+            assert any(kind in k for k in kinds), (kind, kinds)
+        # a closed check: click opens it, Enter closes it, Space opens it again
+        selector = "details.check:not([open])"
+        check_id = page.evaluate(f"document.querySelector('{selector}').parentElement.id")
+        details = f"document.getElementById('{check_id}').querySelector('details')"
+        page.click(f"[id='{check_id}'] > details > summary")
+        assert page.evaluate(f"{details}.open") is True
+        assert page.evaluate(f"document.activeElement === {details}.querySelector('summary')")
+        page.press("Enter")
+        assert page.evaluate(f"{details}.open") is False
+        page.press(" ")
+        assert page.evaluate(f"{details}.open") is True
+        # "Expand all": every picture then has a real size on the screen
+        page.click("button[data-details='open']")
+        sizes = page.evaluate("Array.from(document.querySelectorAll('svg.plot')).map(s => {"
+                              " const r = s.getBoundingClientRect(); return [r.width, r.height]; })")
+        assert sizes and all(w >= 200 and h >= 80 for w, h in sizes), sizes
+        assert page.evaluate("document.querySelectorAll('details.check:not([open])').length") == 0
+        shoot(page, "-expanded")
+        page.click("button[data-details='close']")
+        assert page.evaluate("document.querySelectorAll('details.check[open]').length") == 0
+        assert_clean(page)
+    finally:
+        page.close()
+
+
+def test_hostile_content_stays_text(graded, browser):
+    page = open_page(browser, graded / PAGES["hostile"], "hostile")
+    try:
+        assert page.evaluate("typeof window.pwned") == "undefined"
+        page.click("button[data-details='open']")
+        assert page.evaluate("typeof window.pwned") == "undefined"
+        text = page.evaluate("document.body.innerText")
+        assert "<script>window.pwned = 4</script>" in text  # shown, as text
+        assert page.evaluate("document.querySelectorAll('main script, main img, main b').length") == 0
+        assert_clean(page)
+    finally:
+        page.close()
+
+
+def test_index_sorts_filters_and_links(graded, browser):
+    page = open_page(browser, graded / PAGES["index"], "index")
+    try:
+        table = "document.getElementById('student-table')"
+        names = f"Array.from({table}.tBodies[0].rows).filter(r => !r.hidden).map(r => r.cells[0].innerText.trim())"
+        links = page.evaluate(f"Array.from({table}.querySelectorAll('tbody a')).map(a => a.getAttribute('href'))")
+        for student in ("ada_correct", "dan_partly_wrong", "mallory_hostile"):
+            assert f"{student}/report.html" in links
+        score_col = page.evaluate(f"Array.from({table}.tHead.rows[0].cells).findIndex(c => c.innerText.trim() === 'Score')")
+        page.click(f"#student-table thead th:nth-child({score_col + 1})")
+        ascending = page.evaluate(names)
+        assert ascending[0] == "mallory_hostile" and ascending[-1] == "ada_correct", ascending
+        page.press("Enter")  # the heading has the focus: Enter sorts it the other way
+        assert page.evaluate(names) == ascending[::-1]
+        assert page.evaluate(f"{table}.tHead.rows[0].cells[{score_col}].getAttribute('aria-sort')") == "descending"
+        page.click("#student-filter")
+        page.send("Input.insertText", {"text": "dan"})
+        assert page.evaluate(names) == ["dan_partly_wrong"]
+        # the checks tables: one per exercise, a pass rate in words in every row
+        rates = page.evaluate("Array.from(document.querySelectorAll('table.checks td.heat')).map(td => td.innerText)")
+        assert rates and all(r.strip().endswith(("%", "▼")) for r in rates)
+        assert_clean(page)
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("name", ["partly_wrong", "index"])
+def test_phone_width_scrolls_only_downwards(graded, browser, name):
+    page = open_page(browser, graded / PAGES[name], f"{name}-phone", width=375, height=800)
+    try:
+        page.resize(375, 800, mobile=True)
+        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 376, width
+        assert_not_blank(shoot(page))
+    finally:
+        page.close()
+
+
+def test_print_shows_every_section(graded, browser):
+    page = open_page(browser, graded / PAGES["partly_wrong"], "partly_wrong-print")
+    try:
+        closed = ("(() => { const d = document.querySelector('details.check:not([open])');"
+                  " return [d.querySelector('.check-body').checkVisibility(),"
+                  " d.getBoundingClientRect().height]; })()")
+        visible, height = page.evaluate(closed)
+        assert not visible  # on screen a closed check hides its body
+        page.media("print")
+        visible, printed_height = page.evaluate(closed)
+        assert visible and printed_height > height + 50  # on paper it shows
+        assert page.evaluate("getComputedStyle(document.querySelector('pre')).maxHeight") == "none"
+        pdf = page.print_pdf()
+        assert pdf.startswith(b"%PDF") and len(pdf) > 20_000
+        page.media("")
+    finally:
+        page.close()
+
+
+def test_diagnoses_render_from_the_catalogue(tmp_path, browser):
+    """A result carrying diagnoses (what grader/diagnose.py fills in): each is looked up in the
+    fault catalogue and shown with its symptom, cause and fix; an unknown id stays plain."""
+    from grader.faults import catalogue
+
+    fault = next(iter(catalogue().values()))
+    check = CheckResult(
+        id="training_loops.train_epoch_steps_like_the_reference", exercise="training_loops",
+        title="train_epoch steps like the reference", targets=["train_epoch"],
+        visibility="visible", points=0, max_points=4, status="failed",
+        message="train_epoch(...): at step 2, p.grad was 2.00x the gradient of the batch.",
+        call="train_epoch(...)", expected="1x", got="2.00x", hint="zero_grad() first.",
+        diagnoses=[fault.id, "not-in-the-catalogue"],
+        evidence={"loss_curve": [1.0, 0.8, 0.9, 1.4], "reference_loss_curve": [1.0, 0.8, 0.7, 0.6],
+                  "grad_ratio": [1.0, 2.0, 3.0, 4.0]})
+    result = SubmissionResult(student="<i>zoe</i>", grader_version="test", checks=[check],
+                              exercises=[ExerciseResult(exercise="training_loops", score=0,
+                                                        max_score=4)])
+    path = tmp_path / "report.html"
+    path.write_text(render_report(result))
+    page = open_page(browser, path, "diagnoses")
+    try:
+        text = page.evaluate("document.body.innerText")
+        for part in (fault.title, fault.symptom, fault.cause, fault.fix, "not-in-the-catalogue",
+                     "<i>zoe</i>"):
+            assert part in text, part
+        assert page.evaluate("document.querySelectorAll('.diagnosis').length") == 2
+        assert page.evaluate("document.querySelectorAll('svg.plot').length") == 2
+        assert_clean(page)
+    finally:
+        page.close()

@@ -1,0 +1,168 @@
+"""Reports without a browser: pictures from evidence, diagnoses from the catalogue, what to fix
+first, escaping. Fast (no grading); tests/test_browser.py looks at real reports in Chromium."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from grader import plots
+from grader.faults import catalogue
+from grader.models import CheckResult, ExerciseResult, SubmissionResult
+from grader.report import diagnosis_views, render_index, render_report, to_fix_first
+
+# Evidence as the checks record it (see grader/plots.py for the keys).
+EVIDENCE = {
+    "loss_curve": [2.0, 1.5, 1.2, 1.4, 1.9], "reference_loss_curve": [2.0, 1.5, 1.1, 0.9, 0.8],
+    "val_loss_curve": [0.9, 0.7, 0.8], "reference_val_loss_curve": [0.8, 0.6, 0.65],
+    "lr_per_step": [0.1] * 3 + [0.05] * 3, "reference_lr_per_step": [0.1] * 3 + [0.05] * 3,
+    "grad_ratio": [1.0, 2.0, 3.0],
+    "grad_errors": [{"name": "W1", "error": 0.5, "allowed": 1e-10, "ratio": 2.0},
+                    {"name": "b1", "error": 0.0, "allowed": 1e-10}],
+    "loss_surface": {"xx": 4.2, "x": 1.7, "xy": 17.0, "y": 7.0, "yy": 58.0},
+    "reference_descent_path": [[0.5 * k, 0.2 * k] for k in range(1, 11)],
+    "descent_path": [[0.25 * k, 0.1 * k] for k in range(1, 11)],
+    "shapes": [[8, 1, 6, 1], [7, 1, 5]], "expected_shape": [8, 7, 6, 5], "got_shape": [8, 7, 6, 1],
+}
+KINDS = {"loss", "val-loss", "lr", "grad-ratio", "grad-errors", "descent", "broadcast"}
+
+
+def failed(check_id="ex.check", evidence=None, **fields) -> CheckResult:
+    values = dict(id=check_id, exercise="ex", title=f"title of {check_id}", targets=["f"],
+                  visibility="visible", points=0, max_points=2, status="failed",
+                  message="f(x) returned 1; expected 2.", call="f(x)", expected="2", got="1",
+                  evidence=evidence or {})
+    values.update(fields)
+    return CheckResult(**values)
+
+
+def result(*checks: CheckResult, student="s") -> SubmissionResult:
+    exercises = sorted({c.exercise for c in checks})
+    return SubmissionResult(student=student, grader_version="test", checks=list(checks),
+                            exercises=[ExerciseResult(exercise=e, score=0, max_score=2)
+                                       for e in exercises])
+
+
+def test_every_picture_is_small_deterministic_and_described():
+    check = failed(evidence=EVIDENCE)
+    pictures = plots.pictures_for(check)
+    assert {p.kind for p in pictures} == KINDS
+    again = plots.pictures_for(check)
+    assert [p.svg for p in pictures] == [p.svg for p in again]  # byte for byte
+    for p in pictures:
+        assert 1_000 < len(p.svg) < 40_000, (p.kind, len(p.svg))
+        assert p.svg.startswith("<svg class=\"plot\" role=\"img\"")
+        assert "<title" in p.svg and "<desc" in p.svg and len(p.alt) > 40
+        assert "http" not in p.svg and "<script" not in p.svg and "<?xml" not in p.svg
+        assert re.search(r'style="max-width: \d+px"', p.svg)
+
+
+def test_two_figures_on_one_page_share_no_id():
+    ids = []
+    for check_id in ("ex.one", "ex.two"):
+        for p in plots.pictures_for(failed(check_id, evidence=EVIDENCE)):
+            ids += re.findall(r'\sid="([^"]+)"', p.svg)
+            # every reference points at an id of the same figure
+            own = set(re.findall(r'\sid="([^"]+)"', p.svg))
+            assert set(re.findall(r'(?:href="#|url\(#)([^")]+)', p.svg)) <= own
+    assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("junk", [None, "text", 3, [], [None, "a", float("nan")],
+                                  [float("inf")] * 400, {"a": 1}, [[1, 2, 3]], [[None, None]]])
+def test_malformed_evidence_never_breaks_a_report(junk):
+    evidence = {key: junk for key in EVIDENCE}
+    pictures = plots.pictures_for(failed(evidence=evidence))
+    assert all(p.svg.startswith("<svg") for p in pictures)
+    render_report(result(failed(evidence=evidence)))
+
+
+def test_diverging_and_nan_series_are_drawn_and_said():
+    evidence = {"loss_curve": [1.0, 10.0, 1e4, 1e9, float("nan"), float("nan")],
+                "reference_loss_curve": [1.0, 0.5, 0.3, 0.2, 0.15, 0.1],
+                "loss_surface": EVIDENCE["loss_surface"],
+                "reference_descent_path": EVIDENCE["reference_descent_path"],
+                "descent_path": [[-3.0 ** k, 2.0 ** k] for k in range(1, 11)] + [None]}
+    by_kind = {p.kind: p for p in plots.pictures_for(failed(evidence=evidence))}
+    assert "not finite" in by_kind["loss"].alt and "first differ at step 2" in by_kind["loss"].alt
+    assert "leaves the picture" in by_kind["descent"].alt
+
+
+def test_pictures_only_for_wrong_answers():
+    html_failed = render_report(result(failed(evidence=EVIDENCE)))
+    assert html_failed.count('<svg class="plot"') == len(KINDS) - 3  # at most 4 per check
+    for status in ("passed", "error", "timeout", "crashed"):
+        check = failed(evidence=EVIDENCE, status=status)
+        assert '<svg class="plot"' not in render_report(result(check)), status
+
+
+def test_report_escapes_everything_a_submission_controls():
+    evil = "<script>alert(1)</script>"
+    check = failed(message=f"f() raised ValueError: {evil}", output=evil, got=evil, call=evil,
+                   evidence={"grad_errors": [{"name": evil, "error": 1, "allowed": 1e-9}],
+                             "note": evil})
+    html = render_report(result(check, student=evil))
+    assert evil not in html and "&lt;script&gt;" in html
+
+
+def test_fix_first_groups_checks_failing_for_one_reason():
+    missing = [failed(f"b.c{i}", exercise="b", status="error", targets=[f"g{i}"],
+                      message="file not submitted: expected b.py", call=None)
+               for i in range(3)]
+    wrong = [failed("a.values", exercise="a", max_points=3),
+             failed("a.hidden", exercise="a", visibility="hidden", max_points=9,
+                    message="f(y) returned 3; expected 4."),
+             failed("a.again", exercise="a", message="f(x) returned 1; expected 2.")]
+    groups = to_fix_first(wrong + missing)
+    # the missing file (6 points), then the visible wrong values of f (one reason, twice),
+    # then the hidden check although it is worth more
+    assert [[c.id for c in g] for g in groups] == [
+        ["b.c0", "b.c1", "b.c2"], ["a.values", "a.again"], ["a.hidden"]]
+    html = render_report(result(*wrong, *missing))
+    assert "3 checks failing the same way" in html
+
+
+class RevealingCheck(CheckResult):
+    """A check result with the per-check `reveal` setting the bug-hunt work adds."""
+
+    reveal: str = "fix"
+
+
+@pytest.mark.parametrize("reveal,shown", [("symptom", 1), ("cause", 2), ("fix", 3)])
+def test_diagnoses_show_as_much_as_the_check_reveals(reveal, shown):
+    fault = next(iter(catalogue().values()))
+    check = RevealingCheck(**failed(diagnoses=[fault.id]).model_dump(), reveal=reveal)
+    (view,) = diagnosis_views(check)
+    parts = [view.symptom, view.cause, view.fix]
+    assert parts == [fault.symptom, fault.cause, fault.fix][:shown] + [None] * (3 - shown)
+    html = render_report(result(check))
+    assert (fault.fix in html) == (shown == 3) and fault.symptom in html
+
+
+def test_unknown_diagnosis_ids_are_shown_plainly():
+    html = render_report(result(failed(diagnoses=["no-such-fault"])))
+    assert "no-such-fault" in html and "not described" in html
+
+
+def test_index_links_diagnoses_to_example_students():
+    fault = next(iter(catalogue().values()))
+    results = [result(failed(diagnoses=[fault.id]), student=f"st{i}") for i in range(7)]
+    results.append(result(failed(), student="other"))
+    html = render_index(results, ["ex"])
+    assert fault.title in html and 'href="st0/report.html"' in html
+    assert "and 2 more" in html  # five examples named, the rest counted
+    assert math.isclose(float(re.search(r"Mean ([\d.]+)%", html).group(1)), 0.0)
+
+
+def test_a_report_draws_at_most_its_budget_of_pictures_fix_first_first():
+    from grader.report import PICTURES_PER_REPORT
+
+    checks = [failed(f"ex.c{i:02d}", evidence={"grad_ratio": [1.0, 2.0]},
+                     visibility="hidden" if i < 15 else "visible") for i in range(20)]
+    html = render_report(result(*checks))
+    assert html.count('<svg class="plot"') == PICTURES_PER_REPORT
+    # the visible checks (and the ones to fix first among them) are drawn before hidden ones
+    for i in range(15, 20):
+        assert f'aria-labelledby="ex-c{i:02d}-grad-ratio-t' in html
