@@ -330,6 +330,7 @@ def gradescope_bundle(*, out: Path, assignment: Path | None = None,
     """Build a Gradescope autograder zip for the assignment (default: every exercise)."""
     from grader.gradescope import build_bundle
 
+    _full_package_only("gradescope-bundle")
     plan = _plan(assignment, exercises) or from_exercises(known_exercises())
     return build_bundle(Path(out), name=plan.name or "torchgrade",
                         exercises=[(e.name, e.points) for e in plan.exercises])
@@ -378,6 +379,7 @@ def demo(*, out: Path, limits: WorkerLimits | None = None, jobs: int | None = No
          on_start: Callable[[int, int], None] | None = None,
          on_result: Callable[[SubmissionResult], None] | None = None) -> GradeSummary:
     """Assemble the bundled sample class under `out/submissions` and grade it into `out/results`."""
+    _full_package_only("demo")  # the sample class holds solutions
     out = Path(out)
     submissions = out / "submissions"
     if submissions.exists():
@@ -514,10 +516,10 @@ def notebooks(*, out: Path, exercises: list[str] | None = None,
     from grader.notebooks import (exercise_notebook, fill_solutions, solution_path,
                                   visible_targets, write_notebooks)
 
+    _full_package_only("notebooks --solutions" if solutions else "notebooks")  # (release: notebooks/)
     chosen = _chosen_exercises(exercises)
     if not solutions:
         return write_notebooks(Path(out), chosen)
-    _full_package_only("notebooks --solutions")
     targets = visible_targets(chosen)
     paths = []
     for exercise in chosen:

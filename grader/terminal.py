@@ -65,7 +65,7 @@ def summary(result: SubmissionResult, *, pending: Iterable[PendingCheck] = (),
         lines += [line for c in checks for line in _check_lines(c, paint)]
         if later:
             total = sum(p.points for p in later)
-            lines.append(paint(f"  Hidden checks: {len(later)} more ({total:g} points) run when "
+            lines.append(paint(f"  Hidden checks: {len(later)} more ({_points(total)}) run when "
                                "your work is graded:", "bold"))
             lines += [f"  [ HIDDEN  ] {p.title}  ({_points(p.points)})" for p in later]
     lines.append("")
@@ -83,7 +83,7 @@ def total_line(result: SubmissionResult, pending: list[PendingCheck], paint: Pai
     verdict = (paint("Every check passed.", "passed") if ran and not failing
                else paint(f"{failing} of {ran} checks not passed.", "failed") if ran
                else paint("No check ran.", "error"))
-    hidden = (f" Hidden checks, {sum(p.points for p in pending):g} points, run at grading."
+    hidden = (f" Hidden checks, {_points(sum(p.points for p in pending))}, run at grading."
               if pending else "")
     return f"Score: {result.score:g} / {result.max_score:g}. {verdict}{hidden}"
 
