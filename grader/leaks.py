@@ -3,7 +3,7 @@
 `secrets()` lists, from the full package, what must never reach a student:
 
 - **solutions**: the body of every function, method and class of every reference solution
-  (`grader.solutions`, subfolders included), unless the stub has the same code (a bug hunt's
+  (`grader.solutions`, subfolders included), unless a stub has the same code (a bug hunt's
   stub is its solution with faults injected: what they share is no secret);
 - **references**: the bodies of the grader-side reference modules (`grader/checks/*_reference.py`)
   and their distinctive statements (those found in no file a release ships by design);
@@ -178,13 +178,15 @@ def secrets() -> list[Secret]:
     exercises, solutions = exercises_root(), solutions_root()
     public = _public_corpus(exercises, CHECKS_DIR)
     found: list[Secret] = []
+    # Code a stub has ships anyway: a bug hunt's stub is its solution with faults injected, and
+    # one bug hunt's correct function may be another's faulty one. (Whether that hands one bug
+    # hunt's fix to another is for the author of the bug hunts to judge, not this scan.)
+    stub_words = SEP.join(joined(words(without_comments(p.read_text(encoding="utf-8"))))
+                          for p in sorted(exercises.rglob("*.py")))
     for path in sorted(solutions.rglob("*.py")):
         if path.name == "__init__.py" or "__pycache__" in path.parts:
             continue
         rel = path.relative_to(solutions)
-        stub = exercises / rel
-        stub_words = joined(words(without_comments(stub.read_text(encoding="utf-8")))) \
-            if stub.is_file() else ""
         found += _body_secrets("solution", f"solutions/{rel.as_posix()}",
                                path.read_text(encoding="utf-8"), exclude=stub_words)
     for path in sorted(CHECKS_DIR.glob(f"*{SUFFIX}.py")):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -36,7 +37,8 @@ from pathlib import Path
 
 import grader
 from grader.edition import RELEASE_FILE, StudentRelease, student_release
-from grader.registry import CHECKS_DIR, check_files, known_exercises, visibility_of_file
+from grader.registry import (CHECKS_DIR, check_files, exercise_of, known_exercises,
+                             visibility_of_file)
 from grader.replay import RECORDED_DIR, SUFFIX, versions
 from grader.selection import PendingCheck, collect_checks
 
@@ -87,6 +89,8 @@ def build_release(out: Path, *, exercises: list[str] | None = None,
     visible = [f for f in check_files(exercises) if visibility_of_file(f) == "visible"]
     helpers = check_helpers(visible)
     _copy_checks(out / "grader" / "checks", visible, helpers)
+    _placeholder_checks(out / "grader" / "checks", exercises, visible)
+    _prune_probes(out / "grader")
     release.recorded = _record(out / "grader" / "checks" / RECORDED_DIR, exercises,
                                {h for h in helpers if h.endswith(SUFFIX)})
     checks = collect_checks(exercises)
@@ -174,6 +178,44 @@ def _copy_checks(target: Path, visible: list[Path], helpers: set[str]) -> None:
              "from grader.replay import install as _install_recorded  # noqa: E402\n\n"
              "_install_recorded(__name__, __path__)\n")
     (target / "__init__.py").write_text(init, encoding="utf-8")
+
+
+def _placeholder_checks(target: Path, exercises: list[str], visible: list[Path]) -> None:
+    """An empty visible check file for every exercise that has hidden checks only (a bug hunt):
+    the registry knows an exercise by its check files, so without one the release's
+    `torchgrade check` would call it unknown instead of listing its hidden checks."""
+    have = {exercise_of(f) for f in visible}
+    for exercise in exercises:
+        if exercise not in have:
+            (target / f"test_{exercise}.py").write_text(
+                f'"""{exercise} has no visible checks: its hidden checks run when your work '
+                'is graded\n(`torchgrade check` lists them by title)."""\n', encoding="utf-8")
+
+
+def _prune_probes(grader_dir: Path) -> None:
+    """Leave out the probe modules no shipped check needs. A probe runs in the worker, so the
+    visible checks' probes ship (they hold instrumentation, no answers); but a probe only hidden
+    checks call (a bug hunt's harness, say) may hold a fixed copy of the code a student must
+    fix. A shipped check names a probe as `sub.probe("<module>:<function>", ...)` or imports
+    `grader.probes.<module>`; probes may import each other."""
+    probes = {p.stem: p for p in (grader_dir / "probes").glob("*.py") if p.stem != "__init__"}
+
+    def named_in(text: str) -> set[str]:
+        return {name for name in probes if re.search(
+            rf"""["']{name}:|grader\.probes\.{name}\b|from grader\.probes import .*\b{name}\b""",
+            text)}
+
+    needed = set()
+    for path in (grader_dir / "checks").glob("*.py"):
+        needed |= named_in(path.read_text(encoding="utf-8"))
+    todo = list(needed)
+    while todo:
+        for name in named_in(probes[todo.pop()].read_text(encoding="utf-8")) - needed:
+            needed.add(name)
+            todo.append(name)
+    for name, path in probes.items():
+        if name not in needed:
+            path.unlink()
 
 
 def _record(target: Path, exercises: list[str], needed: set[str]) -> dict[str, int]:

@@ -21,7 +21,8 @@ from conftest import EXERCISES, REPO, SOLUTIONS
 from grader.edition import StudentRelease
 from grader.exports import read_json
 from grader.leaks import Secret, joined, scan, secrets, statements, words
-from grader.notebooks import fill_solutions
+from grader.notebooks import fill_solutions, stub_path
+from grader.release import student_catalogue
 from grader.registry import CHECKS_DIR, known_exercises
 from grader.selection import collect_checks
 from mutants import mutants_of
@@ -61,10 +62,11 @@ def test_release_holds_what_a_student_needs(student_release):
                      "grader/cli.py", "grader/jupyter.py", "grader/check_server.py"):
         assert required in files, required
     for exercise in ALL:
-        assert f"exercises/{exercise}.py" in files and f"notebooks/{exercise}.ipynb" in files
-        assert f"grader/checks/test_{exercise}.py" in files
-        assert (student_release / "exercises" / f"{exercise}.py").read_text() == \
-            (EXERCISES / f"{exercise}.py").read_text()
+        stub = stub_path(exercise).relative_to(EXERCISES).as_posix()  # bug hunts: a subfolder
+        assert f"exercises/{stub}" in files and f"notebooks/{exercise}.ipynb" in files
+        assert f"grader/checks/test_{exercise}.py" in files  # empty if all its checks are hidden
+        assert (student_release / "exercises" / stub).read_text() == \
+            stub_path(exercise).read_text()
     # The helper modules the visible checks import, and the recorded reference values.
     assert {"grader/checks/layouts.py", "grader/checks/manual_backward_cases.py",
             "grader/checks/training_loops_cases.py",
@@ -150,33 +152,39 @@ def test_leak_scan_finds_answers_however_they_are_hidden(student_release, all_se
 
 
 def test_no_value_a_hidden_check_uses_is_shipped(student_release, tmp_path):
-    """The recorded values are those of the visible checks' calls: record what the hidden
-    checks call too and compare."""
+    """The recorded values are those of the visible checks' calls only: record what the hidden
+    checks call too; the release must hold strictly less (the hidden checks call the references
+    with inputs of their own), and nothing the visible checks did not call."""
     subprocess.run([sys.executable, "-m", "grader.replay", "--hidden", str(tmp_path), *ALL],
                    check=True, capture_output=True, timeout=1800)
     recorded = student_release / "grader" / "checks" / "recorded"
+    assert sorted(recorded.glob("*.json"))
     for path in sorted(recorded.glob("*.json")):
         shipped = set(json.loads(path.read_text())["calls"])
         everything = set(json.loads((tmp_path / path.name).read_text())["calls"])
-        assert shipped < everything  # the hidden checks call the reference with other inputs
-        visible_only = _visible_keys(path.name)
-        assert shipped == visible_only
+        assert shipped < everything
 
 
-_VISIBLE: dict[str, set[str]] = {}
-
-
-def _visible_keys(name: str) -> set[str]:
-    """What a fresh visible-only recording gives (the release's must be exactly that)."""
-    if not _VISIBLE:
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as tmp:
-            subprocess.run([sys.executable, "-m", "grader.replay", tmp, *ALL], check=True,
-                           capture_output=True, timeout=1800)
-            for path in Path(tmp).glob("*.json"):
-                _VISIBLE[path.name] = set(json.loads(path.read_text())["calls"])
-    return _VISIBLE[name]
+def test_release_fault_catalogue_keeps_only_what_students_may_read():
+    """No bug-hunt injections (they hold the fixed code), no bug-hunt table, no links to hidden
+    checks, no field nobody decided a student may see."""
+    data = {
+        "bughunt": [{"exercise": "bughunt_x", "path": "bughunt/x.py", "seeded": ["a", "b"]}],
+        "fault": [
+            {"id": "a", "title": "A", "symptom": "s", "cause": "c", "fix": "f",
+             "exercises": ["training_loops", "bughunt_x"],
+             "detected_by": ["training_loops.visible_one", "bughunt_x.hidden_one"],
+             "inject": [{"exercise": "bughunt_x", "check": "hidden_one",
+                         "replace": [["optimizer.zero_grad()", ""]]}],
+             "internal_note": "x"},
+            {"id": "b", "title": "B", "symptom": "s", "cause": "c", "fix": "f",
+             "exercises": ["bughunt_x"], "detected_by": ["bughunt_x.hidden_one"]},
+        ],
+        "future_table": {"secret": 1},
+    }
+    assert student_catalogue(data, {"training_loops.visible_one"}) == {"fault": [
+        {"id": "a", "title": "A", "symptom": "s", "cause": "c", "fix": "f",
+         "exercises": ["training_loops"], "detected_by": ["training_loops.visible_one"]}]}
 
 
 # --------------------------------------------------------------------------- checking with it
