@@ -72,7 +72,11 @@ def bash_blocks(text: str) -> list[Block]:
 
 def test_every_bash_block_is_marked_run_or_skip():
     blocks = bash_blocks(README.read_text(encoding="utf-8"))
-    assert [b.line for b in blocks if b.action is None] == []
+    unmarked = [b.line for b in blocks if b.action is None]
+    assert unmarked == [], (
+        f"README.md: the bash blocks at lines {unmarked} have no marker; put "
+        "`<!-- readme-test: run -->` (or `run, exit N (why)` or `skip (why)`) on the line "
+        "before each (see this file's docstring)")
     assert sum(b.action == "run" for b in blocks) >= 5
 
 

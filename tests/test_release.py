@@ -22,7 +22,12 @@ from grader.edition import StudentRelease
 from grader.exports import read_json
 from grader.leaks import Secret, joined, scan, secrets, statements, words
 from grader.notebooks import fill_solutions, stub_path
-from grader.release import student_catalogue
+from grader.release import STUDENT_FAULT_FIELDS, student_catalogue
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 from grader.registry import CHECKS_DIR, known_exercises
 from grader.selection import collect_checks
 from mutants import mutants_of
@@ -79,6 +84,12 @@ def test_release_holds_nothing_grader_only(student_release):
     forbidden = re.compile(r"(^|/)(solutions|samples|tests|mutants|styles|benchmarks)(/|$)"
                            r"|_hidden\.py$|_reference\.py$|\.pyc$")
     assert not [f for f in files if forbidden.search(f)]
+    # Probes only hidden checks call stay out (tracing counts the steps of pairwise_sq_dists
+    # for a hidden check).
+    assert "grader/probes/tracing.py" not in files
+    catalogue = tomllib.loads((student_release / "grader" / "faults.toml").read_text())
+    assert set(catalogue) == {"fault"} and catalogue["fault"]
+    assert all(set(f) <= set(STUDENT_FAULT_FIELDS) for f in catalogue["fault"])
     shipped_checks = {Path(f).name for f in files if f.startswith("grader/checks/")}
     assert not any(name.endswith(("_hidden.py", "_reference.py")) for name in shipped_checks)
 
