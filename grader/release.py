@@ -334,7 +334,7 @@ def _dependencies() -> list[str]:
         requires = metadata.requires("torchgrade") or []
     except metadata.PackageNotFoundError:
         requires = ["torch>=2.2", "numpy>=1.24", "pytest>=8.0", "nbformat>=5.9",
-                    "pydantic>=2.5,<3", "jinja2>=3.1", "tqdm>=4.66",
+                    "pydantic>=2.5,<3", "jinja2>=3.1", "tqdm>=4.66", "matplotlib>=3.7",
                     "tomli>=2.0; python_version < '3.11'"]
     return [r for r in requires if "extra ==" not in r]
 
@@ -411,7 +411,7 @@ python3 -m venv .venv
 This installs the `torchgrade` command with torch (the CPU build, the version in
 `constraints.txt`). For the notebooks you also need Jupyter: `.venv/bin/pip install jupyterlab`.
 Without installing anything here, `python -m grader ...` run from this folder works the same
-as `torchgrade ...` when torch, numpy, pytest, nbformat, pydantic and jinja2 are installed.
+as `torchgrade ...` when the dependencies listed in `pyproject.toml` are installed.
 
 ## Check your work
 
