@@ -68,13 +68,16 @@ def test_notebook_is_the_stub_with_its_docstrings_as_markdown(exercise, targets)
                    and c.metadata["torchgrade"].get("name") == part.name)
         # Contract and worked example come from the docstring, not retyped: the first line
         # (markdown-escaped) and every `>>>` line verbatim in a code block.
+        if not part.doc:  # a bug hunt's helper may have none: the heading alone
+            assert doc.source.strip().startswith("## `")
+            continue
         assert part.doc.splitlines()[0] in plain(doc.source)
         for line in part.doc.splitlines():
             if line.strip().startswith(">>>"):
                 assert line.strip() in doc.source and "```python" in doc.source
         stub_cell = next(c for c in nb.cells if role(c) == "stub"
                          and c.metadata["torchgrade"]["name"] == part.name)
-        assert '"""' not in stub_cell.source.split("\n", 2)[1]  # the docstring is above
+        assert '"""' not in "".join(stub_cell.source.split("\n")[1:2])  # it is above
     # A check cell after every function with visible checks, and one for the whole exercise.
     checks = [c for c in nb.cells if role(c) == "check"]
     named = {c.metadata["torchgrade"].get("name") for c in checks}
