@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import grader
-from grader import commands
+from grader import commands, terminal
 from grader.models import SubmissionResult
 from grader.progress import Progress
 from grader.report import STATUS_LABEL
@@ -46,10 +46,16 @@ def build_parser() -> Parser:
                         "on the faults of their own copy")
     _common(p)
 
-    p = sub.add_parser("check", help="grade one submission (a file or a folder) and print why")
+    p = sub.add_parser("check", help="check your work (a .py, .ipynb, folder or .zip): the "
+                       "visible checks, with why each one failed")
     p.add_argument("path", type=Path, metavar="PATH")
     p.add_argument("--out", type=Path, default=Path("torchgrade-check"), metavar="OUT",
                    help="where to write the report (default: ./torchgrade-check)")
+    p.add_argument("--hidden", action="store_true",
+                   help="run the hidden checks too (full package only; for self-learners)")
+    p.add_argument("--only", metavar="NAME,NAME", type=_names,
+                   help="only the checks of these functions or classes")
+    _color(p)
     _common(p)
 
     p = sub.add_parser("demo", help="grade the bundled sample class and say where the index is")
@@ -66,6 +72,27 @@ def build_parser() -> Parser:
                    help="same roster and seed: same files")
     p.add_argument("--out", type=Path, required=True, metavar="DIR",
                    help="DIR/<student>/bughunt/*.py and DIR/manifest.json")
+    p = sub.add_parser("release", help="build the student release: stubs, notebooks, visible "
+                       "checks and the grader to run them, nothing that gives answers away")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR")
+    p.add_argument("--exercises", metavar="A,B", type=_names,
+                   help="exercise modules to release (default: all)")
+    p.add_argument("--force", action="store_true", help="replace DIR if it is not empty")
+
+    p = sub.add_parser("notebooks", help="write one student notebook per exercise module")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR")
+    p.add_argument("--exercises", metavar="A,B", type=_names,
+                   help="exercise modules (default: all)")
+    p.add_argument("--solutions", action="store_true",
+                   help="answer keys: the reference solutions in the stub cells (instructors)")
+
+    p = sub.add_parser("solution", help="show the reference solution of an exercise you have "
+                       "tried (self-learners with the full package)")
+    p.add_argument("exercise", metavar="EXERCISE")
+    p.add_argument("--attempts", type=Path, default=Path("torchgrade-check"), metavar="DIR",
+                   help="where your `torchgrade check` results are (default: ./torchgrade-check)")
+    p.add_argument("--i-have-tried", action="store_true",
+                   help="show it without a graded attempt")
 
     p = sub.add_parser("gradescope-bundle", help="build a Gradescope autograder zip")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="where the zip goes")
@@ -93,6 +120,11 @@ def _positive_int(text: str) -> int:
 
 def _names(text: str) -> list[str]:
     return [x for x in text.split(",") if x]
+
+
+def _color(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="colour the summary (default: auto, when printing to a terminal)")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -153,11 +185,11 @@ def main(argv: list[str] | None = None) -> int:
             print(_summary_line(summary))
             return 1 if summary.failures else 0
         if args.command == "check":
-            result, report = commands.check(args.path, out=args.out, exercises=args.exercises,
-                                            limits=_limits(args))
-            _print_checks(result)
-            print(f"\nScore: {result.score:g} / {result.max_score:g}. Report: {report}")
-            return 0 if result.all_passed else 1
+            work = commands.check_work(args.path, out=args.out, exercises=args.exercises,
+                                       hidden=args.hidden, only=args.only, limits=_limits(args))
+            print(terminal.summary(work.result, pending=work.pending, report=str(work.report),
+                                   color=terminal.use_color(args.color)))
+            return 0 if work.result.all_passed else 1
         if args.command == "demo":
             print(f"Grading the sample class in {args.out} ...", flush=True)
             summary = commands.demo(out=args.out, jobs=args.jobs, on_start=progress.start,
@@ -169,6 +201,19 @@ def main(argv: list[str] | None = None) -> int:
             manifest = commands.variants(roster=args.roster, seed=args.seed, out=args.out)
             print(f"Bug-hunt copies for each student in {args.out}; keep the key (do not hand it "
                   f"out): {manifest}")
+            return 0
+        if args.command == "release":
+            built = commands.release(out=args.out, exercises=args.exercises, force=args.force)
+            print(release_summary(built))
+            return 0
+        if args.command == "notebooks":
+            paths = commands.notebooks(out=args.out, exercises=args.exercises,
+                                       solutions=args.solutions)
+            print("\n".join(str(p) for p in paths))
+            return 0
+        if args.command == "solution":
+            print(commands.solution(args.exercise, attempts=args.attempts,
+                                    i_have_tried=args.i_have_tried), end="")
             return 0
         if args.command == "gradescope-bundle":
             path = commands.gradescope_bundle(out=args.out, assignment=args.assignment,
@@ -194,6 +239,20 @@ def main(argv: list[str] | None = None) -> int:
               "finish", file=sys.stderr)
         return 130
     return 2
+
+
+def release_summary(built) -> str:
+    recorded = ", ".join(f"{n} ({k} calls)" for n, k in built.recorded.items()) or "none needed"
+    lines = [f"Student release of {', '.join(built.exercises)} in {built.out}: "
+             f"{len(built.files)} files.",
+             f"  notebooks: {built.out / 'notebooks'}; stubs: {built.out / 'exercises'}",
+             f"  reference values recorded for the visible checks: {recorded}",
+             f"  hidden checks listed by title only: {built.hidden}",
+             f"  leak scan: {built.secrets} secrets (solution code, reference code, hidden "
+             "checks) looked for in every file: none found"]
+    lines += [f"  shipped on purpose: {a}" for a in built.allowed]
+    lines.append(f"Students: pip install {built.out}  (see {built.out / 'README.md'})")
+    return "\n".join(lines)
 
 
 def _summary_line(summary: commands.GradeSummary) -> str:

@@ -6,9 +6,11 @@ with a *submission* never raise: they end up in that submission's results.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import shutil
+import threading
 import time
 import zipfile
 from collections.abc import Callable
@@ -35,6 +37,7 @@ from grader.worker.limits import WorkerLimits
 if TYPE_CHECKING:
     from grader.bughunt import VariantManifest
     from grader.pool import GradeTask
+    from grader.selection import CheckSelection
 
 # Nothing here imports torch at module level: the parent of a bulk run only dispatches, and
 # torch's import (~1.5 s of CPU) is paid by the grading processes' fork server instead.
@@ -252,13 +255,14 @@ def _load(path: Path, student: str, exercises: list[str]) -> Submission:
 
 
 def grade_one(submission: Submission, *, exercises: list[str], limits: WorkerLimits | None,
-              zygote) -> SubmissionResult:
+              zygote, select: CheckSelection | None = None) -> SubmissionResult:
     """Run the checks in a fresh pytest session; if the grader itself fails, the result says
-    so instead of vanishing."""
+    so instead of vanishing. `select` runs only some checks (see `grader.selection`)."""
     from grader.runner import run_checks
 
     try:
-        return run_checks(submission, exercises=exercises, limits=limits, zygote=zygote)
+        return run_checks(submission, exercises=exercises, limits=limits, zygote=zygote,
+                          select=select)
     except Exception as exc:  # noqa: BLE001
         log.exception("torchgrade: grading %s failed", submission.student)
         return SubmissionResult(
@@ -295,6 +299,15 @@ def _sandbox():
 def check(path: Path, *, out: Path, exercises: list[str] | None = None,
           limits: WorkerLimits | None = None) -> tuple[SubmissionResult, Path]:
     """Grade one submission (a file or a folder); returns its result and report path."""
+    submission, chosen = _one_submission(path, exercises)
+    with _sandbox() as zygote:
+        warn_isolation(zygote)
+        result = grade_one(submission, exercises=chosen, limits=limits, zygote=zygote)
+    return result, write_outputs(result, Path(out))
+
+
+def _one_submission(path: Path, exercises: list[str] | None) -> tuple[Submission, list[str]]:
+    """The submission at `path` and the exercises to grade in it: `exercises`, or those found."""
     path = Path(path)
     if not path.exists():
         raise UsageError(f"{path}: no such file or folder")
@@ -306,10 +319,7 @@ def check(path: Path, *, out: Path, exercises: list[str] | None = None,
             names = ", ".join(f"{e}.py" for e in known_exercises())
             raise UsageError(f"no exercise file found in {path} (expected one of {names}, "
                              "or the same names as .ipynb)")
-    with _sandbox() as zygote:
-        warn_isolation(zygote)
-        result = grade_one(submission, exercises=chosen, limits=limits, zygote=zygote)
-    return result, write_outputs(result, Path(out))
+    return submission, chosen
 
 
 def warn_isolation(zygote) -> None:
@@ -330,6 +340,7 @@ def gradescope_bundle(*, out: Path, assignment: Path | None = None,
     """Build a Gradescope autograder zip for the assignment (default: every exercise)."""
     from grader.gradescope import build_bundle
 
+    _full_package_only("gradescope-bundle")
     plan = _plan(assignment, exercises) or from_exercises(known_exercises())
     return build_bundle(Path(out), name=plan.name or "torchgrade",
                         exercises=[(e.name, e.points) for e in plan.exercises])
@@ -378,6 +389,7 @@ def demo(*, out: Path, limits: WorkerLimits | None = None, jobs: int | None = No
          on_start: Callable[[int, int], None] | None = None,
          on_result: Callable[[SubmissionResult], None] | None = None) -> GradeSummary:
     """Assemble the bundled sample class under `out/submissions` and grade it into `out/results`."""
+    _full_package_only("demo")  # the sample class holds solutions
     out = Path(out)
     submissions = out / "submissions"
     if submissions.exists():
@@ -511,3 +523,141 @@ def apply_variants(submission: Submission, manifest: "VariantManifest") -> Submi
         if exercise in draws:
             submission.modules[exercise].faults = list(draws[exercise])
     return submission
+
+
+# --------------------------------------------------------------------------- a student's own check
+
+
+@dataclass
+class CheckedWork:
+    """What `torchgrade check` shows: the result of the checks that ran, the report, and the
+    hidden checks that run at grading (title, points and targets only)."""
+
+    result: SubmissionResult
+    report: Path
+    pending: list = field(default_factory=list)
+
+
+def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
+               hidden: bool = False, only: list[str] | None = None,
+               limits: WorkerLimits | None = None, zygote=None) -> CheckedWork:
+    """A student's (or self-learner's) local check: the visible checks of the exercises found
+    in `path` (with `only`: the checks about those functions/classes), and, with `hidden` (the
+    full package only), the hidden checks too. Hidden checks left out are listed as pending.
+    `zygote`: a running worker parent to use (a notebook's check server keeps one warm)."""
+    from grader.edition import hidden_in_release, student_release
+    from grader.selection import CheckSelection
+
+    release = student_release()
+    if hidden and release is not None:
+        raise UsageError("the hidden checks are not part of the student release: they run when "
+                         "your work is graded")
+    submission, chosen = _one_submission(path, exercises)
+    select = CheckSelection(hidden=hidden, targets=only)
+    if zygote is not None:
+        result = grade_one(submission, exercises=chosen, limits=limits, zygote=zygote,
+                           select=select)
+    else:
+        # The grader's own `import torch` (in grader.runner) overlaps the zygote's start-up.
+        warm = threading.Thread(target=importlib.import_module, args=("grader.runner",),
+                                daemon=True)
+        warm.start()
+        with _sandbox() as own:
+            if release is None:  # on a student's own machine the warning is only noise
+                warn_isolation(own)
+            warm.join()
+            result = grade_one(submission, exercises=chosen, limits=limits, zygote=own,
+                               select=select)
+    if only and select.selected == 0:
+        graded = ", ".join(chosen)
+        raise UsageError(f"no visible check of {graded} is about {', '.join(only)} (give the "
+                         "name of a function or class of the exercise)")
+    report = write_outputs(result, Path(out))
+    pending = select.pending + hidden_in_release(chosen, set(only) if only else None)
+    return CheckedWork(result=result, report=report, pending=pending)
+
+
+# --------------------------------------------------------------------------- release, notebooks
+
+
+def release(*, out: Path, exercises: list[str] | None = None, force: bool = False):
+    """Build the student release into `out` (see `grader.release`); a leak is an error."""
+    from grader.release import ReleaseError, build_release
+
+    _full_package_only("release")
+    try:
+        return build_release(Path(out), exercises=_chosen_exercises(exercises), force=force)
+    except ReleaseError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def notebooks(*, out: Path, exercises: list[str] | None = None,
+              solutions: bool = False) -> list[Path]:
+    """Write one student notebook per exercise into `out`; with `solutions`, answer keys (the
+    same notebooks with the reference solutions in the stub cells), for instructors."""
+    from grader.notebooks import (exercise_notebook, fill_solutions, solution_path,
+                                  visible_targets, write_notebooks)
+
+    _full_package_only("notebooks --solutions" if solutions else "notebooks")  # (release: notebooks/)
+    chosen = _chosen_exercises(exercises)
+    if not solutions:
+        return write_notebooks(Path(out), chosen)
+    targets = visible_targets(chosen)
+    paths = []
+    for exercise in chosen:
+        source = solution_path(exercise)
+        if source is None:
+            raise UsageError(f"no reference solution for {exercise}")
+        nb = fill_solutions(exercise_notebook(exercise, checks=targets[exercise]),
+                            source.read_text(encoding="utf-8"))
+        path = Path(out) / f"{exercise}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def _full_package_only(what: str) -> None:
+    from grader.edition import student_release
+
+    if student_release() is not None:
+        raise UsageError(f"`torchgrade {what}` is not part of the student release")
+
+
+# --------------------------------------------------------------------------- solutions
+
+
+def solution(exercise: str, *, attempts: Path = Path("torchgrade-check"),
+             i_have_tried: bool = False) -> str:
+    """The reference solution of `exercise`, for a self-learner who has tried it: refused
+    unless `attempts` (where `torchgrade check` writes) holds a graded attempt at it, one in
+    which some check got further than "not implemented yet", or `i_have_tried`."""
+    from grader.notebooks import solution_path
+
+    _full_package_only("solution")
+    exercise = _chosen_exercises([exercise])[0]
+    path = solution_path(exercise)
+    if path is None:
+        raise UsageError(f"there is no reference solution of {exercise}")
+    if not i_have_tried and not tried(exercise, Path(attempts)):
+        raise UsageError(f"try {exercise} first: fill in its stub and run `torchgrade check "
+                         f"{exercise}.py` (its results in {attempts} unlock the solution), or "
+                         "say --i-have-tried")
+    return path.read_text(encoding="utf-8")
+
+
+def tried(exercise: str, attempts: Path) -> bool:
+    """Whether `attempts` holds a result in which some check of `exercise` ran real code."""
+    from grader.exports import read_json
+
+    for path in sorted(Path(attempts).glob("*/results.json")):
+        try:
+            result = read_json(path)
+        except (OSError, ValueError):
+            continue
+        for c in result.checks:
+            if c.exercise == exercise and (c.status == "passed" or not any(
+                    words in c.message for words in ("not implemented yet", "file not submitted",
+                                                     "defines no "))):
+                return True
+    return False

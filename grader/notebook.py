@@ -6,6 +6,7 @@ so that a scratch cell that raises after the definitions does not erase them.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 
@@ -83,6 +84,11 @@ def notebook_chunks(text: str, display_name: str) -> tuple[list[SourceChunk], li
     cells, notes = read_cells(text)
     chunks = []
     for number, source in cells:
+        if is_check_cell(source):
+            if _defines_something(source):
+                notes.append(f"cell {number} asks the grader to check your work, so it is not "
+                             "graded: the code in it was ignored (move it to a cell of its own)")
+            continue
         code, note = strip_ipython(source)
         if note:
             notes.append(f"cell {number}: {note}")
@@ -96,4 +102,27 @@ def notebook_chunks(text: str, display_name: str) -> tuple[list[SourceChunk], li
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0][:300] if text else type(exc).__name__
+
+
+# "Check your work" cells of generated notebooks (grader/notebooks.py) import grader.jupyter;
+# they ask the grader to check the notebook and are no part of the work: never graded.
+_CHECK_IMPORT = re.compile(
+    r"^[ \t]*(from[ \t]+grader\.jupyter[ \t]+import|import[ \t]+grader\.jupyter)", re.MULTILINE)
+
+
+def is_check_cell(source: str) -> bool:
+    """Whether a cell is a "check your work" cell (it imports grader.jupyter)."""
+    return bool(_CHECK_IMPORT.search(source))
+
+
+def _defines_something(source: str) -> bool:
+    """Whether a check cell holds more than imports and calls (code a student put there)."""
+    code, _ = strip_ipython(source)
+    try:
+        tree = ast.parse(code or "")
+    except SyntaxError:
+        return True
+    return any(not isinstance(node, (ast.Import, ast.ImportFrom, ast.Expr)) or
+               (isinstance(node, ast.Expr) and not isinstance(node.value, ast.Call))
+               for node in tree.body)
 

@@ -6,6 +6,7 @@ import contextlib
 import io
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import torch
@@ -19,6 +20,9 @@ from grader.registry import CHECKS_DIR, check_files
 from grader.student import StudentModule
 from grader.worker.client import Zygote
 from grader.worker.limits import WorkerLimits
+
+if TYPE_CHECKING:
+    from grader.selection import CheckSelection
 
 
 # pytest as a check runner: only the plugins grading needs. Each one left out saves work on
@@ -38,11 +42,13 @@ MAX_NOTES = 20  # a notebook of 10,000 failing cells still gets a readable repor
 
 def run_checks(submission: Submission, *, exercises: list[str],
                limits: WorkerLimits | None = None, zygote: Zygote | None = None,
-               checks_dir: Path = CHECKS_DIR) -> SubmissionResult:
+               checks_dir: Path = CHECKS_DIR, select: CheckSelection | None = None
+               ) -> SubmissionResult:
     """Run the checks of `exercises` against `submission` and return its result.
 
     Student code runs only in workers forked by `zygote` (one is started when none is given).
-    Never raises for anything the submission does.
+    Never raises for anything the submission does. `select` (a `grader.selection.CheckSelection`)
+    runs only some of the checks and records the hidden ones it left out; default: all.
     """
     # References are computed single-threaded, like the workers, so that seeded runs agree.
     torch.set_num_threads(1)
@@ -53,7 +59,7 @@ def run_checks(submission: Submission, *, exercises: list[str],
                                       "--rootdir", str(checks_dir), *PYTEST_OPTIONS]
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            pytest.main(args, plugins=[session, collector])
+            pytest.main(args, plugins=[session, collector] + ([select] if select else []))
     finally:
         isolation = session.isolation
         session.close()

@@ -49,3 +49,39 @@ def statuses(result: SubmissionResult) -> dict[str, str]:
 
 def not_passed(result: SubmissionResult) -> set[str]:
     return {c.id for c in result.checks if c.status != "passed"}
+
+
+# --------------------------------------------------------------------------- the student release
+
+
+@pytest.fixture(scope="session")
+def student_release(tmp_path_factory) -> Path:
+    """`torchgrade release` of every exercise, built once per test session."""
+    import subprocess
+    import sys
+
+    out = tmp_path_factory.mktemp("student") / "release"
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", "release", "--out", str(out)],
+                          capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
+@pytest.fixture(scope="session")
+def installed_release(student_release, tmp_path_factory) -> dict[str, str]:
+    """The release installed as a student would (`pip install RELEASE`, its dependencies being
+    those of this environment), into a folder of its own; returns the environment variables
+    that make Python import it instead of the development package."""
+    import os
+    import subprocess
+    import sys
+
+    import shutil
+
+    site = tmp_path_factory.mktemp("student-site")
+    copy = tmp_path_factory.mktemp("student-copy") / "release"  # pip builds in the folder
+    shutil.copytree(student_release, copy)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
+                    str(site), str(copy)], check=True, capture_output=True, timeout=600)
+    return {**os.environ, "PYTHONPATH": str(site), "PATH": f"{site / 'bin'}{os.pathsep}"
+            f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}

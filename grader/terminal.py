@@ -1,0 +1,126 @@
+"""The terminal summary of `torchgrade check`: one line per check, why it failed, what runs later.
+
+Plain ANSI codes, only when asked for or when stdout is a terminal (and `NO_COLOR` is unset):
+eight codes do not justify a dependency students must install, and a status word in brackets
+(`[ FAILED  ]`) says the same without colour, for screen readers, logs and pipes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from typing import Literal, TextIO
+
+from grader.models import CheckResult, SubmissionResult
+from grader.report import STATUS_LABEL
+from grader.selection import PendingCheck
+
+ColorMode = Literal["auto", "always", "never"]
+MAX_MESSAGE_LINES = 14  # the rest is in the HTML report
+INDENT = " " * 14
+NOT_IMPLEMENTED = "not implemented yet"
+
+_CODES = {"passed": "32", "failed": "31", "error": "33", "timeout": "33", "crashed": "35",
+          "bold": "1", "dim": "2", "heading": "1;36"}
+
+
+def use_color(mode: ColorMode, stream: TextIO | None = None) -> bool:
+    """Whether to colour: `always`, `never`, or (`auto`) when the stream is a terminal and the
+    user did not set NO_COLOR (https://no-color.org) or TERM=dumb."""
+    if mode != "auto":
+        return mode == "always"
+    stream = stream or sys.stdout
+    return (hasattr(stream, "isatty") and stream.isatty() and "NO_COLOR" not in os.environ
+            and os.environ.get("TERM") != "dumb")
+
+
+class Painter:
+    def __init__(self, color: bool):
+        self.color = color
+
+    def __call__(self, text: str, style: str) -> str:
+        return f"\033[{_CODES[style]}m{text}\033[0m" if self.color else text
+
+
+def summary(result: SubmissionResult, *, pending: Iterable[PendingCheck] = (),
+            report: str | None = None, color: bool = False) -> str:
+    """The whole summary: per exercise its score and each check, then the hidden checks that
+    run at grading (by title only), then the total and where the report is."""
+    paint = Painter(color)
+    pending = list(pending)
+    lines: list[str] = []
+    for note in result.notes:
+        lines.append(f"note: {note}")
+    for part in result.exercises:
+        checks = [c for c in result.checks if c.exercise == part.exercise]
+        later = [p for p in pending if p.exercise == part.exercise]
+        where = f"  ({part.path})" if part.path else ""
+        passed = sum(c.status == "passed" for c in checks)
+        lines.append("")
+        lines.append(paint(f"{part.exercise}: {part.score:g} / {part.max_score:g} points, "
+                           f"{passed} of {len(checks)} checks passed", "heading") + where)
+        for note in part.notes:
+            lines.append(f"  note: {note}")
+        lines += [line for c in checks for line in _check_lines(c, paint)]
+        if later:
+            total = sum(p.points for p in later)
+            lines.append(paint(f"  Hidden checks: {len(later)} more ({_points(total)}) run when "
+                               "your work is graded:", "bold"))
+            lines += [f"  [ HIDDEN  ] {p.title}  ({_points(p.points)})" for p in later]
+    lines.append("")
+    lines.append(total_line(result, pending, paint) + (f" Report: {report}" if report else ""))
+    return "\n".join(lines)
+
+
+def _points(n: float) -> str:
+    return f"{n:g} point" + ("" if n == 1 else "s")
+
+
+def total_line(result: SubmissionResult, pending: list[PendingCheck], paint: Painter) -> str:
+    ran = len(result.checks)
+    failing = sum(c.status != "passed" for c in result.checks)
+    verdict = (paint("Every check passed.", "passed") if ran and not failing
+               else paint(f"{failing} of {ran} checks not passed.", "failed") if ran
+               else paint("No check ran.", "error"))
+    hidden = (f" Hidden checks, {_points(sum(p.points for p in pending))}, run at grading."
+              if pending else "")
+    return f"Score: {result.score:g} / {result.max_score:g}. {verdict}{hidden}"
+
+
+def _check_lines(c: CheckResult, paint: Painter) -> list[str]:
+    label = f"[{STATUS_LABEL[c.status].upper():^9}]"
+    head = f"  {paint(label, c.status)} {c.title}  ({c.points:g}/{c.max_points:g})"
+    if c.status == "passed":
+        return [head]
+    if NOT_IMPLEMENTED in c.message and len(c.message) < 200:
+        return [f"{head}  {paint(NOT_IMPLEMENTED, 'dim')}"]
+    body = c.message.rstrip().splitlines() or ["(no message)"]
+    if c.hint and c.hint not in c.message:
+        body.append(f"Hint: {c.hint}")
+    if len(body) > MAX_MESSAGE_LINES:
+        body = body[:MAX_MESSAGE_LINES] + [f"... ({len(body) - MAX_MESSAGE_LINES} more lines "
+                                           "in the report)"]
+    lines = [head]
+    for line in body:
+        style = "dim" if line.startswith("Hint:") else None
+        lines.append(INDENT + (paint(line, style) if style else line))
+    for title in _diagnosis_titles(c):
+        lines.append(INDENT + paint(f"Likely cause: {title} (see the report)", "bold"))
+    if c.output.strip():
+        shown = c.output.strip().splitlines()
+        lines.append(INDENT + paint(f"your code printed {len(shown)} line(s); see the report",
+                                    "dim"))
+    return lines
+
+
+def _diagnosis_titles(c: CheckResult) -> list[str]:
+    if not c.diagnoses:
+        return []
+    try:
+        from grader.faults import catalogue
+
+        known = catalogue()
+    except Exception:  # noqa: BLE001 - a summary line is not worth failing a check run over
+        known = {}
+    return [known[d].title if d in known else d for d in c.diagnoses]

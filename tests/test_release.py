@@ -1,0 +1,278 @@
+"""The student release: what it holds, what it must not hold, and that its checks work.
+
+`student_release` and `installed_release` (conftest.py) build the release once per session with
+`torchgrade release` and install it with pip into a folder of its own.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import EXERCISES, REPO, SOLUTIONS
+from grader.edition import StudentRelease
+from grader.exports import read_json
+from grader.leaks import Secret, joined, scan, secrets, statements, words
+from grader.notebooks import fill_solutions, stub_path
+from grader.release import STUDENT_FAULT_FIELDS, student_catalogue
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+from grader.registry import CHECKS_DIR, known_exercises
+from grader.selection import collect_checks
+from mutants import mutants_of
+
+ALL = known_exercises()
+STYLES = REPO / "tests" / "styles"
+
+
+@pytest.fixture(scope="module")
+def all_secrets() -> list[Secret]:
+    return secrets()
+
+
+@pytest.fixture(scope="module")
+def checks():
+    return collect_checks(ALL)
+
+
+def files_of(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()
+            and "__pycache__" not in p.parts}
+
+
+def torchgrade(env, *args, cwd, timeout=900):
+    return subprocess.run([sys.executable, "-m", "grader", *map(str, args)], env=env, cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# --------------------------------------------------------------------------- contents
+
+
+def test_release_holds_what_a_student_needs(student_release):
+    files = files_of(student_release)
+    for required in ("README.md", "pyproject.toml", "constraints.txt",
+                     "grader/checks/pytest.ini", "grader/student_release.json",
+                     "grader/templates/report.html.j2", "grader/worker/zygote.py",
+                     "grader/cli.py", "grader/jupyter.py", "grader/check_server.py"):
+        assert required in files, required
+    for exercise in ALL:
+        stub = stub_path(exercise).relative_to(EXERCISES).as_posix()  # bug hunts: a subfolder
+        assert f"exercises/{stub}" in files and f"notebooks/{exercise}.ipynb" in files
+        assert f"grader/checks/test_{exercise}.py" in files  # empty if all its checks are hidden
+        assert (student_release / "exercises" / stub).read_text() == \
+            stub_path(exercise).read_text()
+    # The helper modules the visible checks import, and the recorded reference values.
+    assert {"grader/checks/layouts.py", "grader/checks/manual_backward_cases.py",
+            "grader/checks/training_loops_cases.py",
+            "grader/checks/recorded/training_loops_reference.json",
+            "grader/checks/recorded/parameters_reference.json"} <= files
+
+
+def test_release_holds_nothing_grader_only(student_release):
+    files = files_of(student_release)
+    forbidden = re.compile(r"(^|/)(solutions|samples|tests|mutants|styles|benchmarks)(/|$)"
+                           r"|_hidden\.py$|_reference\.py$|\.pyc$")
+    assert not [f for f in files if forbidden.search(f)]
+    # Probes only hidden checks call stay out (tracing counts the steps of pairwise_sq_dists
+    # for a hidden check).
+    assert "grader/probes/tracing.py" not in files
+    catalogue = tomllib.loads((student_release / "grader" / "faults.toml").read_text())
+    assert set(catalogue) == {"fault"} and catalogue["fault"]
+    assert all(set(f) <= set(STUDENT_FAULT_FIELDS) for f in catalogue["fault"])
+    shipped_checks = {Path(f).name for f in files if f.startswith("grader/checks/")}
+    assert not any(name.endswith(("_hidden.py", "_reference.py")) for name in shipped_checks)
+
+
+def test_release_describes_hidden_checks_by_title_only(student_release, checks):
+    info = StudentRelease.model_validate_json(
+        (student_release / "grader" / "student_release.json").read_text())
+    hidden = [c for c in checks if c.info.visibility == "hidden"]
+    assert [(h.exercise, h.title, h.points) for h in info.hidden] == \
+        [(c.exercise, c.info.title, c.info.points) for c in hidden]
+    text = (student_release / "grader" / "student_release.json").read_text()
+    assert not any(c.name in text or c.id in text for c in hidden)
+
+
+# --------------------------------------------------------------------------- the leak scan
+
+
+def test_leak_scan_of_the_release_and_its_wheel_finds_nothing(student_release, all_secrets,
+                                                              tmp_path):
+    shutil.copytree(student_release, tmp_path / "release")
+    shutil.copytree(student_release, tmp_path / "build-copy")  # pip builds in the folder
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
+                    str(tmp_path / "dist"), str(tmp_path / "build-copy")], check=True,
+                   capture_output=True, timeout=600)
+    wheel = next((tmp_path / "dist").glob("torchgrade_student-*.whl"))
+    shutil.copy(wheel, tmp_path / "release" / wheel.name)
+    assert len(all_secrets) > 300
+    leaks, unreadable = scan(tmp_path / "release", all_secrets)
+    assert unreadable == []
+    assert [str(leak) for leak in leaks if not leak.allowed] == []
+    # The one shipped on purpose (a probe seeds the generators set_seed seeds), in the folder
+    # and in the wheel.
+    assert {leak.path for leak in leaks} == {"grader/probes/training_loops.py",
+                                             f"{wheel.name}!grader/probes/training_loops.py"}
+
+
+def test_leak_scan_finds_answers_however_they_are_hidden(student_release, all_secrets,
+                                                         tmp_path):
+    """Plant answers in a copy of the release: each must be found."""
+    root = tmp_path / "release"
+    shutil.copytree(student_release, root)
+    solution = (SOLUTIONS / "strides_broadcasting.py").read_text()
+    # 1. A solution function reformatted (other indentation, comments, quotes) in a notebook
+    #    cell, in a zip inside a wheel.
+    body = solution[solution.index("def is_c_contiguous"):solution.index("def transpose_view")]
+    reformatted = body.replace("    ", "  ").replace("return True", "return True  # done")
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w") as z:
+        z.writestr("nb/answers.ipynb", json.dumps({"cells": [{"cell_type": "code",
+                                                              "source": reformatted.splitlines(True)}]}))
+    with zipfile.ZipFile(root / "extra-0.1-py3-none-any.whl", "w") as z:
+        z.writestr("extra/bundle.zip", inner.getvalue())
+    # 2. A hidden check's name in a data file, 3. a reference implementation's line in a
+    #    markdown file, 4. a hidden check's input in a Python comment-free line.
+    hidden = next(c for c in collect_checks(["parameters"]) if c.info.visibility == "hidden")
+    (root / "grader" / "extra.json").write_text(json.dumps({"check": hidden.name}))
+    reference = (CHECKS_DIR / "training_loops_reference.py").read_text()
+    line = next(l for l in reference.splitlines() if "model, optimizer, loss_fn = _objects" in l)
+    (root / "NOTES.md").write_text(f"Tip:\n\n    {line.strip()}\n")
+    hidden_source = (CHECKS_DIR / "test_strides_broadcasting_hidden.py").read_text()
+    hidden_words = {s.words for s in all_secrets if s.kind == "hidden check"}
+    statement = next(t for t in statements(hidden_source)
+                     if "\n" not in t and joined(words(t)) in hidden_words)
+    (root / "exercises" / "more.py").write_text(f"def f():\n    {statement}  # looks harmless\n")
+    leaks, _ = scan(root, all_secrets)
+    found = {(leak.path, leak.secret.kind) for leak in leaks if not leak.allowed}
+    assert ("extra-0.1-py3-none-any.whl!extra/bundle.zip!nb/answers.ipynb", "solution") in found
+    assert ("grader/extra.json", "hidden check") in found
+    assert ("NOTES.md", "reference") in found
+    assert ("exercises/more.py", "hidden check") in found
+
+
+def test_no_value_a_hidden_check_uses_is_shipped(student_release, tmp_path):
+    """The recorded values are those of the visible checks' calls only: record what the hidden
+    checks call too; the release must hold strictly less (the hidden checks call the references
+    with inputs of their own), and nothing the visible checks did not call."""
+    subprocess.run([sys.executable, "-m", "grader.replay", "--hidden", str(tmp_path), *ALL],
+                   check=True, capture_output=True, timeout=1800)
+    recorded = student_release / "grader" / "checks" / "recorded"
+    assert sorted(recorded.glob("*.json"))
+    for path in sorted(recorded.glob("*.json")):
+        shipped = set(json.loads(path.read_text())["calls"])
+        everything = set(json.loads((tmp_path / path.name).read_text())["calls"])
+        assert shipped < everything
+
+
+def test_release_fault_catalogue_keeps_only_what_students_may_read():
+    """No bug-hunt injections (they hold the fixed code), no bug-hunt table, no links to hidden
+    checks, no field nobody decided a student may see."""
+    data = {
+        "bughunt": [{"exercise": "bughunt_x", "path": "bughunt/x.py", "seeded": ["a", "b"]}],
+        "fault": [
+            {"id": "a", "title": "A", "symptom": "s", "cause": "c", "fix": "f",
+             "exercises": ["training_loops", "bughunt_x"],
+             "detected_by": ["training_loops.visible_one", "bughunt_x.hidden_one"],
+             "inject": [{"exercise": "bughunt_x", "check": "hidden_one",
+                         "replace": [["optimizer.zero_grad()", ""]]}],
+             "internal_note": "x"},
+            {"id": "b", "title": "B", "symptom": "s", "cause": "c", "fix": "f",
+             "exercises": ["bughunt_x"], "detected_by": ["bughunt_x.hidden_one"]},
+        ],
+        "future_table": {"secret": 1},
+    }
+    assert student_catalogue(data, {"training_loops.visible_one"}) == {"fault": [
+        {"id": "a", "title": "A", "symptom": "s", "cause": "c", "fix": "f",
+         "exercises": ["training_loops"], "detected_by": ["training_loops.visible_one"]}]}
+
+
+# --------------------------------------------------------------------------- checking with it
+
+
+def test_release_check_runs_the_visible_checks_and_lists_the_hidden(installed_release,
+                                                                    checks, tmp_path):
+    good = torchgrade(installed_release, "check", SOLUTIONS, "--out", tmp_path / "a",
+                      "--color", "never", cwd=tmp_path)
+    assert good.returncode == 0, good.stdout[-3000:] + good.stderr[-3000:]
+    hidden = [c for c in checks if c.info.visibility == "hidden"]
+    visible = [c for c in checks if c.info.visibility == "visible"]
+    assert good.stdout.count("[ PASSED  ]") == len(visible)
+    assert good.stdout.count("[ HIDDEN  ]") == len(hidden)
+    assert all(c.info.title in good.stdout for c in hidden)
+    assert not any(c.name in good.stdout for c in hidden)
+    assert "Every check passed" in good.stdout and "\x1b[" not in good.stdout
+    result = read_json(tmp_path / "a" / "solutions" / "results.json")
+    assert {c.visibility for c in result.checks} == {"visible"}
+    bad = torchgrade(installed_release, "check", EXERCISES / "strides_broadcasting.py",
+                     "--out", tmp_path / "b", cwd=tmp_path)
+    assert bad.returncode == 1 and "not implemented yet" in bad.stdout
+    for args, words in ((["check", SOLUTIONS, "--hidden"], "not part of the student release"),
+                        (["solution", "parameters", "--i-have-tried"], "not part of the student"),
+                        (["release", "--out", tmp_path / "r"], "not part of the student")):
+        proc = torchgrade(installed_release, *args, cwd=tmp_path)
+        assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+
+
+def test_a_check_whose_values_were_not_recorded_says_it_runs_at_grading(
+        installed_release, student_release, tmp_path):
+    """Another torch could build other test data from the same seeds: simulated by a release
+    whose recording lost its values."""
+    site = Path(installed_release["PYTHONPATH"])
+    broken = tmp_path / "site"
+    shutil.copytree(site, broken)
+    path = broken / "grader" / "checks" / "recorded" / "training_loops_reference.json"
+    data = json.loads(path.read_text())
+    data["calls"] = {}
+    path.write_text(json.dumps(data))
+    env = {**installed_release, "PYTHONPATH": str(broken)}
+    proc = torchgrade(env, "check", SOLUTIONS / "training_loops.py", "--out", tmp_path / "o",
+                      "--only", "train_epoch", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "could not run here" in proc.stdout and "runs when your work is graded" in proc.stdout
+
+
+def test_release_gives_the_full_graders_visible_verdicts_on_every_mutant(
+        installed_release, checks, tmp_path):
+    """Every wrong implementation in tests/mutants/ and every correct style in tests/styles/ of
+    the exercises whose visible checks use recorded values, graded with the release
+    (`torchgrade grade` from the installed release: its checks are the visible ones only):
+    exactly the visible checks the full grader fails."""
+    recorded = {"parameters", "training_loops"}
+    visible = {c.id for c in checks if c.info.visibility == "visible"}
+    expected = {}
+    root = tmp_path / "class"
+    for exercise in sorted(recorded):
+        solution = (SOLUTIONS / f"{exercise}.py").read_text()
+        submissions = {f"solution-{exercise}": (solution, set())}
+        submissions |= {f"{exercise}-{m.name}": (m.apply(solution), set(m.fails) & visible)
+                        for m in mutants_of(exercise)}
+        submissions |= {f"style-{p.stem}": (p.read_text(), set())
+                        for p in STYLES.glob(f"{exercise}__*.py")}
+        for student, (source, fails) in submissions.items():
+            (root / student).mkdir(parents=True)
+            (root / student / f"{exercise}.py").write_text(source)
+            expected[student] = (exercise, fails)
+    out = tmp_path / "out"
+    proc = torchgrade(installed_release, "grade", root, "--out", out, "--exercises",
+                      ",".join(sorted(recorded)), "-j", "2", cwd=tmp_path, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    wrong = {}
+    for student, (exercise, fails) in expected.items():
+        result = read_json(out / student / "results.json")
+        got = {c.id for c in result.checks if c.exercise == exercise and c.status != "passed"}
+        assert {c.visibility for c in result.checks} == {"visible"}
+        if got != fails:
+            wrong[student] = (sorted(got), sorted(fails))
+    assert wrong == {}
