@@ -42,6 +42,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the mutants
 
+from grader import bughunt  # noqa: E402
+from grader.notebooks import solution_path, stub_path  # noqa: E402
 from grader.registry import check_files, known_exercises  # noqa: E402
 from mutants import mutants_of  # noqa: E402
 
@@ -59,20 +61,29 @@ def generate(target: Path, n: int, exercises: list[str], seed: int = 5) -> dict[
         folder.mkdir(parents=True)
         labels = []
         for exercise in exercises:
-            solution = (REPO / "solutions" / f"{exercise}.py").read_text()
+            solution = solution_path(exercise).read_text()
             roll = rng.random()
             mutants = mutants_of(exercise)
             if roll < 0.1:
-                source, label = (REPO / "exercises" / f"{exercise}.py").read_text(), "stub"
+                source, label = stub_path(exercise).read_text(), "stub"
             elif roll < 0.5 or not mutants:
                 source, label = solution, "solution"
             else:
                 mutant = rng.choice(mutants)
                 source, label = mutant.apply(solution), mutant.name
-            (folder / f"{exercise}.py").write_text(source)
+            relpath = (bughunt.student_path(exercise) if exercise.startswith(bughunt.PREFIX)
+                       else f"{exercise}.py")
+            (folder / relpath).parent.mkdir(parents=True, exist_ok=True)
+            (folder / relpath).write_text(source)
             labels.append(f"{exercise}:{label}")
         kinds[student] = ", ".join(labels)
     return kinds
+
+
+def checks_compute(result: dict) -> float:
+    """The checks' own compute in a results.json: `checks_s` counts the bug hunts' checks that
+    did not count for the student's copy too (they ran all the same); older results lack it."""
+    return result.get("checks_s") or sum(c["duration_s"] for c in result["checks"])
 
 
 # --------------------------------------------------------------------------- memory
@@ -192,14 +203,15 @@ class GraderRun:
     last_line: str
 
 
-def run_grader(subs: Path, out: Path, jobs: int, exercises: list[str]) -> GraderRun:
+def run_grader(subs: Path, out: Path, jobs: int, exercises: list[str],
+               sample_every: float) -> GraderRun:
     command = [sys.executable, "-m", "grader.cli", "grade", str(subs), "--out", str(out),
                "-j", str(jobs), "--exercises", ",".join(exercises)]
     wall_start = time.time()
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             cwd=REPO)
-    sampler = MemorySampler(proc.pid)
+    sampler = MemorySampler(proc.pid, interval=sample_every)
     sampler.start()
     output, _ = proc.communicate()
     seconds = time.perf_counter() - started
@@ -231,8 +243,7 @@ def run_baseline(subs: Path, students: list[str], kind: str, scratch: Path,
         times.append(time.perf_counter() - started)
         if proc.returncode not in (0, 1):
             sys.exit(f"baseline failed on {student} ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
-        checks = json.loads(report.read_text())["checks"] if report.exists() else []
-        compute.append(sum(c["duration_s"] for c in checks))
+        compute.append(checks_compute(json.loads(report.read_text())) if report.exists() else 0.0)
     return times, compute
 
 
@@ -246,6 +257,9 @@ def main() -> None:
     parser.add_argument("--baseline", choices=["check", "pytest"], default="check")
     parser.add_argument("--baseline-sample", type=int, default=0, metavar="K",
                         help="run the baseline on K submissions only (default: all)")
+    parser.add_argument("--sample-every", type=float, default=0.2, metavar="SECONDS",
+                        help="memory sampling interval (default 0.2; reading every process's "
+                             "smaps_rollup costs CPU the grader then lacks)")
     parser.add_argument("--workdir", type=Path, help="default: a temporary folder")
     parser.add_argument("--keep", action="store_true", help="keep the workdir")
     args = parser.parse_args()
@@ -261,10 +275,10 @@ def main() -> None:
     print(f"{args.n} submissions ({', '.join(args.exercises)}); {args.j} grading processes; "
           f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} before")
 
-    run = run_grader(subs, out, args.j, args.exercises)
+    run = run_grader(subs, out, args.j, args.exercises, args.sample_every)
     grader_s, sampler = run.seconds, run.sampler
     results = [json.loads((out / s / "results.json").read_text()) for s in students]
-    check_s = [sum(c["duration_s"] for c in r["checks"]) for r in results]
+    check_s = [checks_compute(r) for r in results]
     in_process = [r["grading_s"] for r in results]
     overhead = [g - c for g, c in zip(in_process, check_s)]
     full = sum(r["score"] == r["max_score"] for r in results)

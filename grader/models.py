@@ -111,6 +111,10 @@ class SubmissionResult(BaseModel):
                                 "(not included in `score`)")
     grading_s: float = Field(0.0, ge=0, description="wall time the grader spent on this "
                              "submission, seconds")
+    checks_s: float = Field(0.0, ge=0, description="the checks' own compute, seconds: every "
+                            "check's duration, including a bug hunt's checks that did not count "
+                            "for this student's copy (what `grading_s` spends beyond it is the "
+                            "grader's overhead)")
 
     @computed_field
     @property

@@ -36,6 +36,7 @@ from importlib import metadata, resources
 from pathlib import Path
 
 import grader
+from grader.bughunt import is_bughunt
 from grader.edition import RELEASE_FILE, StudentRelease, student_release
 from grader.registry import (CHECKS_DIR, check_files, exercise_of, known_exercises,
                              visibility_of_file)
@@ -94,9 +95,7 @@ def build_release(out: Path, *, exercises: list[str] | None = None,
     release.recorded = _record(out / "grader" / "checks" / RECORDED_DIR, exercises,
                                {h for h in helpers if h.endswith(SUFFIX)})
     checks = collect_checks(exercises)
-    hidden = [PendingCheck(exercise=c.exercise, title=c.info.title, points=c.info.points,
-                           targets=c.info.targets)
-              for c in checks if c.info.visibility == "hidden"]
+    hidden = public_hidden([c for c in checks if c.info.visibility == "hidden"])
     release.hidden = len(hidden)
     _write_catalogue(out / "grader", {c.id for c in checks if c.info.visibility == "visible"})
     info = StudentRelease(version=grader.__version__, built_at=datetime.now(timezone.utc),
@@ -114,6 +113,25 @@ def build_release(out: Path, *, exercises: list[str] | None = None,
 
 
 # --------------------------------------------------------------------------- the grader package
+
+
+def public_hidden(hidden: list) -> list[PendingCheck]:
+    """What a release says about hidden checks: title, points and targets, except that a bug
+    hunt's hidden checks go untitled. Each of them watches for one fault the script may hold, so
+    their titles together would be the list of what to look for; the student learns only how
+    many there are and what they are worth."""
+    out, count, seen = [], {}, {}
+    for c in hidden:
+        count[c.exercise] = count.get(c.exercise, 0) + 1
+    for c in hidden:
+        title = c.info.title
+        if is_bughunt(c.exercise):
+            seen[c.exercise] = seen.get(c.exercise, 0) + 1
+            title = (f"hidden check {seen[c.exercise]} of {count[c.exercise]} of the bug hunt "
+                     "(what it looks for is part of the hunt)")
+        out.append(PendingCheck(exercise=c.exercise, title=title, points=c.info.points,
+                                targets=c.info.targets))
+    return out
 
 
 def _copy_grader(target: Path) -> None:

@@ -76,6 +76,7 @@ def assemble_result(submission: Submission, modules: Mapping[str, StudentModule]
     failing check diagnosed (`grader.diagnose`)."""
     if exercises is None:
         exercises = list(dict.fromkeys(c.exercise for c in checks))
+    checks_s = round(sum(c.duration_s for c in checks), 4)
     checks = scored_checks(submission, modules, checks)
     parts = []
     for exercise in exercises:
@@ -97,7 +98,8 @@ def assemble_result(submission: Submission, modules: Mapping[str, StudentModule]
             output=module.import_output if module is not None else ""))
     return diagnose(SubmissionResult(student=submission.student,
                                      grader_version=grader.__version__, exercises=parts,
-                                     checks=checks, notes=list(submission.notes)))
+                                     checks=checks, notes=list(submission.notes),
+                                     checks_s=checks_s))
 
 
 def scored_checks(submission: Submission, modules: Mapping[str, StudentModule],

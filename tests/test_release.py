@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXERCISES, REPO, SOLUTIONS
+from grader.bughunt import is_bughunt
 from grader.edition import StudentRelease
 from grader.exports import read_json
 from grader.leaks import Secret, joined, scan, secrets, statements, words
@@ -98,10 +99,16 @@ def test_release_describes_hidden_checks_by_title_only(student_release, checks):
     info = StudentRelease.model_validate_json(
         (student_release / "grader" / "student_release.json").read_text())
     hidden = [c for c in checks if c.info.visibility == "hidden"]
-    assert [(h.exercise, h.title, h.points) for h in info.hidden] == \
-        [(c.exercise, c.info.title, c.info.points) for c in hidden]
+    assert [(h.exercise, h.points) for h in info.hidden] == \
+        [(c.exercise, c.info.points) for c in hidden]
+    hunts = [c for c in hidden if is_bughunt(c.exercise)]
+    assert hunts, "the release has bug hunts"
+    for shown, check in zip(info.hidden, hidden):
+        # A bug hunt's hidden check titles would list what to look for: untitled in a release.
+        assert (shown.title == check.info.title) != is_bughunt(check.exercise), shown
     text = (student_release / "grader" / "student_release.json").read_text()
     assert not any(c.name in text or c.id in text for c in hidden)
+    assert not any(c.info.title in text for c in hunts)
 
 
 # --------------------------------------------------------------------------- the leak scan
@@ -210,7 +217,7 @@ def test_release_check_runs_the_visible_checks_and_lists_the_hidden(installed_re
     visible = [c for c in checks if c.info.visibility == "visible"]
     assert good.stdout.count("[ PASSED  ]") == len(visible)
     assert good.stdout.count("[ HIDDEN  ]") == len(hidden)
-    assert all(c.info.title in good.stdout for c in hidden)
+    assert all((c.info.title in good.stdout) != is_bughunt(c.exercise) for c in hidden)
     assert not any(c.name in good.stdout for c in hidden)
     assert "Every check passed" in good.stdout and "\x1b[" not in good.stdout
     result = read_json(tmp_path / "a" / "solutions" / "results.json")

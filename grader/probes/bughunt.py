@@ -38,6 +38,8 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 from torch.utils.data import TensorDataset
 
+from grader.probes.parameters import unregistered_attributes
+
 MAX_PRINTED = 4000
 # Operations whose first argument is what a layer computes on.
 LINEAR_OPS = {F.linear, torch.matmul, torch.mm, torch.addmm, F.conv1d, F.conv2d,
@@ -667,25 +669,6 @@ def _graph_leaves(y: torch.Tensor) -> list[torch.Tensor]:
     return leaves
 
 
-def _containers(model: nn.Module) -> tuple[list[str], list[str]]:
-    """Attributes (dotted names) holding Python lists, tuples or dicts of modules, and tensors
-    that require grad without being parameters: both invisible to parameters()."""
-    lists, bare = [], []
-    for prefix, m in model.named_modules():
-        for name, value in vars(m).items():
-            if name.startswith("_"):
-                continue
-            full = f"{prefix}.{name}" if prefix else name
-            items = value.values() if isinstance(value, dict) else value
-            if isinstance(value, (list, tuple, dict)) and any(isinstance(v, nn.Module)
-                                                              for v in items):
-                lists.append(full)
-            elif isinstance(value, torch.Tensor) and not isinstance(value, nn.Parameter) \
-                    and value.requires_grad:
-                bare.append(full)
-    return lists, bare
-
-
 def _first(out: Any) -> torch.Tensor | None:
     if isinstance(out, torch.Tensor):
         return out
@@ -710,7 +693,8 @@ def model_audit(module, *, cls: str, args: list, seed: int, x: torch.Tensor) -> 
     torch.manual_seed(seed)
     model = getattr(module, cls)(*args)
     params = list(model.parameters())
-    lists, bare = _containers(model)
+    found = unregistered_attributes(model)
+    lists, bare = found["module_lists"], found["bare_tensors"]
     registered = set(map(id, model.modules()))
     created: list[nn.Module] = []
     foreign: list[str] = []

@@ -54,11 +54,11 @@ def registration(model: nn.Module) -> dict:
         "state_dict": _keys(model.state_dict()),
         "modules": modules,
         "linears": linears,
-        **_unregistered_attributes(model),
+        **unregistered_attributes(model),
     }
 
 
-def _unregistered_attributes(model: nn.Module) -> dict:
+def unregistered_attributes(model: nn.Module) -> dict:
     """Attributes `parameters()` cannot see (for diagnoses): Python lists, tuples or dicts of
     modules ("module_lists"), and tensors that require grad without being parameters
     ("bare_tensors"), by dotted attribute name."""
@@ -282,7 +282,7 @@ def gradients(module, cls: str, args: list, seed: int, x: torch.Tensor, upstream
                               "tracks_grad": isinstance(y, torch.Tensor) and y.requires_grad,
                               "grads": [], "x_grad": None,
                               "modules_created_in_forward": created.count,
-                              **_unregistered_attributes(model)}
+                              **unregistered_attributes(model)}
     if not record["tracks_grad"]:
         return record
     for leaf in _graph_leaves(y):
