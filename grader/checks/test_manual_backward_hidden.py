@@ -126,13 +126,24 @@ def test_mlp_loss_and_grads_shapes_and_dead_units(sub, evidence):
 
 @check(points=1, targets="mlp_loss_and_grads")
 def test_mlp_loss_and_grads_leaves_inputs_alone(sub, evidence):
-    """mlp_loss_and_grads modifies neither X nor the params arrays (and is still right)"""
+    """mlp_loss_and_grads leaves X and params (its arrays and entries) unchanged, and is right"""
     rng = np.random.default_rng(407)
     X, labels, params = mlp_case(rng, 9, 4, 6, 3, b1_shift=-0.3)
     shared_X = sub.shared(X)
     shared = {k: sub.shared(v) for k, v in params.items()}
     call = "mlp_loss_and_grads(X, labels, params)  # N=9, D=4, H=6, C=3"
-    got = sub.call("mlp_loss_and_grads", shared_X, labels, shared)
+    record = sub.probe("manual_backward:mlp_params_after_call", shared_X, labels, shared,
+                       label=call)
+    got = record["result"]
+    changes = [f"{verb} {', '.join(map(repr, keys))}" for verb, keys in
+               [("replaced", record["rebound"]), ("added", record["added"]),
+                ("removed", record["removed"])] if keys]
+    if changes:
+        fail(f"{call} changed the caller's params dict: {'; '.join(changes)}. The caller "
+             "must get back the dict it passed in, holding the same arrays.",
+             call=call, expected="params unchanged", got="params " + "; ".join(changes),
+             hint="build a new dict for the gradients (grads = {}); `grads = params` makes "
+                  "both names one dict, so writing a gradient overwrites a weight.")
     for name, before, after in [("X", X, shared_X)] + [(f"params[{k!r}]", params[k], shared[k])
                                                        for k in params]:
         if not np.array_equal(before, after):
@@ -212,7 +223,7 @@ def test_numerical_gradient_central_difference_order(sub, evidence):
 
 @check(points=1, targets="numerical_gradient")
 def test_numerical_gradient_any_shape(sub):
-    """numerical_gradient works for x of any shape, 0-d included"""
+    """numerical_gradient works for x of any shape and layout, 0-d included"""
     rng = np.random.default_rng(410)
     a = rng.standard_normal((6, 6))
     cases = [("sin_times_square", (), ()), ("log_sum_exp", (1,), ()),
@@ -222,7 +233,17 @@ def test_numerical_gradient_any_shape(sub):
         x = rng.uniform(-2, 2, shape)
         label, got = numerical_gradient_call(sub, function, x, consts)
         expect_values(got, scalar_gradient_reference(function, x, consts), call=label,
-                     rtol=NUMGRAD_RTOL, atol=NUMGRAD_ATOL, hint=NUMGRAD_HINT)
+                      rtol=NUMGRAD_RTOL, atol=NUMGRAD_ATOL, hint=NUMGRAD_HINT)
+    # Views that are not C-contiguous reach the worker as such (shared memory): x.reshape(-1)
+    # or x.ravel() is then a copy, and perturbing it leaves x, and f(x), unchanged.
+    wide = sub.shared(rng.uniform(-2, 2, (4, 6)))
+    for function, x, layout in [("coupled_tanh", wide[:, ::2], "every second column"),
+                                ("sin_times_square", wide.T, "transposed")]:
+        values = x.copy()
+        label, got = numerical_gradient_call(sub, function, x)
+        expect_values(got, scalar_gradient_reference(function, values),
+                      call=f"{label}, x {layout}, strides {x.strides}",
+                      rtol=NUMGRAD_RTOL, atol=NUMGRAD_ATOL, hint=NUMGRAD_HINT)
 
 
 # --------------------------------------------------------------------------- Softplus

@@ -283,9 +283,13 @@ def norm_steps(seed: int, num_features: int, plan: list[tuple[str, int]]) -> lis
              "seed": seed + k, "requires_grad": True} for k, (mode, n) in enumerate(plan)]
 
 
-def check_running_norm(sub, num_features: int, momentum: float, eps: float, plan, seed: int):
-    """RunningNorm against nn.BatchNorm1d, step after step: outputs and running buffers."""
-    label = f"RunningNorm({num_features}, momentum={momentum}, eps={eps})"
+def check_running_norm(sub, num_features: int, momentum: float, eps: float, plan, seed: int,
+                       *, defaults: bool = False):
+    """RunningNorm against nn.BatchNorm1d, step after step: outputs and running buffers.
+    `defaults=True` builds `RunningNorm(num_features)` and expects the contract's defaults,
+    which must then be the `momentum` and `eps` given."""
+    label = (f"RunningNorm({num_features})  # the default momentum={momentum}, eps={eps}"
+             if defaults else f"RunningNorm({num_features}, momentum={momentum}, eps={eps})")
     g = torch.Generator().manual_seed(seed)
     weight = torch.rand(num_features, generator=g) + 0.5
     bias = torch.randn(num_features, generator=g)
@@ -293,7 +297,7 @@ def check_running_norm(sub, num_features: int, momentum: float, eps: float, plan
     # momentum and eps by keyword: nn.BatchNorm1d takes them in the other order, and a
     # student who copied that order is still right.
     rec = probe(sub, "run", "RunningNorm", [num_features], seed, steps,
-                init={"momentum": momentum, "eps": eps},
+                init={} if defaults else {"momentum": momentum, "eps": eps},
                 assign={"weight": weight, "bias": bias}, watch=["running_mean", "running_var"],
                 target="RunningNorm", label=label, hint=NORM_HINT)
     if rec["missing"]:

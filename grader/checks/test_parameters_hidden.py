@@ -24,7 +24,7 @@ from grader.registry import check
 
 @check(points=1, targets="MLP")
 def test_mlp_any_depth(sub):
-    """MLP works with no hidden layer and with many"""
+    """MLP works with no hidden layer, with many, and with the default dropout"""
     for i, args in enumerate([(5, [], 2, 0.0), (3, [4, 5, 6, 7], 2, 0.3)]):
         label = mlp_label(args)
         x = seeded_normal(400 + i, 10, args[0], scale=2.0)
@@ -37,6 +37,18 @@ def test_mlp_any_depth(sub):
                  f"{want}.", call=label, hint=MLP_HINT)
         expect_output(rec["steps"][0]["output"], mlp_reference(linears, x),
                       call=f"{label}.eval()(x)", hint=MLP_HINT)
+    # Without a dropout argument the contract's default, 0.0, applies: training mode is then
+    # deterministic and equals the plain layers.
+    args, label = (4, [6], 3, 0.0), "MLP(4, [6], 3)  # the default dropout=0.0"
+    x = seeded_normal(403, 64, 4, scale=2.0)
+    steps = [{"mode": "train", "x": x, "seed": 1}, {"mode": "train", "x": x, "seed": 2}]
+    rec = probe(sub, "run", "MLP", list(args[:3]), 404, steps, target="MLP",
+                label=f"{label}.train()(x)", hint=DROPOUT_HINT)
+    expected = mlp_reference(expect_mlp_layers(rec["report"], args, call=label), x)
+    for k, step in enumerate(rec["steps"], 1):
+        expect_output(step["output"], expected, call=f"{label}.train()(x), call {k}",
+                      hint="MLP(in_dim, hidden, out_dim, dropout: float = 0.0): without a "
+                           "dropout argument nothing is dropped, even in training mode.")
 
 
 def dropout_case(sub, args, linears: list[tuple[torch.Tensor, torch.Tensor]], seed: int,
@@ -224,12 +236,14 @@ def test_count_parameters_shared_and_buffers(sub):
 
 @check(points=3, targets="RunningNorm")
 def test_running_norm_both_modes_step_after_step(sub):
-    """RunningNorm matches nn.BatchNorm1d in training and eval mode, for several momentum and eps"""
+    """RunningNorm matches nn.BatchNorm1d in training and eval mode, defaults included"""
     plan = [("eval", 6), ("train", 4), ("train", 2), ("eval", 5), ("train", 9), ("eval", 3),
             ("eval", 7), ("train", 3)]
     for k, (c, momentum, eps) in enumerate([(5, 0.1, 1e-5), (3, 0.3, 1e-3), (6, 0.05, 0.5),
                                             (1, 0.2, 1e-5)]):
         check_running_norm(sub, c, momentum, eps, plan, seed=460 + 10 * k)
+    # The contract's defaults are nn.BatchNorm1d's: momentum=0.1, eps=1e-5.
+    check_running_norm(sub, 4, 0.1, 1e-5, plan, seed=500, defaults=True)
 
 
 @check(points=2, targets="RunningNorm")

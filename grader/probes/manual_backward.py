@@ -104,6 +104,23 @@ VECTOR_FUNCTIONS = {
 }
 
 
+# --------------------------------------------------------------------------- mlp_loss_and_grads
+
+
+def mlp_params_after_call(module, X: np.ndarray, labels: np.ndarray, params: dict) -> dict:
+    """Call `module.mlp_loss_and_grads(X, labels, params)` and report what became of the
+    caller's dict: `{"result": the student's result, "rebound": keys now bound to another object,
+    "added": keys the call put in, "removed": keys it took out}`. Writes into the arrays
+    themselves show through shared memory; replacing an entry (params["W"] = ..., or
+    grads = params; grads["W"] = ...) shows only here, where the dict lives."""
+    passed = dict(params)
+    result = module.mlp_loss_and_grads(X, labels, passed)
+    return {"result": result,
+            "rebound": sorted(k for k in params if k in passed and passed[k] is not params[k]),
+            "added": sorted(str(k) for k in passed if k not in params),
+            "removed": sorted(k for k in params if k not in passed)}
+
+
 # --------------------------------------------------------------------------- numerical_gradient
 
 

@@ -4,21 +4,30 @@ from __future__ import annotations
 
 import sys
 
-from grader.worker import child
+from grader.worker.child import TRUSTED
 
 
 def count_steps(module, name: str, *args, **kwargs) -> dict:
-    """Call `module.name(*args, **kwargs)` and count the 'call' and 'line' trace events in code
-    from the student's own files: a loop over N rows costs at least N of them, vectorised code a
-    few dozen. Returns {"value": result, "steps": count}."""
-    files = child.student_files()
+    """Call `module.name(*args, **kwargs)` and count the 'call' and 'line' trace events of all
+    Python code it runs, library code included (a loop can hide in code compiled under any file
+    name), on the calling thread and on threads it starts. A loop over N rows costs at least N
+    events; vectorised code a few dozen, numpy's own Python wrappers a few hundred at most.
+
+    Returns {"value": result, "steps": count, "threads": how many Python threads besides the
+    calling one ran during the call (work there may escape the count), "tampered": what the call
+    did to the tracing, empty when nothing}. The count is made in the worker, where a submission
+    bent on cheating can still reach the tracer; this closes the doors a student finds by accident
+    or in a forum answer: sys.settrace(None), patching sys.settrace, threads, renamed code."""
     steps = 0
+    threads = 0
+    tampered: list[str] = []
+    main = TRUSTED.get_ident()
 
     def tracer(frame, event, arg):
-        nonlocal steps
-        if frame.f_code.co_filename not in files:
-            return None  # library code (numpy, torch) is neither traced nor counted
+        nonlocal steps, threads
         steps += 1
+        if not threads and TRUSTED.get_ident() == main:
+            threads = len(TRUSTED.current_frames()) - 1
         return local
 
     def local(frame, event, arg):
@@ -27,10 +36,26 @@ def count_steps(module, name: str, *args, **kwargs) -> dict:
             steps += 1
         return local
 
+    def guard(what: str):
+        def refuse(function=None, *_args, **_kwargs):
+            if function is tracer:  # a thread the call started, set up by threading
+                return TRUSTED.settrace(tracer)
+            tampered.append(f"called {what}")
+        return refuse
+
     fn = getattr(module, name)
-    sys.settrace(tracer)
+    saved = sys.settrace, sys.setprofile
+    sys.settrace, sys.setprofile = guard("sys.settrace"), guard("sys.setprofile")
+    TRUSTED.thread_settrace(tracer)
+    TRUSTED.settrace(tracer)
     try:
         value = fn(*args, **kwargs)
     finally:
-        sys.settrace(None)
-    return {"value": value, "steps": steps}
+        still = TRUSTED.gettrace() is tracer
+        TRUSTED.settrace(None)
+        TRUSTED.thread_settrace(None)
+        sys.settrace, sys.setprofile = saved
+    if not still:
+        tampered.append("switched the tracing off")
+    threads = max(threads, len(TRUSTED.current_frames()) - 1)
+    return {"value": value, "steps": steps, "threads": threads, "tampered": tampered}

@@ -23,6 +23,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import traceback
 import types
 
@@ -34,6 +35,12 @@ FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, name).compile
 MESSAGE_LIMIT = 2000
 TRACEBACK_LIMIT = 4000
 _student_files: set[str] = set()
+# Taken when the zygote imports this module, before any student code runs: a probe that watches
+# student code uses these, not what the student's module may have put in their place
+# (sys.settrace = lambda *a: None at import time).
+TRUSTED = types.SimpleNamespace(settrace=sys.settrace, setprofile=sys.setprofile,
+                                gettrace=sys.gettrace, current_frames=sys._current_frames,
+                                thread_settrace=threading.settrace, get_ident=threading.get_ident)
 
 
 def student_files() -> set[str]:

@@ -170,7 +170,26 @@ def softmax_cross_entropy(logits, labels):
                 '    for key in params:\n'
                 '        params[key] -= 0.1 * grads[key]  # "training" inside the function\n'
                 '    return loss, grads'),)),
+    M("mlp_grads_written_into_params", "", "mlp_loss_and_grads_leaves_inputs_alone",
+      replace=(('    return loss, {"W1": d_W1, "b1": d_b1, "W2": d_W2, "b2": d_b2}',
+                '    grads = params  # the same dict: each gradient replaces a weight\n'
+                '    grads.update({"W1": d_W1, "b1": d_b1, "W2": d_W2, "b2": d_b2})\n'
+                '    return loss, grads'),)),
     # ------------------------------------------------------------------ numerical_gradient
+    M("ng_perturbs_a_reshaped_copy", """
+def numerical_gradient(f, x, eps=1e-6):
+    flat = x.reshape(-1)  # a view only when x is C-contiguous
+    grad = np.zeros(flat.size)
+    for i in range(flat.size):
+        old = flat[i]
+        flat[i] = old + eps
+        f_plus = f(x)
+        flat[i] = old - eps
+        f_minus = f(x)
+        flat[i] = old
+        grad[i] = (f_plus - f_minus) / (2 * eps)
+    return grad.reshape(x.shape)
+""", "numerical_gradient_any_shape"),
     M("ng_forward_difference", """
 def numerical_gradient(f, x, eps=1e-6):
     grad = np.zeros_like(x)

@@ -15,6 +15,10 @@ def c_strides(shape, itemsize):
         step *= n
     return tuple(out)
 """, "c_strides_matches_numpy", "c_strides_edge_cases"),
+    M("c_strides_from_numpy", """
+def c_strides(shape, itemsize):
+    return np.empty(shape, dtype=np.dtype((np.void, itemsize))).strides
+""", "c_strides_edge_cases"),
     M("c_strides_seeded_with_itemsize", """
 def c_strides(shape, itemsize):
     strides = [itemsize]
@@ -97,6 +101,11 @@ def broadcast_strides(shape, strides, target_shape):
             raise ValueError("incompatible")
     return tuple(out)
 """, "broadcast_strides_any_layout"),
+    M("broadcast_strides_drops_leading_length_one_axes", "", "broadcast_strides_incompatible",
+      replace=(("    if len(shape) > len(target_shape):\n",
+                "    while len(shape) > len(target_shape) and shape[0] == 1:\n"
+                "        shape, strides = shape[1:], strides[1:]\n"
+                "    if len(shape) > len(target_shape):\n"),)),
     M("broadcast_strides_never_raises", """
 def broadcast_strides(shape, strides, target_shape):
     offset = len(target_shape) - len(shape)
@@ -150,6 +159,12 @@ def center_columns(x):
     x -= x.mean(axis=0)
     return x
 """, "center_columns_leaves_input_alone", "center_columns_shapes_and_layouts"),
+    M("center_columns_in_place_on_a_copy", """
+def center_columns(x):
+    out = x.copy()
+    out -= out.mean(axis=0)  # an int array cannot hold the fractional result
+    return out
+""", "center_columns_shapes_and_layouts"),
     M("center_columns_assumes_c_order", """
 def center_columns(x):
     n, d = x.shape
@@ -176,6 +191,33 @@ def pairwise_sq_dists(a, b):
     M("pairwise_loop_over_rows", """
 def pairwise_sq_dists(a, b):
     return np.array([((row - b) ** 2).sum(axis=1) for row in a])
+""", "pairwise_sq_dists_is_vectorised"),
+    # Loops over rows that hide from a line counter that looks only at the student's file, on
+    # the calling thread, with tracing left on.
+    M("pairwise_loop_over_rows_tracing_off", """
+import sys
+
+
+def pairwise_sq_dists(a, b):
+    sys.settrace(None)
+    return np.array([((row - b) ** 2).sum(axis=1) for row in a])
+""", "pairwise_sq_dists_is_vectorised"),
+    M("pairwise_loop_over_rows_in_a_thread", """
+from concurrent.futures import ThreadPoolExecutor
+
+
+def pairwise_sq_dists(a, b):
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: np.array([((row - b) ** 2).sum(axis=1) for row in a])).result()
+""", "pairwise_sq_dists_is_vectorised"),
+    M("pairwise_loop_over_rows_compiled_as_numpy", """
+_hidden = {"np": np}
+exec(compile("def rows(a, b):\\n    return np.array([((r - b) ** 2).sum(axis=1) for r in a])\\n",
+             np.__file__, "exec"), _hidden)
+
+
+def pairwise_sq_dists(a, b):
+    return _hidden["rows"](a, b)
 """, "pairwise_sq_dists_is_vectorised"),
     M("to_tensor_always_copies", """
 def to_tensor(arr, share):

@@ -4,7 +4,10 @@ import torch
 
 
 def c_strides(shape, itemsize):
-    return np.empty(shape, dtype=np.dtype((np.void, itemsize))).strides
+    # Not np.empty(shape, ...).strides: on a zero-length axis numpy picks strides of its own.
+    if not shape:
+        return ()
+    return tuple(int(s) for s in itemsize * np.cumprod((1,) + tuple(shape[:0:-1]))[::-1])
 
 
 def is_c_contiguous(shape, strides, itemsize):
