@@ -38,6 +38,12 @@ EVAL_LOSS_CASE = EvaluateCase(model="mlp", sizes=[5, 12, 4], seed=123, loader="d
 # the best, patience 3 stops after epoch 6; counting rises from the previous epoch would not.
 FIT_PATIENCE_CASE = fit_case(6, epochs=10, patience=3,
                              scheduler={"name": "factors", "factors": [1, 1, 1, 1, 1, -0.5]})
+# Epochs at learning rate 0 (factor 0) repeat the previous val_loss exactly: 0.6967 0.6967
+# 0.5151 0.5151 0.5151 0.5151: a tie is not a new best, and the count restarts at the new best
+# of epoch 3, so patience 3 stops after epoch 6. Counting a tie as a best runs all 10 epochs;
+# never resetting the count stops after epoch 5.
+FIT_TIES_CASE = fit_case(12, flip=0.0, lr=0.4, epochs=10, patience=3,
+                         scheduler={"name": "factors", "factors": [1, 0, 1, 0, 0, 0]})
 # No patience, defaults for scheduler and patience: all 7 epochs run, the best (epoch 4 of
 # 0.653 0.611 0.576 0.562 0.577 0.611 0.652, 2.4 % margin) is restored at the end.
 FIT_NO_PATIENCE_CASE = fit_case(9, epochs=7, pass_scheduler=False, pass_patience=False)
@@ -85,8 +91,9 @@ def test_evaluate_uses_the_given_loss(sub, evidence):
 
 @check(points=2, targets="fit")
 def test_fit_patience_counts_from_the_best_epoch(sub, evidence):
-    """fit counts epochs without a new best val_loss, not rises from the previous epoch"""
+    """fit counts epochs without a new best val_loss (a tie is none), from the latest best"""
     verify_fit(sub, FIT_PATIENCE_CASE, evidence)
+    verify_fit(sub, FIT_TIES_CASE, evidence)
 
 
 @check(points=2, targets="fit")

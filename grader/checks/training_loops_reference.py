@@ -144,7 +144,9 @@ def fit(case: FitCase) -> FitReference:
             since_best += 1
             if case.patience is not None and since_best >= case.patience:
                 break
-    others = [v for i, v in enumerate(history["val_loss"]) if i != best_epoch]
+    # Exact ties come only from epochs at learning rate 0, where the student's run ties exactly
+    # too (same weights, same evaluation): no rounding can put them on the other side.
+    others = [v for i, v in enumerate(history["val_loss"]) if i != best_epoch and v != best_loss]
     margin = min((abs(v - best_loss) / best_loss for v in others), default=float("inf"))
     return FitReference(history["train_loss"], history["val_loss"], history["val_accuracy"],
                         history["lr"], step_lrs, best_epoch, best_state, state_of(model), margin)

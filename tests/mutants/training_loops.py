@@ -270,6 +270,11 @@ def fit(model, train_loader, val_loader, optimizer, loss_fn, epochs, scheduler=N
     model.load_state_dict(best_state)
     return history
 """, "fit_patience_counts_from_the_best_epoch"),
+    M("fit_tie_counts_as_a_new_best", "", "fit_patience_counts_from_the_best_epoch",
+      replace=[('if metrics["loss"] < best_loss:', 'if metrics["loss"] <= best_loss:')]),
+    M("fit_wait_count_never_reset", "", "fit_patience_counts_from_the_best_epoch",
+      replace=[('best_loss, epochs_without_improvement = metrics["loss"], 0',
+                'best_loss = metrics["loss"]')]),
     M("fit_breaks_without_patience", "", "fit_without_patience_restores_best",
       replace=[("if patience is not None and epochs_without_improvement >= patience:",
                 "if epochs_without_improvement >= patience:")]),
