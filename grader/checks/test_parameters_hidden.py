@@ -24,10 +24,12 @@ from grader.registry import check
 
 @check(points=1, targets="MLP")
 def test_mlp_any_depth(sub):
-    """MLP works with no hidden layer, with many, and with the default dropout"""
-    for i, args in enumerate([(5, [], 2, 0.0), (3, [4, 5, 6, 7], 2, 0.3)]):
+    """MLP works with no hidden layer, with many, one output, one row, the default dropout"""
+    # (N, out_dim) even when N or out_dim is 1: a .squeeze() would drop the axis.
+    for i, (args, n) in enumerate([((5, [], 2, 0.0), 10), ((3, [4, 5, 6, 7], 2, 0.3), 10),
+                                   ((3, [4], 1, 0.0), 6), ((4, [8, 6], 3, 0.2), 1)]):
         label = mlp_label(args)
-        x = seeded_normal(400 + i, 10, args[0], scale=2.0)
+        x = seeded_normal(400 + i, n, args[0], scale=2.0)
         rec = probe(sub, "run", "MLP", list(args), 401 + i, [{"mode": "eval", "x": x, "seed": 1}],
                     target="MLP", label=f"{label}(x)", hint=MLP_HINT)
         linears = expect_mlp_layers(rec["report"], args, call=label)
@@ -218,17 +220,20 @@ def test_mlp_graph_audit(sub):
 
 @check(points=2, targets="count_parameters")
 def test_count_parameters_shared_and_buffers(sub):
-    """count_parameters counts a shared parameter once and buffers never"""
+    """count_parameters counts a shared parameter once, buffers never, and 0 when there is none"""
     descriptions = {
         "shared": "Linear(6,6) embed, Linear(6,3) mid, Linear(6,6) unembed whose weight is "
                   "embed.weight, and mid registered a second time",
         "shared_frozen": "the model above with the shared weight and mid.bias frozen, plus "
                          "Linear(3,5)",
         "with_buffers": "Linear(4,5), BatchNorm1d(5), Linear(5,2) and a buffer of 7 numbers",
+        "no_parameters": "ReLU() and Flatten() in a Sequential: nothing to count",
+        "all_frozen": "Linear(3,2) with both its weight and its bias frozen",
     }
     run_count_cases(sub, [("shared", None), ("shared", True), ("shared_frozen", None),
                           ("shared_frozen", True), ("with_buffers", None),
-                          ("with_buffers", True)], descriptions)
+                          ("with_buffers", True), ("no_parameters", None),
+                          ("all_frozen", None), ("all_frozen", True)], descriptions)
 
 
 # --------------------------------------------------------------------------- RunningNorm

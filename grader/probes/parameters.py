@@ -413,7 +413,9 @@ class FineTuneNet(nn.Module):
 CASES = {"stacked": Stacked, "frozen": Frozen, "shared": Shared, "shared_frozen": SharedFrozen,
          "with_buffers": WithBuffers, "head_net": HeadNet,
          "open_head_net": lambda: HeadNet(frozen_stem=False), "nested_head_net": NestedHeadNet,
-         "tied_head_net": TiedHeadNet, "fine_tune_net": FineTuneNet}
+         "tied_head_net": TiedHeadNet, "fine_tune_net": FineTuneNet,
+         "no_parameters": lambda: nn.Sequential(nn.ReLU(), nn.Flatten()),
+         "all_frozen": lambda: nn.Linear(3, 2).requires_grad_(False)}
 
 
 def build_case(case: str, seed: int = 0) -> nn.Module:

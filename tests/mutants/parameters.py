@@ -139,6 +139,15 @@ def count_parameters(model, trainable_only=False):
     return sum(p.numel() for m in model.modules() for p in m.parameters(recurse=False)
                if p.requires_grad or not trainable_only)
 """, "count_parameters_shared_and_buffers"),
+    M("count_parameters_reduce_without_a_start", """
+def count_parameters(model, trainable_only=False):
+    import functools
+    import operator
+    unique = {id(p): p for p in model.parameters() if p.requires_grad or not trainable_only}
+    return functools.reduce(operator.add, (p.numel() for p in unique.values()))  # () -> TypeError
+""", "count_parameters_shared_and_buffers"),
+    M("mlp_squeezes_the_output", "", "mlp_any_depth",
+      replace=[("        return self.net(x)", "        return self.net(x).squeeze()")]),
     M("count_parameters_counts_buffers", """
 def count_parameters(model, trainable_only=False):
     n = sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)

@@ -19,6 +19,10 @@ def c_strides(shape, itemsize):
 def c_strides(shape, itemsize):
     return np.empty(shape, dtype=np.dtype((np.void, itemsize))).strides
 """, "c_strides_edge_cases"),
+    M("c_strides_argument_renamed", "", "c_strides_edge_cases",
+      replace=(("def c_strides(shape: tuple[int, ...], itemsize: int)",
+                "def c_strides(shape: tuple[int, ...], item_size: int)"),
+               ("    step = itemsize\n", "    step = item_size\n"))),
     M("c_strides_seeded_with_itemsize", """
 def c_strides(shape, itemsize):
     strides = [itemsize]
@@ -48,6 +52,10 @@ def is_c_contiguous(shape, strides, itemsize):
 def transpose_view(a):
     return np.ascontiguousarray(a.T)
 """, "transpose_view_values_and_layout", "transpose_view_any_layout"),
+    M("transpose_view_swaps_first_and_last_axes", """
+def transpose_view(a):
+    return np.swapaxes(a, 0, -1) if a.ndim else a  # the full reversal only up to 3-d
+""", "transpose_view_any_layout"),
     M("transpose_view_assumes_contiguous_input", """
 def transpose_view(a):
     return np.lib.stride_tricks.as_strided(a.ravel(), a.shape[::-1], a.strides[::-1])
@@ -120,6 +128,15 @@ def sliding_windows(x, window, step=1):
     (s,) = x.strides
     return np.lib.stride_tricks.as_strided(x, (count, window), (step * s, s), writeable=False)
 """, "sliding_windows_values", "sliding_windows_steps_and_layouts"),
+    M("sliding_windows_step_renamed", """
+def sliding_windows(x, window, stride=1):
+    if window < 1 or stride < 1 or window > len(x):
+        raise ValueError("need 1 <= window <= len(x) and stride >= 1")
+    count = (len(x) - window) // stride + 1
+    (s,) = x.strides
+    return np.lib.stride_tricks.as_strided(x, shape=(count, window), strides=(stride * s, s),
+                                           writeable=False)
+""", "sliding_windows_steps_and_layouts"),
     M("sliding_windows_copies", """
 def sliding_windows(x, window, step=1):
     if window < 1 or step < 1 or window > len(x):
@@ -176,6 +193,14 @@ def pairwise_sq_dists(a, b):
     return np.maximum((a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - a @ b.T, 0)
 """, "pairwise_sq_dists_values", "pairwise_sq_dists_never_negative",
        "pairwise_sq_dists_is_vectorised"),
+    M("pairwise_centres_its_inputs_in_place", """
+def pairwise_sq_dists(a, b):
+    mean = a.mean(axis=0)
+    a -= mean  # distances do not change under a shift, but the caller's points do
+    b -= mean
+    sq = (a * a).sum(axis=1)[:, None] + (b * b).sum(axis=1)[None, :] - 2.0 * (a @ b.T)
+    return np.maximum(sq, 0.0)
+""", "pairwise_sq_dists_never_negative"),
     M("pairwise_not_clipped", """
 def pairwise_sq_dists(a, b):
     return (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2 * a @ b.T
