@@ -169,6 +169,23 @@ def log_scale_if_wide(ax, *series: list[float]) -> bool:
     return False
 
 
+def y_limits(ax, yours: list[float], reference: list[float], log: bool) -> None:
+    """Limits set from the finite values: matplotlib's own autoscaling gives up on values near
+    1e300 (a loss that diverged) and shows 1 to 10. On a log axis a curve that explodes is cut
+    four decades above the reference, which stays readable; the text says how far it went."""
+    values = finite(yours) + finite(reference)
+    if not values:
+        return
+    lo, hi = min(values), max(values)
+    if log:
+        if finite(reference):
+            hi = min(hi, max(finite(reference)) * 1e4)
+        ax.set_ylim(lo / 1.5, min(hi, 1e100) * 1.5)
+    elif hi > lo:
+        pad = 0.05 * (hi - lo)
+        ax.set_ylim(lo - pad, hi + pad)
+
+
 def integer_ticks(axis) -> None:
     """Steps and epochs are whole numbers: no tick at 2.5."""
     from matplotlib.ticker import MaxNLocator
@@ -190,9 +207,12 @@ def mark_not_finite(ax, values: list[float], label: str) -> None:
     bad = [i for i, v in enumerate(values) if math.isnan(v)]
     if bad:
         ax.axvline(bad[0] + 1, color=BAD, linestyle=":", linewidth=1.2)
+        # In the right half the text goes left of the line, so that it stays in the picture.
+        right = bad[0] + 1 > (len(values) + 1) / 2
         ax.annotate(f"{label}: not a number from here", xy=(bad[0] + 1, 1), xycoords=("data",
-                    "axes fraction"), xytext=(3, -10), textcoords="offset points", fontsize=8,
-                    color=BAD, va="top")
+                    "axes fraction"), xytext=(-3 if right else 3, -10),
+                    textcoords="offset points", fontsize=8, color=BAD, va="top",
+                    ha="right" if right else "left")
 
 
 # --------------------------------------------------------------------------- curves
@@ -200,6 +220,10 @@ def mark_not_finite(ax, values: list[float], label: str) -> None:
 
 def curves_figure(yours: list[float], reference: list[float] | None, *, xlabel: str,
                   ylabel: str):
+    """None when there is nothing finite to draw (a loss that was never a number: the text
+    says so, an empty chart would not)."""
+    if not finite(yours) and not finite(reference or []):
+        return None
     fig = new_figure()
     ax = fig.axes[0]
     # Yours wide and solid underneath, the reference dashed on top: where they agree both
@@ -210,7 +234,9 @@ def curves_figure(yours: list[float], reference: list[float] | None, *, xlabel: 
         ax.plot(range(1, len(reference) + 1), reference, color=REFERENCE, linestyle="--",
                 linewidth=1.3, marker="s" if len(reference) <= 30 else None, markersize=2.5,
                 label="reference")
-    log_scale_if_wide(ax, yours, reference or [])
+    log = log_scale_if_wide(ax, yours, reference or [])
+    y_limits(ax, yours, reference or [], log)
+    ax.set_xlim(0.5, max(len(yours), len(reference or [])) + 0.5)
     integer_ticks(ax.xaxis)
     mark_not_finite(ax, yours, "yours")
     ax.set_xlabel(xlabel)
@@ -242,6 +268,8 @@ def loss_picture(evidence: dict):
         return None
     reference = numbers(evidence.get("reference_loss_curve"))
     fig = curves_figure(yours, reference, xlabel="step", ylabel="loss")
+    if fig is None:
+        return None
     title = "Loss per batch: yours against the reference" if reference else "Loss per batch"
     return title, comparison_words(yours, reference, "the training loss", "step"), fig
 
@@ -252,6 +280,8 @@ def val_loss_picture(evidence: dict):
         return None
     reference = numbers(evidence.get("reference_val_loss_curve"))
     fig = curves_figure(yours, reference, xlabel="epoch", ylabel="validation loss")
+    if fig is None:
+        return None
     if reference:
         best = min(range(len(reference)), key=lambda i: (math.isnan(reference[i]), reference[i]))
         right_half = best + 1 > (len(reference) + 1) / 2

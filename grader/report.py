@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 import jinja2
+import markupsafe
 
 from grader.models import CheckResult, SubmissionResult
 
@@ -37,6 +38,7 @@ PICTURES_PER_CHECK = 4
 # costs in a bulk run (50-150 ms per picture) and on its size (2-30 KB per picture).
 PICTURES_PER_REPORT = 12
 SUMMARY_CHARS = 180
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 @lru_cache(maxsize=1)
@@ -48,10 +50,26 @@ def environment() -> jinja2.Environment:
                              lstrip_blocks=True)
     env.globals.update(status_label=STATUS_LABEL, status_mark=STATUS_MARK,
                        count_label=COUNT_LABEL)
+    # Student output and messages may hold NUL and other control characters, which HTML
+    # forbids: each becomes U+FFFD. Markup (the pictures' SVG) is the grader's own.
+    env.finalize = lambda v: (CONTROL.sub("\ufffd", v) if isinstance(v, str)
+                              and not isinstance(v, markupsafe.Markup) else v)
+    env.filters["code"] = code_spans
     env.filters["num"] = lambda x: f"{x:g}"
     env.filters["url"] = lambda s: quote(str(s))
     env.filters["anchor"] = anchor
     return env
+
+
+def code_spans(text: Any) -> markupsafe.Markup:
+    """Escaped text in which `name` (titles and messages quote code so) becomes
+    <code>name</code>; an odd backtick leaves the text as it is."""
+    parts = CONTROL.sub("\ufffd", str(text)).split("`")
+    if len(parts) % 2 == 0:
+        return markupsafe.escape("`".join(parts))
+    return markupsafe.Markup("").join(
+        markupsafe.escape(p) if i % 2 == 0 else markupsafe.Markup("<code>%s</code>") % p
+        for i, p in enumerate(parts))
 
 
 def anchor(text: str) -> str:
@@ -226,11 +244,16 @@ def fix_groups(checks: list[CheckResult]) -> list[list[CheckResult]]:
 
 
 def to_fix_first(checks: list[CheckResult], n: int = FIX_FIRST) -> list[list[CheckResult]]:
-    """What a student should look at first, as groups of checks failing for one reason:
-    visible before hidden, most points first, then in curriculum order."""
+    """What a student should look at first, as groups of checks failing for one reason: code
+    that ran before files not submitted, visible before hidden, most points first, then in
+    curriculum order."""
     order = {id(c): i for i, c in enumerate(checks)}
     groups = fix_groups(checks)
-    return sorted(groups, key=lambda g: (all(c.visibility != "visible" for c in g),
+    # A file not sent in is one line to act on, not a bug to understand: what the student's
+    # code got wrong comes first, however many points the missing file carries.
+    return sorted(groups, key=lambda g: (any("file not submitted" in (c.message or "")
+                                             for c in g),
+                                         all(c.visibility != "visible" for c in g),
                                          -sum(c.max_points for c in g), order[id(g[0])]))[:n]
 
 

@@ -15,7 +15,6 @@ import grader
 from grader.models import SubmissionResult, Visibility
 
 HISTOGRAM_BINS = 10
-TOP_DIAGNOSES = 20
 DIAGNOSIS_EXAMPLES = 5  # students named (and linked) per diagnosis in the index
 
 
@@ -157,8 +156,9 @@ def exercise_stats(rows: list[StudentRow], exercises: list[str]) -> list[Exercis
     return out
 
 
-def diagnosis_stats(results: list[SubmissionResult], top: int = TOP_DIAGNOSES) -> list[DiagnosisStat]:
-    """The most frequent diagnoses over the class, with the checks that carried them."""
+def diagnosis_stats(results: list[SubmissionResult]) -> list[DiagnosisStat]:
+    """Every diagnosis seen in the class, most frequent first, with the checks that carried
+    them. All of them: the catalogue is a few dozen faults, and the check table links to each."""
     count: Counter[str] = Counter()
     students: dict[str, set[str]] = {}
     checks: dict[str, list[str]] = {}
@@ -171,7 +171,7 @@ def diagnosis_stats(results: list[SubmissionResult], top: int = TOP_DIAGNOSES) -
                     checks[d].append(c.id)
     return [DiagnosisStat(diagnosis=d, count=n, students=len(students[d]), checks=checks[d],
                           examples=sorted(students[d])[:DIAGNOSIS_EXAMPLES])
-            for d, n in count.most_common(top)]
+            for d, n in count.most_common()]
 
 
 def summarize(results: list[SubmissionResult], exercises: list[str], *,

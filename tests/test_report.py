@@ -107,6 +107,13 @@ def test_report_escapes_everything_a_submission_controls():
     assert evil not in html and "&lt;script&gt;" in html
 
 
+def test_report_replaces_control_characters_and_marks_code():
+    check = failed(message="f() printed", output="a\x00b\x04c", title="uses `patience` <3")
+    html = render_report(result(check))
+    assert "\x00" not in html and "\x04" not in html and "a\ufffdb\ufffdc" in html
+    assert "<code>patience</code> &lt;3" in html
+
+
 def test_fix_first_groups_checks_failing_for_one_reason():
     missing = [failed(f"b.c{i}", exercise="b", status="error", targets=[f"g{i}"],
                       message="file not submitted: expected b.py", call=None)
@@ -116,10 +123,10 @@ def test_fix_first_groups_checks_failing_for_one_reason():
                     message="f(y) returned 3; expected 4."),
              failed("a.again", exercise="a", message="f(x) returned 1; expected 2.")]
     groups = to_fix_first(wrong + missing)
-    # the missing file (6 points), then the visible wrong values of f (one reason, twice),
-    # then the hidden check although it is worth more
+    # the visible wrong values of f (one reason, twice), then the hidden check although it is
+    # worth more, then the missing file although it is worth 6 points: code that ran first
     assert [[c.id for c in g] for g in groups] == [
-        ["b.c0", "b.c1", "b.c2"], ["a.values", "a.again"], ["a.hidden"]]
+        ["a.values", "a.again"], ["a.hidden"], ["b.c0", "b.c1", "b.c2"]]
     html = render_report(result(*wrong, *missing))
     assert "3 checks failing the same way" in html
 

@@ -273,7 +273,7 @@ def test_mlp_loss_and_grads_values(sub, evidence):
 def numerical_gradient_call(sub, function, x, consts=(), eps=None):
     require(sub, "numerical_gradient")
     args = (function, x, list(consts)) + (() if eps is None else (eps,))
-    label = (f"numerical_gradient(f, x{'' if eps is None else f', {eps:g}'})  # "
+    label = (f"numerical_gradient(f, x{'' if eps is None else f', eps={eps:g}'})  # "
              f"f(x) = {SCALAR_FUNCTIONS[function].__doc__}, x of shape {x.shape}")
     return label, sub.probe("manual_backward:numerical_gradient", *args, label=label)
 

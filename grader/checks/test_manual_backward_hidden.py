@@ -53,11 +53,11 @@ def test_fit_linear_gd_long_run(sub):
 
 @check(points=1, targets="fit_linear_gd")
 def test_fit_linear_gd_types(sub):
-    """fit_linear_gd returns (w: array (D,), b: float, losses: list of floats)"""
+    """fit_linear_gd(X, y, lr=..., steps=...) returns (w: array (D,), b: float, losses: list)"""
     rng = np.random.default_rng(403)
     X, y = linear_problem(rng, 20, 3)
     call = "fit_linear_gd(X, y, lr=0.1, steps=5)  # X of shape (20, 3)"
-    w, b, losses = as_tuple(sub.call("fit_linear_gd", X, y, 0.1, 5), 3, call=call,
+    w, b, losses = as_tuple(sub.call("fit_linear_gd", X, y, lr=0.1, steps=5), 3, call=call,
                             what="a triple (w, b, losses)")
     expect_type(w, np.ndarray, call=call + ", w", what="a numpy array of shape (3,)",
                 hint=GD_HINT)
@@ -185,7 +185,7 @@ def test_numerical_gradient_restores_x(sub):
 
 @check(points=2, targets="numerical_gradient")
 def test_numerical_gradient_central_difference_order(sub, evidence):
-    """numerical_gradient is a central difference: halving eps cuts its error about 4x"""
+    """numerical_gradient: central difference (halving eps cuts the error 4x), default eps 1e-6"""
     rng = np.random.default_rng(409)
     x = rng.uniform(-1.5, 1.5, (4,))
     true = scalar_gradient_reference("exp_cubic", x)
@@ -219,6 +219,20 @@ def test_numerical_gradient_central_difference_order(sub, evidence):
              got=f"ratios {', '.join(f'{r:.2f}' for r in ratios)}",
              hint="(f(x + eps) - f(x - eps)) / (2 * eps) is exact for quadratics and its error "
                   "falls like eps**2; (f(x + eps) - f(x)) / eps only like eps.")
+    # The default: f is called at x moved by eps = 1e-6 (or eps / 2 for a centred step of
+    # width eps); a default of 1e-5 or 1e-7 is 10x off. Rounding moves the measured step by
+    # ~1e-16.
+    label = (f"numerical_gradient(f, x)  # eps left to its default, f(x) = "
+             f"{SCALAR_FUNCTIONS['sin_times_square'].__doc__}, x of shape (3,)")
+    record = sub.probe("manual_backward:numerical_gradient_step", "sin_times_square",
+                       rng.uniform(-1.5, 1.5, (3,)), label=label)
+    step = max(record["steps"], default=0.0)
+    evidence["default_step"] = step
+    if not 4e-7 <= step <= 2.5e-6:
+        fail(f"{label}: f was called at points up to {step:.3g} away from x; the contract's "
+             "default eps = 1e-6 moves one element by 1e-6.", call=label,
+             expected="steps of 1e-6", got=f"steps of {step:.3g}",
+             hint="keep the signature numerical_gradient(f, x, eps=1e-6) and perturb by eps.")
 
 
 @check(points=1, targets="numerical_gradient")

@@ -132,7 +132,23 @@ def numerical_gradient(module, function: str, x: np.ndarray, consts: list, *eps:
     def f(arr):
         return float(fn(np, arr, *consts))
 
-    return module.numerical_gradient(f, x, *eps)
+    # eps by keyword, as the contract names it
+    return module.numerical_gradient(f, x, **({"eps": eps[0]} if eps else {}))
+
+
+def numerical_gradient_step(module, function: str, x: np.ndarray) -> dict:
+    """`module.numerical_gradient(f, x)` with eps left to its default; records how far from
+    x the points f was called at lie (the largest change of one element per call): the step
+    the default eps gives. Returns {"value": the result, "steps": one number per call}."""
+    fn = SCALAR_FUNCTIONS[function]
+    start = np.array(x, dtype=np.float64, copy=True)
+    steps: list[float] = []
+
+    def f(arr):
+        steps.append(float(np.abs(np.asarray(arr, dtype=np.float64) - start).max()))
+        return float(fn(np, arr))
+
+    return {"value": module.numerical_gradient(f, x), "steps": steps}
 
 
 # ----------------------------------------------------------------------- vector_jacobian_product

@@ -176,6 +176,27 @@ def softmax_cross_entropy(logits, labels):
                 '    grads.update({"W1": d_W1, "b1": d_b1, "W2": d_W2, "b2": d_b2})\n'
                 '    return loss, grads'),)),
     # ------------------------------------------------------------------ numerical_gradient
+    M("ng_default_eps_ten_times_too_big", "", "numerical_gradient_central_difference_order",
+      replace=(("def numerical_gradient(f, x: np.ndarray, eps: float = 1e-6)",
+                "def numerical_gradient(f, x: np.ndarray, eps: float = 1e-5)"),)),
+    M("ng_eps_argument_renamed", """
+def numerical_gradient(f, x, h=1e-6):
+    grad = np.zeros_like(x, dtype=np.float64)
+    for index in np.ndindex(x.shape):
+        original = x[index]
+        x[index] = original + h
+        f_plus = f(x)
+        x[index] = original - h
+        f_minus = f(x)
+        x[index] = original
+        grad[index] = (f_plus - f_minus) / (2.0 * h)
+    return grad
+""", "numerical_gradient_central_difference_order"),
+    M("fit_linear_gd_lr_argument_renamed", "", "fit_linear_gd_types",
+      replace=(("def fit_linear_gd(X: np.ndarray, y: np.ndarray, lr: float, steps: int",
+                "def fit_linear_gd(X: np.ndarray, y: np.ndarray, learning_rate: float, steps: int"),
+               ("        w = w - lr * dw\n        b = b - lr * db\n",
+                "        w = w - learning_rate * dw\n        b = b - learning_rate * db\n"))),
     M("ng_perturbs_a_reshaped_copy", """
 def numerical_gradient(f, x, eps=1e-6):
     flat = x.reshape(-1)  # a view only when x is C-contiguous

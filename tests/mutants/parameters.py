@@ -162,7 +162,7 @@ def count_parameters(model, trainable_only=False):
 def count_parameters(model, trainable_only=False):
     params = {id(p): p for child in model.children() for p in child.parameters()}
     return sum(p.numel() for p in params.values() if p.requires_grad or not trainable_only)
-""", "count_parameters_nested_and_frozen"),
+""", "count_parameters_nested_and_frozen", "count_parameters_shared_and_buffers"),
     M("count_parameters_ignores_trainable_only", """
 def count_parameters(model, trainable_only=False):
     return sum(p.numel() for p in model.parameters())
