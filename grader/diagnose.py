@@ -214,7 +214,10 @@ def _detach_on_path(c: CheckResult) -> bool:
 def _dropout_always_on(c: CheckResult) -> bool:
     if ev(c, "active_dropout_in_eval"):
         return True
-    return ev(c, "eval_outputs_differ") is True and not ev(c, "modules_created_in_forward")
+    # Layers model.modules() cannot see (a plain list) miss model.eval() too: their dropout
+    # stays on, but the cause is the registration, not F.dropout.
+    return (ev(c, "eval_outputs_differ") is True and not ev(c, "modules_created_in_forward")
+            and ev(c, "linear_layers") != [])
 
 
 # --------------------------------------------------------------------------- set-up
