@@ -79,6 +79,11 @@ def slots(exercise: str) -> dict[str, list[str]]:
     return out
 
 
+def scores_seeded_fault(exercise: str, check_name: str) -> bool:
+    """Whether a bug hunt's check looks for a fault seeded in the exercise file."""
+    return any(f in hunt(exercise).seeded for f in slots(exercise).get(check_name, []))
+
+
 def applicable(exercise: str) -> list[str]:
     """Every fault that can be seeded into this bug hunt."""
     return [fid for faults in slots(exercise).values() for fid in faults]

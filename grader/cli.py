@@ -251,7 +251,8 @@ def release_summary(built) -> str:
              f"  leak scan: {built.secrets} secrets (solution code, reference code, hidden "
              "checks) looked for in every file: none found"]
     lines += [f"  shipped on purpose: {a}" for a in built.allowed]
-    lines.append(f"Students: pip install {built.out}  (see {built.out / 'README.md'})")
+    lines.append(f"Students: pip install -c {built.out / 'constraints.txt'} {built.out}  "
+                 f"(see {built.out / 'README.md'})")
     return "\n".join(lines)
 
 

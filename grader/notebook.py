@@ -16,7 +16,10 @@ from grader.models import SourceChunk
 
 # Cell magics whose body is still Python; any other cell magic makes the cell not Python.
 PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug"}
-_LINE_MAGIC = re.compile(r"^(\s*)(%|!)")
+# IPython-only lines: `%magic` / `!shell` at the start, their assignment forms (`t = %timeit -o
+# f()`, `files = !ls`), and help (`obj?`, `obj??`, `?obj`).
+_LINE_MAGIC = re.compile(r"^(\s*)(%|!|[A-Za-z_][\w.,\s\[\]]*=\s*[%!]|\?+[A-Za-z_]"
+                         r"|[A-Za-z_][\w.]*\s*\?{1,2}\s*$)")
 
 
 class NotebookError(ValueError):

@@ -41,7 +41,7 @@ from grader.edition import RELEASE_FILE, StudentRelease, student_release
 from grader.registry import (CHECKS_DIR, check_files, exercise_of, known_exercises,
                              visibility_of_file)
 from grader.replay import RECORDED_DIR, SUFFIX, versions
-from grader.selection import PendingCheck, collect_checks
+from grader.selection import PendingCheck, collect_checks, counts_before_grading
 
 try:
     import tomllib
@@ -130,7 +130,8 @@ def public_hidden(hidden: list) -> list[PendingCheck]:
             title = (f"hidden check {seen[c.exercise]} of {count[c.exercise]} of the bug hunt "
                      "(what it looks for is part of the hunt)")
         out.append(PendingCheck(exercise=c.exercise, title=title, points=c.info.points,
-                                targets=c.info.targets))
+                                targets=c.info.targets,
+                                counted=counts_before_grading(c.exercise, c.id.split(".", 1)[1])))
     return out
 
 
@@ -427,7 +428,9 @@ python3 -m venv .venv
 ```
 
 This installs the `torchgrade` command with torch (the CPU build, the version in
-`constraints.txt`). For the notebooks you also need Jupyter: `.venv/bin/pip install jupyterlab`.
+`constraints.txt`). Then activate the environment in every new terminal, so that `torchgrade`
+is found: `source .venv/bin/activate` (Windows: `.venv\\Scripts\\activate`). For the
+notebooks you also need Jupyter: `pip install jupyterlab`.
 Without installing anything here, `python -m grader ...` run from this folder works the same
 as `torchgrade ...` when the dependencies listed in `pyproject.toml` are installed.
 

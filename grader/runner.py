@@ -18,6 +18,7 @@ from grader.models import CheckResult, ExerciseResult, Submission, SubmissionRes
 from grader.plugin import GradingSession, ResultCollector
 from grader.registry import CHECKS_DIR, check_files
 from grader.student import StudentModule
+from grader.submission import not_submitted
 from grader.worker.client import Zygote
 from grader.worker.limits import WorkerLimits
 
@@ -84,7 +85,7 @@ def assemble_result(submission: Submission, modules: Mapping[str, StudentModule]
         source = submission.modules.get(exercise)
         module = modules.get(exercise)
         notes = list(source.notes) if source else [
-            f"file not submitted: expected {exercise}.py or {exercise}.ipynb"]
+            not_submitted(exercise)]
         if source and source.fatal:
             notes.append(source.fatal)
         if module is not None:

@@ -22,6 +22,13 @@ from grader.models import CheckInfo
 from grader.registry import CHECKS_DIR, check_files, check_id, exercise_of, info_of
 
 
+def counts_before_grading(exercise: str, check_name: str) -> bool:
+    """Whether a hidden check counts toward the score of the exercise file as handed out."""
+    from grader.bughunt import is_bughunt, scores_seeded_fault
+
+    return not is_bughunt(exercise) or scores_seeded_fault(exercise, check_name)
+
+
 class PendingCheck(BaseModel):
     """A hidden check that did not run here: it runs when the work is graded."""
 
@@ -29,6 +36,9 @@ class PendingCheck(BaseModel):
     title: str
     points: float
     targets: list[str]
+    # A bug hunt scores the checks for the faults seeded in the copy; one for a fault it did not
+    # seed counts only if it fails. False for those, so totals shown before grading are right.
+    counted: bool = True
 
 
 class CheckSelection:
@@ -50,9 +60,11 @@ class CheckSelection:
                 drop.append(item)
             elif info.visibility == "hidden" and not self.hidden:
                 drop.append(item)
-                self.pending.append(PendingCheck(exercise=exercise_of(item.path),
-                                                 title=info.title, points=info.points,
-                                                 targets=list(info.targets)))
+                exercise = exercise_of(item.path)
+                self.pending.append(PendingCheck(
+                    exercise=exercise, title=info.title, points=info.points,
+                    targets=list(info.targets),
+                    counted=counts_before_grading(exercise, item.name.removeprefix("test_"))))
             else:
                 keep.append(item)
         if drop:

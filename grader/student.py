@@ -16,6 +16,7 @@ import torch
 
 from grader.compare import CheckFailure, format_call, short
 from grader.models import ModuleSource, Status
+from grader.submission import not_submitted
 from grader.worker import wire
 from grader.worker.client import Worker, WorkerCrashed, WorkerTimeout
 from grader.worker.limits import WorkerLimits
@@ -63,7 +64,7 @@ class StudentModule:
             raise self._failure
         if self.source is None:
             self._failure = ModuleUnavailable(
-                f"file not submitted: expected {self.exercise}.py or {self.exercise}.ipynb")
+                not_submitted(self.exercise))
             raise self._failure
         if self.source.fatal:
             self._failure = ModuleUnavailable(self.source.fatal)

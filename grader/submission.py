@@ -36,6 +36,16 @@ class Found:
     read: Callable[[], bytes]
 
 
+def not_submitted(exercise: str) -> str:
+    """The message for an exercise file a submission does not hold, naming what was looked for."""
+    from grader.bughunt import is_bughunt, student_path
+
+    names = f"{exercise}.py or {exercise}.ipynb"
+    if is_bughunt(exercise):
+        names = f"{student_path(exercise)} (or {names})"
+    return f"file not submitted: expected {names}"
+
+
 def student_id_for(path: Path) -> str:
     path = Path(path)
     if path.is_dir():

@@ -64,13 +64,23 @@ def summary(result: SubmissionResult, *, pending: Iterable[PendingCheck] = (),
             lines.append(f"  note: {note}")
         lines += [line for c in checks for line in _check_lines(c, paint)]
         if later:
-            total = sum(p.points for p in later)
+            total = pending_points(later)
+            counted = ("" if all(p.counted for p in later) else
+                       "; those for the faults your copy holds count, any other only if it "
+                       "fails")
             lines.append(paint(f"  Hidden checks: {len(later)} more ({_points(total)}) run when "
-                               "your work is graded:", "bold"))
-            lines += [f"  [ HIDDEN  ] {p.title}  ({_points(p.points)})" for p in later]
+                               f"your work is graded{counted}:", "bold"))
+            lines += [f"  [ HIDDEN  ] {p.title}  ({_points(p.points)}"
+                      f"{'' if p.counted else ' if it fails'})" for p in later]
     lines.append("")
     lines.append(total_line(result, pending, paint) + (f" Report: {report}" if report else ""))
     return "\n".join(lines)
+
+
+def pending_points(pending: list[PendingCheck]) -> float:
+    """What hidden checks are worth at grading: a bug hunt's check for a fault the copy does not
+    hold counts only if it fails, so it adds nothing here."""
+    return sum(p.points for p in pending if p.counted)
 
 
 def _points(n: float) -> str:
@@ -83,7 +93,7 @@ def total_line(result: SubmissionResult, pending: list[PendingCheck], paint: Pai
     verdict = (paint("Every check passed.", "passed") if ran and not failing
                else paint(f"{failing} of {ran} checks not passed.", "failed") if ran
                else paint("No check ran.", "error"))
-    hidden = (f" Hidden checks, {_points(sum(p.points for p in pending))}, run at grading."
+    hidden = (f" Hidden checks, {_points(pending_points(pending))}, run at grading."
               if pending else "")
     return f"Score: {result.score:g} / {result.max_score:g}. {verdict}{hidden}"
 

@@ -26,10 +26,12 @@ import numpy as np
 import torch
 
 from grader.checks.manual_backward_cases import (
-    as_number, as_number_list, as_tuple, away_from_relu_kinks, cross_entropy_reference,
-    expect_close, expect_values, fit_linear_gd_reference, linear_problem, mirror_program,
-    mlp_params, mlp_reference, mse_reference, program_text, ratio_note,
-    scalar_gradient_reference, softplus_reference, vector_output_shape, vjp_reference)
+    as_number, as_number_list, as_tuple, away_from_relu_kinks, expect_close, expect_values,
+    linear_problem, mirror_program, mlp_params, program_text, ratio_note, vector_output_shape)
+# In a student release this module is a stand-in that replays recorded values (grader/replay.py).
+from grader.checks.manual_backward_reference import (
+    cross_entropy_reference, fit_linear_gd_reference, mlp_reference, mse_reference,
+    scalar_gradient_reference, softplus_reference, vjp_reference)
 from grader.compare import error_evidence, fail, short
 from grader.probes.manual_backward import SCALAR_FUNCTIONS, VECTOR_FUNCTIONS, describe_step
 from grader.registry import check
@@ -50,8 +52,8 @@ NUMGRAD_HINT = ("central difference, one element at a time: g[i] = (f(x + eps*e_
                 "f(x - eps*e_i)) / (2*eps); set x[i] back to its original value afterwards.")
 SOFTPLUS_HINT = ("softplus(x) = max(x, 0) + log1p(exp(-|x|)) never overflows; backward returns "
                  "grad_output * sigmoid(x), with x saved by forward (ctx.save_for_backward).")
-VJP_HINT = ("work on a leaf copy, x.detach().requires_grad_(), then torch.autograd.grad(f(x), x, "
-            "grad_outputs=v) gives v^T J in one backward pass, without building J.")
+VJP_HINT = ("work on a leaf copy of x and let autograd compute v^T J in one backward pass "
+            "(torch.autograd.grad has an argument for v), without building J.")
 VALUE_HINT = ("each operator returns a new Value that remembers its inputs and a _backward that "
               "ADDS (+=) out.grad times the local derivative into each input's grad; backward() "
               "sets its own grad to 1.0 and calls _backward in reverse topological order.")

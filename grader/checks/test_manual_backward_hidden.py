@@ -8,7 +8,8 @@ import torch
 
 from grader.checks.manual_backward_cases import (
     as_tuple, expect_python_float, expect_values, linear_problem, random_program,
-    scalar_gradient_reference, vector_output_shape, vjp_reference)
+    vector_output_shape)
+from grader.checks.manual_backward_reference import scalar_gradient_reference, vjp_reference
 from grader.checks.test_manual_backward import (
     ATOL, GD_HINT, NUMGRAD_ATOL, NUMGRAD_HINT, NUMGRAD_RTOL, RTOL, VJP_HINT, check_cross_entropy,
     check_mlp, check_mse, check_value_program, compare_trajectory, mlp_case,

@@ -45,8 +45,8 @@ GROUPS_HINT = ("collect the head's parameters (model.get_submodule(head).paramet
                "identity, give every other trainable parameter base_lr, and skip parameters "
                "with requires_grad=False.")
 HEAD_HINT = ("an optimizer holds the tensors it was given when it was built: replace the head "
-             "first (setattr(model, head, nn.Linear(old.in_features, num_classes))), then build "
-             "torch.optim.SGD from the trainable parameters.")
+             "first (a new nn.Linear with the old head's in_features), then build the SGD "
+             "optimizer from the trainable parameters.")
 
 # Evidence attached to failures (plain facts for diagnoses and reports):
 #   parameter_count, expected_parameter_count, linear_layers  what an MLP registered

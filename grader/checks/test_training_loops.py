@@ -626,9 +626,10 @@ EVAL_MODE_CASE = EvaluateCase(model="mlp_bn_dropout", sizes=[6, 16, 3], seed=23,
                               batches=toy_batches(24, [10, 10, 10], 6, 3), start_mode="train")
 
 
-def fit_case(seed: int, *, flip: float = 0.2, lr: float = 0.2, **kwargs) -> FitCase:
+def fit_case(seed: int, *, flip: float = 0.2, lr: float = 0.2, model: str = "mlp",
+             **kwargs) -> FitCase:
     train, val = overfitting_task(seed, flip=flip)
-    return FitCase(model="mlp", sizes=[4, 8, 2], seed=seed, batches=train, val_batches=val,
+    return FitCase(model=model, sizes=[4, 8, 2], seed=seed, batches=train, val_batches=val,
                    optimizer={"name": "sgd", "lr": lr}, **kwargs)
 
 

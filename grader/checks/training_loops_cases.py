@@ -160,13 +160,16 @@ class AccumulatedCase(Setup):
 class CheckpointCase(Setup):
     epoch: int = 7
     fresh_seed: int = 0
+    # The learning rate set after the first epoch, before saving (as a scheduler would): a
+    # checkpoint restores it with the optimizer's state (None: unchanged).
+    decayed_lr: float | None = None
 
     def probe_kwargs(self) -> dict:
         return {**self.base_kwargs(), "fresh_state": initial_state(self.model, self.sizes,
                                                                    self.fresh_seed),
                 "optimizer": self.optimizer, "loss": self.loss, "first_batches": self.batches,
                 "second_batches": self.batches, "epoch": self.epoch,
-                "filename": "checkpoint.pt"}
+                "filename": "checkpoint.pt", "decayed_lr": self.decayed_lr}
 
 
 def _describe_scheduler(spec: dict | None) -> str:

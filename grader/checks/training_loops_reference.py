@@ -194,6 +194,9 @@ class CheckpointReference:
 def checkpoint(case: CheckpointCase) -> CheckpointReference:
     model, optimizer, loss_fn = _objects(case)
     _epoch(model, case.batches, optimizer, loss_fn)
+    if case.decayed_lr is not None:
+        for group in optimizer.param_groups:
+            group["lr"] = case.decayed_lr
     saved = state_of(model)
     saved_optimizer = {int(k): {n: (v.detach().clone() if isinstance(v, torch.Tensor) else v)
                                 for n, v in s.items()}

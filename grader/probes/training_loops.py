@@ -301,7 +301,7 @@ def _one_epoch(model: nn.Module, batches: list, optimizer, loss_fn) -> None:
 
 def checkpoint_run(module, *, model: str, sizes: list[int], state: dict, fresh_state: dict,
                    optimizer: dict, loss: str, first_batches: list, second_batches: list,
-                   epoch: int, filename: str) -> dict:
+                   epoch: int, filename: str, decayed_lr: float | None = None) -> dict:
     """Train one epoch, `save_checkpoint` into the worker's scratch folder, train the saved
     objects on (so that anything kept by reference changes), then build fresh objects (other
     weights, an optimizer without state), `load_checkpoint` into them and train one more epoch.
@@ -313,6 +313,9 @@ def checkpoint_run(module, *, model: str, sizes: list[int], state: dict, fresh_s
     net = build_model(model, sizes, state)
     opt = build_optimizer(optimizer, net.parameters())
     _one_epoch(net, first_batches, opt, loss_fn)
+    if decayed_lr is not None:  # what a scheduler does between epochs
+        for group in opt.param_groups:
+            group["lr"] = decayed_lr
     module.save_checkpoint(path, net, opt, epoch)
     written = os.path.exists(path)
     _one_epoch(net, second_batches, opt, loss_fn)  # the saved objects move on

@@ -89,7 +89,7 @@ def train_epoch(model, loader, optimizer, loss_fn):
 """, "train_epoch_adam_dataloader_short_batch"),
     # ------------------------------------------------------------------ evaluate
     M("evaluate_without_eval", "", "evaluate_eval_mode_without_grad",
-      "evaluate_restores_mode_and_leaves_model_unchanged",
+      "evaluate_restores_mode_and_leaves_model_unchanged", "fit_without_patience_restores_best",
       replace=[("    model.eval()                       # dropout off", "    # dropout off")]),
     M("evaluate_without_no_grad", """
 def evaluate(model, loader, loss_fn):
@@ -333,6 +333,13 @@ def load_checkpoint(path, model, optimizer):
     model.load_state_dict(checkpoint["model"])
     return checkpoint["epoch"]
 """, *CHECKPOINT),
+    M("checkpoint_optimizer_state_without_its_groups", "",
+      "checkpoint_resumes_adam_and_batchnorm",
+      replace=[('    optimizer.load_state_dict(checkpoint["optimizer"])   # momentum buffers, Adam '
+                'moments, step',
+                '    fresh = optimizer.state_dict()\n'
+                '    fresh["state"] = checkpoint["optimizer"]["state"]  # the groups (lr) stay fresh\n'
+                '    optimizer.load_state_dict(fresh)')]),
     M("checkpoint_model_not_loaded", "", *CHECKPOINT,
       replace=[("    model.load_state_dict(checkpoint[\"model\"])\n", "")]),
     M("load_checkpoint_returns_nothing", "", *CHECKPOINT,
@@ -369,6 +376,13 @@ def load_checkpoint(path, model, optimizer):
     M("torch_not_seeded", "", *SEED, replace=[("    torch.manual_seed(seed)\n", "")]),
     M("numpy_seeded_with_a_private_generator", "", *SEED,
       replace=[("    np.random.seed(seed)\n", "    rng = np.random.default_rng(seed)\n")]),
+    M("best_parameters_without_buffers", "", "fit_without_patience_restores_best",
+      replace=[("best_state = copy.deepcopy(model.state_dict())   # a copy, not live references",
+                "best_state = {k: p.detach().clone() for k, p in model.named_parameters()}"),
+               ("        model.load_state_dict(best_state)",
+                "        model.load_state_dict(best_state, strict=False)")]),
+    M("torch_seeded_with_a_constant", "", "set_seed_different_seeds_differ",
+      replace=[("    torch.manual_seed(seed)\n", "    torch.manual_seed(42)\n")]),
     M("seed_argument_ignored", """
 def set_seed(seed):
     random.seed(0)
