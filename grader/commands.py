@@ -179,6 +179,12 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
         finally:
             remove_stale_temp_files(out)
             summary.seconds = time.monotonic() - started
+            # On Ctrl-C a grading process may have written a result whose message never
+            # reached us: what is on disk with this grading's fingerprint counts too.
+            collected = {r.student for r in summary.results}
+            summary.results += [done for t in tasks if t.submission.student not in collected
+                                and (done := _previous(out / t.submission.student,
+                                                       t.fingerprint)) is not None]
             if summary.results:  # also on Ctrl-C: the index of what is graded so far
                 write_class_outputs(summary, roster=roster)
     finally:
