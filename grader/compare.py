@@ -203,6 +203,15 @@ def _num(x: Any) -> str:
     return f"{x:.6g}" if isinstance(x, float) else repr(x)
 
 
+def expect_unchanged(before: np.ndarray, after: np.ndarray, *, name: str, call: str,
+                     hint: str | None = None) -> None:
+    """`after`, the caller's array in shared memory read after the call, still holds `before`:
+    a write through it in the worker shows here."""
+    if not np.array_equal(before, after):
+        fail(f"{call} modified {name}: after the call it differs from what was passed in.",
+             call=call, expected=f"{name} unchanged", got=f"{name} modified", hint=hint)
+
+
 def expect_view(got: Any, base: np.ndarray | torch.Tensor, *, call: str, what: str = "a view",
                 hint: str | None = None) -> None:
     """`got` shares memory with `base`. Both live in memory the grader owns (see

@@ -206,13 +206,19 @@ def mark_not_finite(ax, values: list[float], label: str) -> None:
     silent gap)."""
     bad = [i for i, v in enumerate(values) if math.isnan(v)]
     if bad:
-        ax.axvline(bad[0] + 1, color=BAD, linestyle=":", linewidth=1.2)
-        # In the right half the text goes left of the line, so that it stays in the picture.
-        right = bad[0] + 1 > (len(values) + 1) / 2
-        ax.annotate(f"{label}: not a number from here", xy=(bad[0] + 1, 1), xycoords=("data",
-                    "axes fraction"), xytext=(-3 if right else 3, -10),
-                    textcoords="offset points", fontsize=8, color=BAD, va="top",
-                    ha="right" if right else "left")
+        mark_step(ax, bad[0] + 1, len(values), f"{label}: not a number from here", color=BAD,
+                  linewidth=1.2, dy=-10, fontsize=8)
+
+
+def mark_step(ax, x: int, last: int, text: str, *, color: str, linewidth: float, dy: float,
+              fontsize: float) -> None:
+    """A dotted vertical line at step `x` (of 1..`last`) with `text` at its top, on the side of
+    the line that keeps the text in the picture (left of it in the right half)."""
+    right = x > (last + 1) / 2
+    ax.axvline(x, color=color, linestyle=":", linewidth=linewidth)
+    ax.annotate(text, xy=(x, 1), xycoords=("data", "axes fraction"),
+                xytext=(-3 if right else 3, dy), textcoords="offset points", fontsize=fontsize,
+                color=color, va="top", ha="right" if right else "left")
 
 
 # --------------------------------------------------------------------------- curves
@@ -284,12 +290,8 @@ def val_loss_picture(evidence: dict):
         return None
     if reference:
         best = min(range(len(reference)), key=lambda i: (math.isnan(reference[i]), reference[i]))
-        right_half = best + 1 > (len(reference) + 1) / 2
-        fig.axes[0].axvline(best + 1, color=MUTED, linewidth=0.8, linestyle=":")
-        fig.axes[0].annotate("reference best", xy=(best + 1, 1), xycoords=("data", "axes fraction"),
-                             xytext=(-3 if right_half else 3, -2), textcoords="offset points",
-                             fontsize=7, color=MUTED, va="top",
-                             ha="right" if right_half else "left")
+        mark_step(fig.axes[0], best + 1, len(reference), "reference best", color=MUTED,
+                  linewidth=0.8, dy=-2, fontsize=7)
     return ("Validation loss per epoch: yours against the reference",
             comparison_words(yours, reference, "the validation loss", "epoch"), fig)
 

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from grader.compare import expect_array, fail, mismatch_report, short
-from grader.probes.manual_backward import SCALAR_FUNCTIONS, VECTOR_FUNCTIONS, describe_step
+from grader.probes.manual_backward import VECTOR_FUNCTIONS, describe_step
 
 # --------------------------------------------------------------------------- plain numbers
 

@@ -14,7 +14,7 @@ from grader.checks.test_manual_backward import (
     ATOL, GD_HINT, NUMGRAD_ATOL, NUMGRAD_HINT, NUMGRAD_RTOL, RTOL, VJP_HINT, check_cross_entropy,
     check_mlp, check_mse, check_value_program, compare_trajectory, mlp_case,
     numerical_gradient_call, softplus_call, vjp_call)
-from grader.compare import expect_type, fail, short
+from grader.compare import expect_type, expect_unchanged, fail, short
 from grader.probes.manual_backward import SCALAR_FUNCTIONS
 from grader.registry import check
 from grader.student import StudentError, StudentRaised
@@ -147,12 +147,10 @@ def test_mlp_loss_and_grads_leaves_inputs_alone(sub, evidence):
                   "both names one dict, so writing a gradient overwrites a weight.")
     for name, before, after in [("X", X, shared_X)] + [(f"params[{k!r}]", params[k], shared[k])
                                                        for k in params]:
-        if not np.array_equal(before, after):
-            fail(f"{call} modified {name}: its values after the call differ from those passed "
-                 "in.", call=call, expected=f"{name} unchanged", got=f"{name} modified",
-                 hint="compute new arrays (h = np.maximum(pre, 0), W - lr * g) instead of "
-                      "writing into the caller's (h[h < 0] = 0 on a view, W -= ...); this "
-                      "function only measures the gradient, it takes no step.")
+        expect_unchanged(before, after, name=name, call=call,
+                         hint="compute new arrays (h = np.maximum(pre, 0), W - lr * g) instead of "
+                              "writing into the caller's (h[h < 0] = 0 on a view, W -= ...); "
+                              "this function only measures the gradient, it takes no step.")
     # Leaving the inputs alone earns nothing on its own: the result must be right too.
     check_mlp(got, X, labels, params, where="  # N=9, D=4, H=6, C=3", evidence=evidence)
 

@@ -9,7 +9,7 @@ import torch
 
 from grader.checks.layouts import DTYPES_BY_ITEMSIZE, random_shape, strided_views
 from grader.compare import (as_bool, as_int_tuple, expect_array, expect_equal, expect_no_view,
-                            expect_type, expect_view, fail)
+                            expect_type, expect_unchanged, expect_view, fail)
 from grader.registry import check
 
 STRIDE_HINT = ("the stride of an axis is how many bytes to skip to move one step along it: "
@@ -175,10 +175,8 @@ def test_center_columns_leaves_input_alone(sub):
     x = sub.shared(original)
     call = "center_columns(x)  # x of shape (6, 4)"
     sub.call("center_columns", x)
-    if not np.array_equal(x, original):
-        fail(f"{call} modified x: after the call x differs from what was passed in.",
-             call=call, expected="x unchanged", got="x modified",
-             hint="x -= ... works in place on the caller's array; x - ... makes a new one.")
+    expect_unchanged(original, x, name="x", call=call,
+                     hint="x -= ... works in place on the caller's array; x - ... makes a new one.")
 
 
 @check(points=2, targets="pairwise_sq_dists", visibility="visible")
