@@ -299,7 +299,8 @@ def _overlaps(value: np.ndarray | torch.Tensor, lo: int, hi: int) -> bool:
     else:
         if value.size == 0:
             return False
-        start, shape, strides, size = value.ctypes.data, value.shape, value.strides, value.itemsize
+        start, shape, strides = value.ctypes.data, value.shape, value.strides
+        size = value.itemsize
     first, last = wire._byte_bounds(int(start), shape, strides, size)
     return first < hi and lo < last
 
