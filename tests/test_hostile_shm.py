@@ -219,19 +219,24 @@ def test_every_change_to_a_shared_input_fails_the_call_and_the_grader_keeps_its_
 
 def test_a_result_view_must_lie_in_an_array_the_grader_shared(zygote):
     """A view into shared memory the grader never gave out (the padding after an array) is
-    refused: its values would be nobody's input and no comparison would cover them."""
+    refused: its values would be nobody's input and no comparison would cover them. So is a
+    view presenting terabytes of one element."""
     code = ("import numpy as np\n"
             "def beyond(x):\n"
             "    return np.ndarray((4,), x.dtype, buffer=x.base if x.base is not None else x,\n"
             "                      offset=x.nbytes)\n"
             "def inside(x):\n"
-            "    return x[2:]\n")
+            "    return x[2:]\n"
+            "def endless(x):\n"
+            "    return np.lib.stride_tricks.as_strided(x, (1 << 40,), (0,))\n")
     with module_of(zygote, code) as sub:
         x = sub.shared(np.arange(3.0))
         got = sub.call("inside", x)
         assert np.shares_memory(got, x) and got.tolist() == [2.0]
         with pytest.raises(Exception, match="outside the arrays the grader shared"):
             sub.call("beyond", x)
+        with pytest.raises(Exception, match="shared view of more than"):
+            sub.call("endless", x)  # 8 TB of one element, by stride 0
 
 
 def test_descriptors_sent_back_by_a_worker_are_closed(zygote):

@@ -204,6 +204,10 @@ class SegmentTable:
         except (TypeError, ValueError) as exc:
             raise WireError(f"view outside its segment: {exc}") from None
         if seg.shm is not None and arr.size:
+            # Stride 0 lets a few bytes present any number of elements: no more than a buffer
+            # of the reply may hold, or the grader's first comparison would exhaust its memory.
+            if arr.nbytes > DEFAULT_LIMITS.max_bytes:
+                raise WireError(f"a shared view of more than {DEFAULT_LIMITS.max_bytes >> 20} MB")
             lo, hi = _byte_bounds(int(arr.ctypes.data), arr.shape, arr.strides, arr.itemsize)
             if not any(a.seg == seg_id and a.bounds(self)[0] <= lo and hi <= a.bounds(self)[1]
                        for a in self.allocations):
