@@ -252,6 +252,8 @@ class SegmentTable:
             if seg.shm is None or not seg.used:
                 continue
             after = seg.shm[:seg.used].copy()
+            if np.array_equal(after, seg.base[:seg.used]):
+                continue  # the common case, in one comparison
             for a in self.allocations:
                 if a.seg != seg.id or not a.nbytes:
                     continue
