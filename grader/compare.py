@@ -205,8 +205,9 @@ def _num(x: Any) -> str:
 
 def expect_unchanged(before: np.ndarray, after: np.ndarray, *, name: str, call: str,
                      hint: str | None = None) -> None:
-    """`after`, the caller's array in shared memory read after the call, still holds `before`:
-    a write through it in the worker shows here."""
+    """`after`, the caller's array read after the call, still holds `before`. (`sub.call`
+    already fails a check whose call wrote into a shared array; this is for arrays a check
+    shared with `may_change=True` and judges itself.)"""
     if not np.array_equal(before, after):
         fail(f"{call} modified {name}: after the call it differs from what was passed in.",
              call=call, expected=f"{name} unchanged", got=f"{name} modified", hint=hint)

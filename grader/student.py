@@ -14,12 +14,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from grader.compare import CheckFailure, format_call, short
+from grader.compare import CheckFailure, fail, format_call, short
 from grader.models import ModuleSource, Status
 from grader.submission import not_submitted
 from grader.worker import wire
 from grader.worker.client import Worker, WorkerCrashed, WorkerTimeout
 from grader.worker.limits import WorkerLimits
+
+
+EARLIER = "an array the grader passed to an earlier call"
 
 
 class StudentError(Exception):
@@ -166,17 +169,21 @@ class StudentModule:
     def _request(self, worker: Worker, message: dict, describe: Callable[[], str],
                  timeout: float | None) -> Any:
         seconds = timeout or self.default_timeout
+        self.segments.publish()
         try:
             reply = worker.request(message, seconds, self.segments)
         except WorkerTimeout:
+            self.segments.settle()  # no verdict on them: the call already failed
             self._retire()
             text = describe()
             raise StudentError(f"{text} timed out after {seconds:g} s (an endless loop, or far "
                                "too slow).", status="timeout", call=text) from None
         except WorkerCrashed as exc:
+            self.segments.settle()
             self._retire()
             text = describe()
             raise StudentError(f"{text} crashed: {exc}.", status="crashed", call=text) from None
+        self._check_shared(self.segments.settle(), message, describe)
         if reply.get("ok"):
             return reply.get("value")
         error = reply.get("error", {})
@@ -194,14 +201,70 @@ class StudentModule:
                                "contract names (numbers, tuples, numpy arrays, tensors).", call=text)
         raise StudentError(f"{text}: {_describe(error)}", call=text)
 
+    def _check_shared(self, changed: list[wire.Allocation], message: dict,
+                      describe: Callable[[], str]) -> None:
+        """Fail the check if the call changed a shared array it may not change (by the time
+        its reply was in): the grader's copy still holds the values from before the call."""
+        if not changed:
+            return
+        text = describe()
+        # Arrays of this call first: they are the ones the student can find in the code.
+        named = sorted(((*self._name_of(a, message), a) for a in changed),
+                       key=lambda found: found[0] == EARLIER)
+        names = [name for name, _, _ in named]
+        what = " and ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        example = ""
+        name, whole, alloc = named[0]
+        change = alloc.first_change(self.segments)
+        if change is not None:  # None: the worker has put the old bytes back since
+            index, before, now = change
+            element = f"{name}[{', '.join(map(str, index))}]" if whole and index else \
+                "one element" if index else name
+            example = f" ({element} went from {before!r} to {now!r})"
+        fail(f"{text} changed its input {what}: after the call it holds other values than the "
+             f"ones passed in{example}. A function must leave the arrays it is given as they "
+             "were unless its contract says it writes into them.",
+             call=text, expected=f"{names[0]} unchanged", got=f"{names[0]} modified",
+             hint="x -= ..., x[...] = ..., np.add(x, ..., out=x) or a thread that keeps "
+                  "running write into the caller's array; x - ... or x.copy() make a new one.",
+             evidence={"changed_inputs": names})
+
+    def _name_of(self, alloc: wire.Allocation, message: dict) -> tuple[str, bool]:
+        """What the check calls `alloc` (`shared(name=)`), else where it is among the call's
+        arguments ("argument 2", "params['W1']"), else that an earlier call received it; and
+        whether that name stands for the whole array (not a view of part of it)."""
+        if alloc.name:
+            return alloc.name, True
+        lo, hi = alloc.bounds(self.segments)
+        places = [(f"argument {i + 1}", v) for i, v in enumerate(message.get("args", []))]
+        places += list(message.get("kwargs", {}).items())
+        while places:
+            label, value = places.pop(0)
+            if isinstance(value, dict):
+                places += [(f"{label}[{k!r}]", v) for k, v in value.items()]
+            elif isinstance(value, (list, tuple)):
+                places += [(f"{label}[{i}]", v) for i, v in enumerate(value)]
+            elif isinstance(value, (np.ndarray, torch.Tensor)) and _overlaps(value, lo, hi):
+                return label, _is_whole(value, alloc, lo)
+        return EARLIER, False
+
     # ------------------------------------------------------------------ shared memory
 
-    def shared(self, value: np.ndarray | torch.Tensor) -> np.ndarray | torch.Tensor:
+    def shared(self, value: np.ndarray | torch.Tensor, *, name: str | None = None,
+               may_change: bool = False) -> np.ndarray | torch.Tensor:
         """A copy of `value` in memory shared with the worker: a view of it that the student's
-        code returns comes back as a view of this very memory."""
+        code returns comes back as a view of this very memory.
+
+        Keep `value` as the private copy to compute expected values from. After every call
+        the copy returned here still holds `value` (what the worker wrote is compared once,
+        when its reply is in, and never read later), or the check has failed with "changed
+        its input `name`". `may_change=True` lets calls write into it (their writes then show
+        here): the check itself must judge what the call left there.
+        """
         if isinstance(value, torch.Tensor):
-            return torch.from_numpy(self.segments.shared_copy(value.detach().numpy()))
-        return self.segments.shared_copy(np.asarray(value))
+            return torch.from_numpy(self.segments.shared_copy(
+                value.detach().numpy(), name=name, may_change=may_change))
+        return self.segments.shared_copy(np.asarray(value), name=name, may_change=may_change)
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -224,6 +287,29 @@ class StudentModule:
         self._retire()
         self._output = []
         self.segments.close()
+
+
+def _overlaps(value: np.ndarray | torch.Tensor, lo: int, hi: int) -> bool:
+    """`value`'s memory meets the address range [lo, hi)."""
+    if isinstance(value, torch.Tensor):
+        if value.layout != torch.strided or value.numel() == 0:
+            return False
+        size = value.element_size()
+        start, shape, strides = value.data_ptr(), value.shape, [s * size for s in value.stride()]
+    else:
+        if value.size == 0:
+            return False
+        start, shape, strides = value.ctypes.data, value.shape, value.strides
+        size = value.itemsize
+    first, last = wire._byte_bounds(int(start), shape, strides, size)
+    return first < hi and lo < last
+
+
+def _is_whole(value: np.ndarray | torch.Tensor, alloc: wire.Allocation, lo: int) -> bool:
+    """`value` is the allocation itself: same start, shape and dtype, C-ordered."""
+    a = value.detach().numpy() if isinstance(value, torch.Tensor) else value
+    return (int(a.ctypes.data) == lo and a.shape == alloc.shape and a.dtype == alloc.dtype
+            and a.flags.c_contiguous)
 
 
 class StudentRaised(StudentError):

@@ -247,7 +247,7 @@ def test_future_imports_of_one_cell_hold_for_the_next(zygote):
 
 def test_shared_inputs_show_in_place_writes(zygote):
     with module_of(zygote, "def scale(a):\n    a *= 2\n    return a[::-1]\n") as sub:
-        a = sub.shared(np.arange(4.0))
+        a = sub.shared(np.arange(4.0), may_change=True)  # declared: the call writes into it
         got = sub.call("scale", a)
         assert np.array_equal(a, [0, 2, 4, 6])  # the worker wrote into the grader's memory
         assert np.shares_memory(got, a) and got.strides == (-8,)

@@ -20,6 +20,7 @@ computed by the grader on memory it owns, not reported by the worker.
 from __future__ import annotations
 
 import array
+import fcntl
 import json
 import mmap
 import os
@@ -74,11 +75,18 @@ DEFAULT_LIMITS = Limits()
 
 @dataclass
 class Segment:
+    """One memfd segment. `base` is the memory arrays live in: on the worker's side the shared
+    mapping itself; on the grader's side a private mirror (`shm` is then the shared mapping),
+    so that nothing the worker does, during a call or after it, can change what the grader
+    reads (see `SegmentTable`)."""
+
     id: int
     fd: int
     size: int
     mm: mmap.mmap
     base: np.ndarray  # uint8 over the whole mapping; keeps `mm` exported while arrays use it
+    shm: np.ndarray | None = None  # grader side: uint8 over the shared memfd mapping
+    used: int = 0  # grader side: bytes given out from the start of the segment
 
     @property
     def addr(self) -> int:
@@ -86,20 +94,82 @@ class Segment:
 
 
 @dataclass
+class Allocation:
+    """A range of a grader segment that `shared_copy` gave out: one shared argument.
+
+    `may_change`: a call may write into it (the check reads what it holds afterwards and judges
+    that itself); otherwise any change made by the worker is reported by `settle`."""
+
+    seg: int
+    offset: int
+    nbytes: int
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    name: str | None = None
+    may_change: bool = False
+
+    def bounds(self, table: "SegmentTable") -> tuple[int, int]:
+        """The allocation's address range in the grader's memory."""
+        lo = table.segments[self.seg].addr + self.offset
+        return lo, lo + self.nbytes
+
+    def first_change(self, table: "SegmentTable") -> tuple[tuple[int, ...], Any, Any] | None:
+        """(index, value before, value in shared memory now) of the first element whose bytes
+        differ between the grader's copy and the shared memory; None if none does."""
+        seg = table.segments[self.seg]
+        if seg.shm is None or not self.nbytes:
+            return None
+        size = self.dtype.itemsize
+        rows = (-1, size)
+        before = seg.base[self.offset:self.offset + self.nbytes].reshape(rows)
+        now = seg.shm[self.offset:self.offset + self.nbytes].copy().reshape(rows)
+        differs = (before != now).any(axis=1)
+        if not differs.any():
+            return None
+        flat = int(np.argmax(differs))
+        index = tuple(int(i) for i in np.unravel_index(flat, self.shape)) if self.shape else ()
+        return (index, before[flat].view(self.dtype)[0].item(),
+                now[flat].view(self.dtype)[0].item())
+
+
+SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+
+
+@dataclass
 class SegmentTable:
-    """Shared-memory segments one side has mapped, found by address range."""
+    """Shared-memory segments one side has mapped, found by address range.
+
+    On the grader's side every segment is a sealed memfd (it can neither shrink, which would
+    make the grader's reads die of SIGBUS, nor grow) and arrays live in a private mirror of it:
+    `publish()` copies the mirror into the shared memory just before a request, `settle()`
+    copies back what the worker left there once the reply is in, one snapshot per call. Between
+    calls the grader reads only its own memory, so a thread or process of the student's that
+    keeps writing after a call returned cannot change a value the grader reads (or make reading
+    crash); each allocation's state before the call is the private copy `settle` compares with.
+    """
 
     segments: dict[int, Segment] = field(default_factory=dict)
+    allocations: list[Allocation] = field(default_factory=list)
     _next_id: int = 1
     _arena: Segment | None = None
-    _arena_used: int = 0
 
     def create(self, nbytes: int) -> Segment:
-        """Grader side: a new zero-filled memfd segment of at least `nbytes`."""
+        """Grader side: a new zero-filled, sealed memfd segment of at least `nbytes`, with a
+        private mirror."""
         size = max(int(nbytes), 1)
-        fd = os.memfd_create(f"torchgrade-seg{self._next_id}", os.MFD_CLOEXEC)
-        os.ftruncate(fd, size)
-        seg = self._map(self._next_id, fd, size)
+        fd = os.memfd_create(f"torchgrade-seg{self._next_id}",
+                             os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            os.ftruncate(fd, size)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
+            shm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            mirror = mmap.mmap(-1, size, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE)
+        except BaseException:
+            os.close(fd)
+            raise
+        seg = Segment(self._next_id, fd, size, mirror, np.frombuffer(mirror, dtype=np.uint8),
+                      shm=np.frombuffer(shm, dtype=np.uint8))
+        self.segments[seg.id] = seg
         self._next_id += 1
         return seg
 
@@ -123,37 +193,85 @@ class SegmentTable:
         return None
 
     def view(self, seg_id: int, dtype: np.dtype, shape, strides, offset: int) -> np.ndarray:
+        """An array over segment `seg_id`. On the grader's side it must lie within one
+        allocation: memory the grader gave out and compares after every call."""
         seg = self.segments.get(seg_id)
         if seg is None:
             raise WireError(f"view of unknown segment {seg_id}")
         try:
-            return np.ndarray(tuple(shape), dtype=dtype, buffer=seg.base, offset=offset,
-                              strides=tuple(strides))
+            arr = np.ndarray(tuple(shape), dtype=dtype, buffer=seg.base, offset=offset,
+                             strides=tuple(strides))
         except (TypeError, ValueError) as exc:
             raise WireError(f"view outside its segment: {exc}") from None
+        if seg.shm is not None and arr.size:
+            # Stride 0 lets a few bytes present any number of elements: no more than a buffer
+            # of the reply may hold, or the grader's first comparison would exhaust its memory.
+            if arr.nbytes > DEFAULT_LIMITS.max_bytes:
+                raise WireError(f"a shared view of more than {DEFAULT_LIMITS.max_bytes >> 20} MB")
+            lo, hi = _byte_bounds(int(arr.ctypes.data), arr.shape, arr.strides, arr.itemsize)
+            if not any(a.seg == seg_id and a.bounds(self)[0] <= lo and hi <= a.bounds(self)[1]
+                       for a in self.allocations):
+                raise WireError("view outside the arrays the grader shared")
+        return arr
 
-    def shared_copy(self, value: np.ndarray) -> np.ndarray:
+    def shared_copy(self, value: np.ndarray, *, name: str | None = None,
+                    may_change: bool = False) -> np.ndarray:
         """A C-ordered copy of `value` in shared memory; views of it are shared too.
 
         Small copies are packed into one segment (a bump allocator) so that a check with
-        hundreds of cases does not hold hundreds of file descriptors.
+        hundreds of cases does not hold hundreds of file descriptors. `name` and `may_change`
+        describe the allocation (see `Allocation`).
         """
         value = np.asarray(value)
         need = max(value.nbytes, 1)
         seg = self._arena
-        if seg is None or self._arena_used + need > seg.size:
+        if seg is None or seg.used + need > seg.size:
             seg = self._arena = self.create(max(need, ARENA_BYTES))
-            self._arena_used = 0
-        offset = self._arena_used
-        self._arena_used = offset + (need + 63) // 64 * 64
+        offset = seg.used
+        seg.used = offset + (need + 63) // 64 * 64
         out = np.ndarray(value.shape, dtype=value.dtype, buffer=seg.base, offset=offset)
         out[...] = value
+        self.allocations.append(Allocation(seg.id, offset, value.nbytes, value.dtype,
+                                           value.shape, name, may_change))
         return out
+
+    def publish(self) -> None:
+        """Grader side, before a request: the shared memory holds what the grader's mirror
+        holds (whatever a worker wrote there since the last call is overwritten)."""
+        for seg in self.segments.values():
+            if seg.shm is not None and seg.used:
+                seg.shm[:seg.used] = seg.base[:seg.used]
+
+    def settle(self) -> list[Allocation]:
+        """Grader side, once a reply is in (or the worker is gone): take one snapshot of the
+        shared memory and copy into the mirror what the worker wrote into allocations that may
+        change. Returns the allocations that changed although they may not; the mirror keeps
+        their state from before the call."""
+        changed = []
+        for seg in self.segments.values():
+            if seg.shm is None or not seg.used:
+                continue
+            after = seg.shm[:seg.used].copy()
+            if np.array_equal(after, seg.base[:seg.used]):
+                continue  # the common case, in one comparison
+            for a in self.allocations:
+                if a.seg != seg.id or not a.nbytes:
+                    continue
+                now, before = after[a.offset:a.offset + a.nbytes], \
+                    seg.base[a.offset:a.offset + a.nbytes]
+                if np.array_equal(now, before):
+                    continue
+                if a.may_change:
+                    before[...] = now
+                else:
+                    changed.append(a)
+        return changed
 
     def close(self) -> None:
         for seg in self.segments.values():
             os.close(seg.fd)
         self.segments.clear()
+        self.allocations.clear()
         self._arena = None
 
 
