@@ -41,9 +41,6 @@ from torch.utils.data import TensorDataset
 from grader.probes.parameters import unregistered_attributes
 
 MAX_PRINTED = 4000
-# Operations whose first argument is what a layer computes on.
-LINEAR_OPS = {F.linear, torch.matmul, torch.mm, torch.addmm, F.conv1d, F.conv2d,
-              torch.Tensor.__matmul__, torch.Tensor.matmul, torch.Tensor.mm}
 DROPOUT_OPS = {F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, F.alpha_dropout,
                F.feature_alpha_dropout, torch.dropout, torch.bernoulli, torch.Tensor.bernoulli_,
                torch.rand_like, torch.rand}
@@ -246,24 +243,37 @@ def graph_nodes(roots: list) -> set:
     return {fn for fn in seen if type(fn).__name__ != "AccumulateGrad"}
 
 
+def row_keys(x: torch.Tensor) -> list[bytes]:
+    """One key per sample of `x` (its first dimension), from the sample's values: the same
+    sample has the same key whichever tensor holds it (a batch, the loader's whole dataset, a
+    stack or a concatenation of batches, a copy, another float dtype)."""
+    rows = x.detach().reshape(len(x), -1).to(torch.float32).contiguous()
+    return [row.numpy().tobytes() for row in rows]
+
+
 class ForwardModes:
-    """[training, grad_enabled, validation batch] at every forward of `model`; a batch is a
-    validation batch when its input is one of `val_inputs` (the same tensor object)."""
+    """[training, grad_enabled, validation samples, samples] at every forward of `model`.
+
+    A sample is a validation sample when its values are those of one of the validation
+    batches' samples (recognised by value, not by tensor object: an `evaluate` that scores the
+    loader's whole dataset in one pass, or a stack of its samples, validates too). The harness
+    batches are random draws, so no training sample has a validation sample's values."""
 
     def __init__(self, model: nn.Module, val_inputs: list[torch.Tensor]):
-        self.val_ids = {id(x) for x in val_inputs}
-        self.val_ptrs = {x.data_ptr() for x in val_inputs}
+        self.val_keys = {k for x in val_inputs for k in row_keys(x)}
         self.model = model
         self.forwards: list[list] = []
-        self.handle = model.register_forward_pre_hook(self._record)
+        self.handle = model.register_forward_pre_hook(self._record, with_kwargs=True)
 
-    def _record(self, module, args):
-        x = args[0] if args else None
-        is_val = isinstance(x, torch.Tensor) and (id(x) in self.val_ids
-                                                  or x.data_ptr() in self.val_ptrs)
+    def _record(self, module, args, kwargs):
+        x = args[0] if args else next(iter(kwargs.values()), None) if kwargs else None
+        n = val = 0
+        if isinstance(x, torch.Tensor) and x.dim() > 0 and len(x):
+            keys = row_keys(x)
+            n, val = len(keys), sum(k in self.val_keys for k in keys)
         flags = {m.training for m in self.model.modules()}
         training = flags.pop() if len(flags) == 1 else None
-        self.forwards.append([training, torch.is_grad_enabled(), bool(is_val)])
+        self.forwards.append([training, torch.is_grad_enabled(), val, n])
 
     def close(self) -> None:
         self.handle.remove()
@@ -304,8 +314,9 @@ def train_audit(module, *, model: str, sizes: list[int], state: dict, train_batc
     `arguments` maps the names of train's parameters to what to pass: "$model",
     "$train_loader", "$val_loader", "$optimizer", "$scheduler", "$loss_fn", or a plain value
     (epochs, lr). With `update` (the name of the script's own update function, e.g.
-    "sgd_step"), that function is replaced for the call by one that records the step and
-    applies p -= lr * p.grad itself, so that a fault inside it does not show here."""
+    "sgd_step"), each call of it is recorded as a step and then runs the script's own
+    function; if that raises or changes no parameter, the grader applies p -= lr * p.grad
+    instead, so that a broken update (scored by its own check) does not stop the run."""
     net = build_model(model, sizes, state)
     net.train()
     params = list(net.parameters())
@@ -329,11 +340,24 @@ def train_audit(module, *, model: str, sizes: list[int], state: dict, train_batc
         original_update = getattr(module, update)
 
         def recording_update(params_arg, lr, *args, **kw):
+            # Observe, never substitute: record the step, then run the script's own update
+            # (whatever it does besides, such as resetting the gradients, stays). Only if it
+            # raises or leaves the parameters as they were does the grader apply
+            # p -= lr * p.grad itself, so that a broken update (which its own check scores)
+            # does not stop or freeze the training this audit watches.
             audit.step(lr)
-            with torch.no_grad():
-                for p in params:
-                    if p.grad is not None:
-                        p -= lr * p.grad
+            before = [p.detach().clone() for p in params]
+            grads = [None if p.grad is None else p.grad.detach().clone() for p in params]
+            try:
+                original_update(params_arg, lr, *args, **kw)
+            except Exception:  # noqa: BLE001 - scored by the update's own check
+                moved = False
+            else:
+                moved = any(not torch.equal(p.detach(), b) for p, b in zip(params, before))
+            if not moved:
+                with torch.no_grad():
+                    for p, b, g in zip(params, before, grads):
+                        p.copy_(b if g is None else b - lr * g)
 
         setattr(module, update, recording_update)
     printed = io.StringIO()
@@ -418,19 +442,71 @@ def loader_report(loader: Any, epochs: int, seed: int) -> dict:
     return {"loader": True, "passes": passes}
 
 
-class FirstLayerInputs(TorchFunctionMode):
-    """The input of the first linear-like operation (F.linear, matmul, conv) of each forward."""
+def _tensors(values) -> list[torch.Tensor]:
+    """The tensors among `values`, looking inside lists, tuples and dicts (torch.einsum's
+    operands, torch.cat's list)."""
+    out, stack = [], list(values)
+    while stack:
+        v = stack.pop()
+        if isinstance(v, torch.Tensor):
+            out.append(v)
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+    return out
 
-    def __init__(self):
+
+class FirstLayerInputs(TorchFunctionMode):
+    """What the first layer of each forward computes on, found from the values that reach it,
+    not from argument positions: the probe follows every tensor computed from the model's
+    input (data) and every tensor computed from its parameters alone (weights: `w.T`,
+    `w.t()`, `w.unsqueeze(0)`, ...); the first operation that combines data with weights is
+    the first layer (`F.linear(x, w, b)`, `torch.addmm(b, x, w.t())`, `x @ w.T + b`,
+    `torch.einsum(..., x, w)`, `torch.baddbmm(...)`, a convolution, a functional BatchNorm),
+    and its data operand is what the layer sees. A model with no parameter on the way records
+    its input as it is."""
+
+    def __init__(self, params: list[torch.Tensor]):
         super().__init__()
+        self.param_ids = {id(p) for p in params}
         self.inputs: list[torch.Tensor] = []
+        self.data: set[int] = set()
+        self.weights: set[int] = set()
+        self.alive: list[torch.Tensor] = []  # keeps followed tensors alive: ids stay unique
+        self.rows = 0
         self.armed = False
 
+    def arm(self, x: torch.Tensor) -> None:
+        self.data, self.weights, self.alive = {id(x)}, set(self.param_ids), [x]
+        self.rows, self.armed = len(x), True
+
+    def disarm(self, x: torch.Tensor) -> None:
+        """After the forward: a model that never combined its input with a parameter."""
+        if self.armed:
+            self._record(x)
+        self.armed, self.alive = False, []
+
+    def _record(self, t: torch.Tensor) -> None:
+        t = t.detach().clone()
+        rows = self.rows if self.rows and t.numel() % self.rows == 0 else len(t)
+        self.inputs.append(t.reshape(rows, -1))
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        if self.armed and func in LINEAR_OPS and args and isinstance(args[0], torch.Tensor):
-            self.inputs.append(args[0].detach().clone().reshape(len(args[0]), -1))
-            self.armed = False
-        return func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if self.armed:
+            tensors = _tensors(list(args) + list(kwargs.values()))
+            data = [t for t in tensors if id(t) in self.data]
+            weights = [t for t in tensors if id(t) in self.weights]
+            if data and weights:
+                self._record(max(data, key=lambda t: t.numel()))
+                self.armed, self.alive = False, []
+            elif data or weights:
+                results = _tensors([out])
+                (self.data if data else self.weights).update(id(t) for t in results)
+                self.alive.extend(results)
+        return out
 
 
 def first_layer_inputs(model: nn.Module, loader: Any, limit: int = 4096) -> torch.Tensor | None:
@@ -439,13 +515,14 @@ def first_layer_inputs(model: nn.Module, loader: Any, limit: int = 4096) -> torc
         return None
     was_training = model.training
     model.eval()
-    rows, count = [], 0
-    mode = FirstLayerInputs()
+    count = 0
+    mode = FirstLayerInputs(list(model.parameters()))
     try:
         with torch.no_grad(), mode:
             for batch in loader:
-                mode.armed = True
+                mode.arm(batch[0])
                 model(batch[0])
+                mode.disarm(batch[0])
                 count += len(batch[0])
                 if count >= limit:
                     break
