@@ -174,15 +174,13 @@ def test_frozen_layers_stay_frozen(sub, evidence):
     # (a head forgotten when unfreezing, a head left out of the optimizer) fails here.
     stuck = sorted(n for n in steps["before"] if n.startswith(FINE_TUNED)
                    and torch.equal(steps["before"][n], steps["after"][n]))
+    # (A head that is not registered at all is parameters_registered's business.)
     evidence["fine_tuned_unchanged"] = stuck
-    missing = sorted(p for p in FINE_TUNED
-                     if not any(n.startswith(p) for n in steps["before"]))
-    if stuck or missing:
+    if stuck:
         fail(f"{STEPS_CALL}: parameters the script fine-tunes did not change in those steps "
-             f"({stuck + [p + '*' for p in missing]}): frozen, or not in the optimizer. Only "
-             "the first encoder layer stays frozen; the second one and both heads train.",
-             call=STEPS_CALL, expected="encoder.2 and score_head trained",
-             got=f"unchanged: {(stuck + missing)[:4]}")
+             f"({stuck}): frozen, or not in the optimizer. Only the first encoder layer stays "
+             "frozen; the second one and both heads train.", call=STEPS_CALL,
+             expected="encoder.2 and score_head trained", got=f"unchanged: {stuck[:4]}")
 
 
 @lru_cache(maxsize=16)

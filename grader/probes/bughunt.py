@@ -7,8 +7,8 @@ grader's own objects wherever the behaviour does not depend on the script's:
 - `train_audit` calls the script's `train(...)` on a small harness model, loaders over the
   grader's batches and the grader's optimizer, scheduler and loss, and records every
   `backward()` (which tensor, the gradient it produced), every optimizer step (`p.grad`, the
-  learning rate), every forward (mode, gradient tracking, training or validation batch), what
-  the loss received, what `train` printed and what it returned.
+  learning rate), every forward (mode, gradient tracking, how many of its samples are
+  validation samples), what the loss received, what `train` printed and what it returned.
 - `setup_capture` calls the script's `run(seed)` with `train` replaced by a recorder, and
   reports what `run` built: the model, the loaders (batch sizes, labels, what reaches the first
   layer), the optimizer (classes, hyperparameters, which parameters it holds), the loss; then,
@@ -22,7 +22,11 @@ grader's own objects wherever the behaviour does not depend on the script's:
   the shapes of every intermediate (a `(N, N)` one shows broadcasting).
 
 Nothing here knows what the script should produce: the checks compare these records with
-references computed in the grader.
+references computed in the grader. Probes observe, never substitute: they wrap and call
+through the script's own functions (so that whatever the script put in them stays), they
+recognise data by value (a validation sample is one whose values are a validation sample's,
+whatever tensor holds it), and they find a layer's input from the values that reach it, never
+from which positional argument of a library call carries it.
 """
 
 from __future__ import annotations
@@ -204,7 +208,9 @@ class BackwardAudit:
             self.current = outer
         if not (create_graph if retain_graph is None else retain_graph):
             self.freed |= nodes
-        self.pending.append({"tensor": id(roots[0]) if roots else 0,
+        # `alive` keeps the roots until the step, so that two different losses never share
+        # an id (a loss freed after its backward could lend its address to the next one).
+        self.pending.append({"tensor": id(roots[0]) if roots else 0, "alive": roots,
                              "grad": flat([grads.get(i) for i in range(len(self.params))],
                                           self.params),
                              "reached": set(grads)})
@@ -464,8 +470,8 @@ class FirstLayerInputs(TorchFunctionMode):
     `w.t()`, `w.unsqueeze(0)`, ...); the first operation that combines data with weights is
     the first layer (`F.linear(x, w, b)`, `torch.addmm(b, x, w.t())`, `x @ w.T + b`,
     `torch.einsum(..., x, w)`, `torch.baddbmm(...)`, a convolution, a functional BatchNorm),
-    and its data operand is what the layer sees. A model with no parameter on the way records
-    its input as it is."""
+    and its data operand is what the layer sees (the largest one, if several). A model with
+    no parameter on the way records its input as it is."""
 
     def __init__(self, params: list[torch.Tensor]):
         super().__init__()
@@ -498,7 +504,11 @@ class FirstLayerInputs(TorchFunctionMode):
         if self.armed:
             tensors = _tensors(list(args) + list(kwargs.values()))
             data = [t for t in tensors if id(t) in self.data]
-            weights = [t for t in tensors if id(t) in self.weights]
+            # Weights: the parameters, what is computed from them alone, and any other tensor
+            # that requires grad (a weight kept outside the parameters); the forward runs
+            # under no_grad, so data never does.
+            weights = [t for t in tensors if id(t) in self.weights
+                       or (t.requires_grad and id(t) not in self.data)]
             if data and weights:
                 self._record(max(data, key=lambda t: t.numel()))
                 self.armed, self.alive = False, []
