@@ -345,22 +345,26 @@ def train_audit(module, *, model: str, sizes: list[int], state: dict, train_batc
     if update is not None:
         original_update = getattr(module, update)
 
-        def recording_update(params_arg, lr, *args, **kw):
+        def recording_update(*args, **kw):
             # Observe, never substitute: record the step, then run the script's own update
             # (whatever it does besides, such as resetting the gradients, stays). Only if it
             # raises or leaves the parameters as they were does the grader apply
             # p -= lr * p.grad itself, so that a broken update (which its own check scores)
             # does not stop or freeze the training this audit watches.
-            audit.step(lr)
+            try:
+                lr = float(_argument(original_update, args, kw, "lr", 1))
+            except (TypeError, ValueError, RuntimeError):
+                lr = None
+            audit.step(float("nan") if lr is None else lr)
             before = [p.detach().clone() for p in params]
             grads = [None if p.grad is None else p.grad.detach().clone() for p in params]
             try:
-                original_update(params_arg, lr, *args, **kw)
+                original_update(*args, **kw)
             except Exception:  # noqa: BLE001 - scored by the update's own check
                 moved = False
             else:
                 moved = any(not torch.equal(p.detach(), b) for p, b in zip(params, before))
-            if not moved:
+            if not moved and lr is not None:
                 with torch.no_grad():
                     for p, b, g in zip(params, before, grads):
                         p.copy_(b if g is None else b - lr * g)
@@ -382,6 +386,21 @@ def train_audit(module, *, model: str, sizes: list[int], state: dict, train_batc
             "history": describe_history(value), "printed": printed.getvalue()[:MAX_PRINTED],
             "losses": loss_fn.calls if loss_fn is not None else [],
             "state": {k: v.detach().clone() for k, v in net.state_dict().items()}}
+
+
+def _argument(fn, args: tuple, kwargs: dict, name: str, position: int) -> Any:
+    """The argument `name` of the call fn(*args, **kwargs), however it was passed (by keyword,
+    or by position in fn's own signature); failing that, positional argument `position`."""
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+        bound.apply_defaults()
+        if name in bound.arguments:
+            return bound.arguments[name]
+    except (TypeError, ValueError):
+        pass
+    if name in kwargs:
+        return kwargs[name]
+    return args[position] if len(args) > position else None
 
 
 # --------------------------------------------------------------------------- setup capture

@@ -118,7 +118,7 @@ def train(model, train_loader, val_loader, loss_fn, lr, epochs):
                     p.grad.zero_()
             loss = loss_fn(model(xb), yb)
             loss.backward()
-            sgd_step(params, lr)
+            sgd_step(params=params, lr=lr)
             total += loss.item() * len(yb)
             count += len(yb)
         history["train_loss"].append(total / count)
