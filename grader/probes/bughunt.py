@@ -215,10 +215,25 @@ class BackwardAudit:
                                           self.params),
                              "reached": set(grads)})
 
-    def step(self, lr: float) -> None:
+    def snapshot(self) -> None:
+        """The parameters' values now, for `infer_step`."""
+        self.values = [p.detach().clone() for p in self.params]
+
+    def infer_step(self, lr: float) -> None:
+        """An update the script wrote inline (not through the function the audit wraps):
+        the parameters moved since `snapshot` after a backward with no step recorded. The
+        gradient it used is read off the move, (before - after) / lr."""
+        values = getattr(self, "values", None)
+        if not self.pending or values is None or not lr:
+            return
+        moved = [(b.double() - p.detach().double()) / lr for b, p in zip(values, self.params)]
+        if any(bool(m.abs().max() > 0) for m in moved if m.numel()):
+            self.step(lr, used=moved)
+
+    def step(self, lr: float, used: list | None = None) -> None:
         self.steps.append({
             "lr": float(lr),
-            "grad": flat([p.grad for p in self.params], self.params),
+            "grad": flat([p.grad for p in self.params] if used is None else used, self.params),
             "grad_missing": sum(p.grad is None for p in self.params),
             # trainable parameters no backward since the last step reached (a detach())
             "unreached": [i for i, p in enumerate(self.params) if p.requires_grad
@@ -339,6 +354,15 @@ def train_audit(module, *, model: str, sizes: list[int], state: dict, train_batc
     modes = ForwardModes(net, [b[0] for b in val_batches])
     handles = []
     original_update = None
+    inline_lr = arguments.get("lr") if update is not None and opt is None else None
+    if isinstance(inline_lr, (int, float)) and inline_lr > 0:
+        # Updates written inline in train (not through the update function) are recorded
+        # too, from how the parameters moved, at the next forward and at the end.
+        def infer(module_, args_):
+            audit.infer_step(inline_lr)
+            audit.snapshot()
+
+        handles.append(net.register_forward_pre_hook(infer))
     if opt is not None:
         handles.append(opt.register_step_post_hook(
             lambda o, args, kw: audit.step(o.param_groups[0]["lr"])))
@@ -374,6 +398,8 @@ def train_audit(module, *, model: str, sizes: list[int], state: dict, train_batc
     try:
         with contextlib.redirect_stdout(printed):
             value = module.train(**kwargs)
+        if isinstance(inline_lr, (int, float)) and inline_lr > 0:
+            audit.infer_step(inline_lr)
     finally:
         audit.close()
         modes.close()

@@ -134,6 +134,13 @@ MUTANTS += [
         "            model.zero_grad()\n", ""), (
         UPDATE, UPDATE + "    for p in params:\n        p.grad = None\n")],
       diagnoses=["grad-not-zeroed"]),
+    # The update written inline in train (recorded from how the parameters move), without
+    # zeroing the gradients.
+    M("inline_update_never_zeroed", "", "steps_use_fresh_gradients", replace=[(
+        "            model.zero_grad()\n", ""), (
+        "            sgd_step(model.parameters(), lr)\n",
+        "            with torch.no_grad():\n                for p in model.parameters():\n"
+        "                    p -= lr * p.grad\n")], diagnoses=["grad-not-zeroed"]),
     # Validation features standardised with their own statistics.
     M("validation_standardised_on_its_own", "", "features_standardized", replace=[(
         "    X_train, X_val = scaler.transform(X_train), scaler.transform(X_val)\n",
