@@ -274,14 +274,19 @@ def _feature_scale(c: CheckResult) -> float | None:
 @rule("unnormalised-features")
 def _unnormalised_features(c: CheckResult) -> bool:
     # Raw scales reach the model, or the standardisation leaves out its centring or scaling.
+    # Either split counts: training features standardised but validation ones left raw (or
+    # only centred, or only scaled) is the same fault seen from the validation side.
     scale = _feature_scale(c)
-    return (scale is not None and scale > 5.0) or ev(c, "normaliser_skips") is not None
+    return ((scale is not None and scale > 5.0) or ev(c, "normaliser_skips") is not None
+            or ev(c, "val_normaliser_skips") is not None)
 
 
 @rule("normaliser-fit-on-validation")
 def _normaliser_fit_elsewhere(c: CheckResult) -> bool:
-    # Standardised with the statistics of the validation split or of all the data.
-    return ev(c, "normaliser_fit_on") in ("validation split", "all data")
+    # Standardised with the statistics of the validation split or of all the data: the
+    # training features, or the validation features (each split with its own statistics).
+    elsewhere = ("validation split", "all data")
+    return ev(c, "normaliser_fit_on") in elsewhere or ev(c, "val_normaliser_fit_on") in elsewhere
 
 
 @rule("numpy-alias-mutation")

@@ -93,8 +93,18 @@ def test_every_check_fails_on_some_mutant(grade_files, exercise):
 
 @pytest.mark.parametrize("exercise, style", STYLE_FILES)
 def test_correct_submissions_in_other_styles_score_full_marks(grade_files, exercise, style):
+    """Modules and bug hunts alike: tests/styles/<exercise>__<style>.py (for a bug hunt, the
+    whole fixed script written another way) passes every check that counts."""
     result = grade_files({f"{exercise}.py": (STYLES / style).read_text()}, exercises=[exercise])
     assert failures(result) == {}
+    assert result.score == result.max_score > 0
+
+
+def test_every_bughunt_has_correct_fixes_in_other_styles():
+    """Issue 18: at least 6 correct full fixes per bug hunt, in idioms the solutions do not
+    use, graded by the test above."""
+    for exercise in (e for e in ALL if is_bughunt(e)):
+        assert sum(e == exercise for e, _ in STYLE_FILES) >= 6, exercise
 
 
 def test_missing_function_costs_only_its_checks(grade_files):

@@ -15,7 +15,7 @@ setting allows. Evidence keys (for diagnoses and reports):
 
     steps, backwards_per_step, grad_ratio, empty_grad_steps, accumulated_steps,
     repeated_backward_steps, freed_graph_reused_steps   optimizer steps of the train audit
-    val_forwards, val_forward_modes, val_forward_grad_enabled, train_forward_modes
+    val_forwards, val_samples_seen, val_forward_modes, val_forward_grad_enabled, train_forward_modes
     history_tensor_entries, history_requires_grad, printed_tensors, printed_lines
     lr_per_step, steps_per_epoch, expected_lr_per_epoch
     loss_input_probabilities, outputs_are_probabilities, loss, loss_if_logits,
@@ -25,6 +25,7 @@ setting allows. Evidence keys (for diagnoses and reports):
     eval_outputs_differ, train_outputs_differ, active_dropout_in_eval
     feature_mean, feature_std, feature_deviation, val_feature_deviation   first-layer inputs
     normaliser_fit_on, normaliser_skips           the statistics they were standardised with
+    val_normaliser_fit_on, val_normaliser_skips   the same for the validation features
     lr, loss_curve, diverged, lr_over_reference   a reference run at the script's settings
     single_class_batches, batches, batch_sizes, batchnorm_layers, target_dtype, error
     head_changed, optimizer_foreign_parameters, frozen_changed, params_without_grad
@@ -255,21 +256,33 @@ def verify_fresh_gradients(sub, case: TrainCase, evidence: dict) -> None:
 
 
 def forwards(record: dict) -> tuple[list, list]:
-    """(training forwards, validation forwards) as [training, grad_enabled] pairs."""
-    train = [f[:2] for f in record["forwards"] if not f[2]]
-    val = [f[:2] for f in record["forwards"] if f[2]]
+    """(training forwards, validation forwards) as [training, grad_enabled] pairs. A forward
+    is a validation forward when most of its samples are validation samples (the probe
+    recognises them by value)."""
+    train = [f[:2] for f in record["forwards"] if not _is_validation(f)]
+    val = [f[:2] for f in record["forwards"] if _is_validation(f)]
     return train, val
 
 
+def _is_validation(forward: list) -> bool:
+    val, n = forward[2], forward[3]
+    return n > 0 and 2 * val > n
+
+
 def require_validation(record: dict, case: TrainCase, evidence: dict) -> list:
+    """The validation forwards, after checking that the whole validation set went through
+    the model after every epoch: however it is batched (the loader's batches, or the whole
+    set in one pass), the validation samples seen add up to the set's size per epoch."""
     _, val = forwards(record)
-    evidence["val_forwards"] = len(val)
-    want = case.epochs * len(case.val_batches)
-    if len(val) < want:
-        fail(f"{case.call}: the validation batches went through the model {len(val)} times in "
-             f"{case.epochs} epochs; expected the whole validation set after every epoch "
-             f"({want} forward passes). Validation is part of the script: keep it.",
-             call=case.call, expected=f"{want} validation forwards", got=str(len(val)))
+    seen = sum(f[2] for f in record["forwards"] if _is_validation(f))
+    size = sum(len(b[0]) for b in case.val_batches)
+    evidence.update(val_forwards=len(val), val_samples_seen=seen)
+    want = case.epochs * size
+    if seen < want:
+        fail(f"{case.call}: {seen} validation samples went through the model in "
+             f"{case.epochs} epochs; expected the whole validation set ({size} samples) after "
+             f"every epoch ({want}). Validation is part of the script: keep it.",
+             call=case.call, expected=f"{want} validation samples", got=str(seen))
     return val
 
 
@@ -481,6 +494,11 @@ def verify_standardized(record: dict, raw_train: torch.Tensor, raw_val: torch.Te
         devs.append(nearest_deviation(train, (raw_train.double() - mean) / std))
         val_devs.append(nearest_deviation(val, (raw_val.double() - mean) / std))
     evidence.update(normalisation_statistics(train, raw_train, raw_val))
+    # The validation side too: validation features standardised with their own statistics
+    # (or all the data's) are the same leak seen from the other split.
+    val_side = normalisation_statistics(val, raw_train, raw_val, raw_seen=raw_val)
+    evidence.update(val_normaliser_fit_on=val_side["normaliser_fit_on"],
+                    val_normaliser_skips=val_side["normaliser_skips"])
     evidence.update(feature_mean=rounded(train.double().mean(0).tolist(), 3),
                     feature_std=rounded(train.double().std(0).tolist(), 3),
                     feature_deviation=round(min(devs), 6),
@@ -502,19 +520,23 @@ def verify_standardized(record: dict, raw_train: torch.Tensor, raw_val: torch.Te
 
 
 def normalisation_statistics(seen: torch.Tensor, raw_train: torch.Tensor,
-                             raw_val: torch.Tensor) -> dict:
-    """Which statistics the training features were standardised with, for diagnoses. If the
-    features the model sees are (x - m) / s per feature, their mean and standard deviation
-    give m and s back (from the training rows the loaders yield: a dropped last batch moves
-    them by well under 1 %). Evidence: `normaliser_fit_on` ("training split", "validation
-    split", "all data" or None: statistics within 2 % of a standard deviation of those),
-    `normaliser_skips` ("centring" when m is 0, "scaling" when s is 1, or None)."""
-    raw, seen = raw_train.double(), seen.double()
+                             raw_val: torch.Tensor, raw_seen: torch.Tensor | None = None
+                             ) -> dict:
+    """Which statistics the features `seen` (the rows of `raw_seen`, by default the training
+    split) were standardised with, for diagnoses. If the features the model sees are
+    (x - m) / s per feature, their mean and standard deviation give m and s back (from the rows
+    the loaders yield: a dropped last batch moves them by well under 1 %). Evidence:
+    `normaliser_fit_on` ("training split", "validation split", "all data" or None: statistics
+    within 2 % of a standard deviation of those), `normaliser_skips` ("centring" when m is 0,
+    "scaling" when s is 1, or None)."""
+    raw = (raw_train if raw_seen is None else raw_seen).double()
+    seen = seen.double()
     s = raw.std(0) / seen.std(0).clamp_min(1e-12)
     m = raw.mean(0) - seen.mean(0) * s
     best, where = math.inf, None
-    for name, data in (("training split", raw), ("validation split", raw_val.double()),
-                       ("all data", torch.cat([raw, raw_val.double()]))):
+    train = raw_train.double()
+    for name, data in (("training split", train), ("validation split", raw_val.double()),
+                       ("all data", torch.cat([train, raw_val.double()]))):
         for ddof in (0, 1):
             std = data.std(0, correction=ddof)
             gap = max(float(((m - data.mean(0)).abs() / std).max()),

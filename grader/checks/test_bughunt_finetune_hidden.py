@@ -41,6 +41,8 @@ STEPS_CALL = ("run(seed=0), then 3 training steps of the model it builds, with t
               "it builds, on the grader's batches")
 LR_THRESHOLD = 0.6  # the reference ends near 0.07; lr 0.005 at 0.33, lr >= 0.2 above 1.3
 FROZEN, TUNED = "encoder.0.", "encoder.2."
+# Besides the new class head (test_new_head_is_trained), what the contract fine-tunes.
+FINE_TUNED = ("encoder.2.", "score_head.")
 
 
 def harness(record: dict) -> dict:
@@ -147,7 +149,7 @@ def test_new_head_is_trained(sub, evidence):
 
 @check(points=2, targets=["adapt", "run"], timeout=TIMEOUT, reveal=REVEAL)
 def test_frozen_layers_stay_frozen(sub, evidence):
-    """The first encoder layer stays frozen; the second one is fine-tuned"""
+    """The first encoder layer stays frozen; the second one and both heads are fine-tuned"""
     record = setup_record(sub, SETUP_CALL, **SETUP)
     steps = harness(record)
     frozen = [n for n in steps["before"] if n.startswith(FROZEN)]
@@ -168,6 +170,17 @@ def test_frozen_layers_stay_frozen(sub, evidence):
         fail(f"{STEPS_CALL}: the second encoder layer (encoder.2) is not trainable, or not in "
              "the optimizer; the script fine-tunes it: keep it.", call=STEPS_CALL,
              expected="encoder.2 trainable", got="frozen")
+    # Everything the contract fine-tunes must move in those steps: a freeze that is too broad
+    # (a head forgotten when unfreezing, a head left out of the optimizer) fails here.
+    stuck = sorted(n for n in steps["before"] if n.startswith(FINE_TUNED)
+                   and torch.equal(steps["before"][n], steps["after"][n]))
+    # (A head that is not registered at all is parameters_registered's business.)
+    evidence["fine_tuned_unchanged"] = stuck
+    if stuck:
+        fail(f"{STEPS_CALL}: parameters the script fine-tunes did not change in those steps "
+             f"({stuck}): frozen, or not in the optimizer. Only the first encoder layer stays "
+             "frozen; the second one and both heads train.", call=STEPS_CALL,
+             expected="encoder.2 and score_head trained", got=f"unchanged: {stuck[:4]}")
 
 
 @lru_cache(maxsize=16)

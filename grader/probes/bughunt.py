@@ -7,8 +7,8 @@ grader's own objects wherever the behaviour does not depend on the script's:
 - `train_audit` calls the script's `train(...)` on a small harness model, loaders over the
   grader's batches and the grader's optimizer, scheduler and loss, and records every
   `backward()` (which tensor, the gradient it produced), every optimizer step (`p.grad`, the
-  learning rate), every forward (mode, gradient tracking, training or validation batch), what
-  the loss received, what `train` printed and what it returned.
+  learning rate), every forward (mode, gradient tracking, how many of its samples are
+  validation samples), what the loss received, what `train` printed and what it returned.
 - `setup_capture` calls the script's `run(seed)` with `train` replaced by a recorder, and
   reports what `run` built: the model, the loaders (batch sizes, labels, what reaches the first
   layer), the optimizer (classes, hyperparameters, which parameters it holds), the loss; then,
@@ -22,7 +22,11 @@ grader's own objects wherever the behaviour does not depend on the script's:
   the shapes of every intermediate (a `(N, N)` one shows broadcasting).
 
 Nothing here knows what the script should produce: the checks compare these records with
-references computed in the grader.
+references computed in the grader. Probes observe, never substitute: they wrap and call
+through the script's own functions (so that whatever the script put in them stays), they
+recognise data by value (a validation sample is one whose values are a validation sample's,
+whatever tensor holds it), and they find a layer's input from the values that reach it, never
+from which positional argument of a library call carries it.
 """
 
 from __future__ import annotations
@@ -41,9 +45,6 @@ from torch.utils.data import TensorDataset
 from grader.probes.parameters import unregistered_attributes
 
 MAX_PRINTED = 4000
-# Operations whose first argument is what a layer computes on.
-LINEAR_OPS = {F.linear, torch.matmul, torch.mm, torch.addmm, F.conv1d, F.conv2d,
-              torch.Tensor.__matmul__, torch.Tensor.matmul, torch.Tensor.mm}
 DROPOUT_OPS = {F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, F.alpha_dropout,
                F.feature_alpha_dropout, torch.dropout, torch.bernoulli, torch.Tensor.bernoulli_,
                torch.rand_like, torch.rand}
@@ -207,15 +208,32 @@ class BackwardAudit:
             self.current = outer
         if not (create_graph if retain_graph is None else retain_graph):
             self.freed |= nodes
-        self.pending.append({"tensor": id(roots[0]) if roots else 0,
+        # `alive` keeps the roots until the step, so that two different losses never share
+        # an id (a loss freed after its backward could lend its address to the next one).
+        self.pending.append({"tensor": id(roots[0]) if roots else 0, "alive": roots,
                              "grad": flat([grads.get(i) for i in range(len(self.params))],
                                           self.params),
                              "reached": set(grads)})
 
-    def step(self, lr: float) -> None:
+    def snapshot(self) -> None:
+        """The parameters' values now, for `infer_step`."""
+        self.values = [p.detach().clone() for p in self.params]
+
+    def infer_step(self, lr: float) -> None:
+        """An update the script wrote inline (not through the function the audit wraps):
+        the parameters moved since `snapshot` after a backward with no step recorded. The
+        gradient it used is read off the move, (before - after) / lr."""
+        values = getattr(self, "values", None)
+        if not self.pending or values is None or not lr:
+            return
+        moved = [(b.double() - p.detach().double()) / lr for b, p in zip(values, self.params)]
+        if any(bool(m.abs().max() > 0) for m in moved if m.numel()):
+            self.step(lr, used=moved)
+
+    def step(self, lr: float, used: list | None = None) -> None:
         self.steps.append({
             "lr": float(lr),
-            "grad": flat([p.grad for p in self.params], self.params),
+            "grad": flat([p.grad for p in self.params] if used is None else used, self.params),
             "grad_missing": sum(p.grad is None for p in self.params),
             # trainable parameters no backward since the last step reached (a detach())
             "unreached": [i for i, p in enumerate(self.params) if p.requires_grad
@@ -246,24 +264,37 @@ def graph_nodes(roots: list) -> set:
     return {fn for fn in seen if type(fn).__name__ != "AccumulateGrad"}
 
 
+def row_keys(x: torch.Tensor) -> list[bytes]:
+    """One key per sample of `x` (its first dimension), from the sample's values: the same
+    sample has the same key whichever tensor holds it (a batch, the loader's whole dataset, a
+    stack or a concatenation of batches, a copy, another float dtype)."""
+    rows = x.detach().reshape(len(x), -1).to(torch.float32).contiguous()
+    return [row.numpy().tobytes() for row in rows]
+
+
 class ForwardModes:
-    """[training, grad_enabled, validation batch] at every forward of `model`; a batch is a
-    validation batch when its input is one of `val_inputs` (the same tensor object)."""
+    """[training, grad_enabled, validation samples, samples] at every forward of `model`.
+
+    A sample is a validation sample when its values are those of one of the validation
+    batches' samples (recognised by value, not by tensor object: an `evaluate` that scores the
+    loader's whole dataset in one pass, or a stack of its samples, validates too). The harness
+    batches are random draws, so no training sample has a validation sample's values."""
 
     def __init__(self, model: nn.Module, val_inputs: list[torch.Tensor]):
-        self.val_ids = {id(x) for x in val_inputs}
-        self.val_ptrs = {x.data_ptr() for x in val_inputs}
+        self.val_keys = {k for x in val_inputs for k in row_keys(x)}
         self.model = model
         self.forwards: list[list] = []
-        self.handle = model.register_forward_pre_hook(self._record)
+        self.handle = model.register_forward_pre_hook(self._record, with_kwargs=True)
 
-    def _record(self, module, args):
-        x = args[0] if args else None
-        is_val = isinstance(x, torch.Tensor) and (id(x) in self.val_ids
-                                                  or x.data_ptr() in self.val_ptrs)
+    def _record(self, module, args, kwargs):
+        x = args[0] if args else next(iter(kwargs.values()), None) if kwargs else None
+        n = val = 0
+        if isinstance(x, torch.Tensor) and x.dim() > 0 and len(x):
+            keys = row_keys(x)
+            n, val = len(keys), sum(k in self.val_keys for k in keys)
         flags = {m.training for m in self.model.modules()}
         training = flags.pop() if len(flags) == 1 else None
-        self.forwards.append([training, torch.is_grad_enabled(), bool(is_val)])
+        self.forwards.append([training, torch.is_grad_enabled(), val, n])
 
     def close(self) -> None:
         self.handle.remove()
@@ -304,8 +335,9 @@ def train_audit(module, *, model: str, sizes: list[int], state: dict, train_batc
     `arguments` maps the names of train's parameters to what to pass: "$model",
     "$train_loader", "$val_loader", "$optimizer", "$scheduler", "$loss_fn", or a plain value
     (epochs, lr). With `update` (the name of the script's own update function, e.g.
-    "sgd_step"), that function is replaced for the call by one that records the step and
-    applies p -= lr * p.grad itself, so that a fault inside it does not show here."""
+    "sgd_step"), each call of it is recorded as a step and then runs the script's own
+    function; if that raises or changes no parameter, the grader applies p -= lr * p.grad
+    instead, so that a broken update (scored by its own check) does not stop the run."""
     net = build_model(model, sizes, state)
     net.train()
     params = list(net.parameters())
@@ -322,24 +354,52 @@ def train_audit(module, *, model: str, sizes: list[int], state: dict, train_batc
     modes = ForwardModes(net, [b[0] for b in val_batches])
     handles = []
     original_update = None
+    inline_lr = arguments.get("lr") if update is not None and opt is None else None
+    if isinstance(inline_lr, (int, float)) and inline_lr > 0:
+        # Updates written inline in train (not through the update function) are recorded
+        # too, from how the parameters moved, at the next forward and at the end.
+        def infer(module_, args_):
+            audit.infer_step(inline_lr)
+            audit.snapshot()
+
+        handles.append(net.register_forward_pre_hook(infer))
     if opt is not None:
         handles.append(opt.register_step_post_hook(
             lambda o, args, kw: audit.step(o.param_groups[0]["lr"])))
     if update is not None:
         original_update = getattr(module, update)
 
-        def recording_update(params_arg, lr, *args, **kw):
-            audit.step(lr)
-            with torch.no_grad():
-                for p in params:
-                    if p.grad is not None:
-                        p -= lr * p.grad
+        def recording_update(*args, **kw):
+            # Observe, never substitute: record the step, then run the script's own update
+            # (whatever it does besides, such as resetting the gradients, stays). Only if it
+            # raises or leaves the parameters as they were does the grader apply
+            # p -= lr * p.grad itself, so that a broken update (which its own check scores)
+            # does not stop or freeze the training this audit watches.
+            try:
+                lr = float(_argument(original_update, args, kw, "lr", 1))
+            except (TypeError, ValueError, RuntimeError):
+                lr = None
+            audit.step(float("nan") if lr is None else lr)
+            before = [p.detach().clone() for p in params]
+            grads = [None if p.grad is None else p.grad.detach().clone() for p in params]
+            try:
+                original_update(*args, **kw)
+            except Exception:  # noqa: BLE001 - scored by the update's own check
+                moved = False
+            else:
+                moved = any(not torch.equal(p.detach(), b) for p, b in zip(params, before))
+            if not moved and lr is not None:
+                with torch.no_grad():
+                    for p, b, g in zip(params, before, grads):
+                        p.copy_(b if g is None else b - lr * g)
 
         setattr(module, update, recording_update)
     printed = io.StringIO()
     try:
         with contextlib.redirect_stdout(printed):
             value = module.train(**kwargs)
+        if isinstance(inline_lr, (int, float)) and inline_lr > 0:
+            audit.infer_step(inline_lr)
     finally:
         audit.close()
         modes.close()
@@ -352,6 +412,21 @@ def train_audit(module, *, model: str, sizes: list[int], state: dict, train_batc
             "history": describe_history(value), "printed": printed.getvalue()[:MAX_PRINTED],
             "losses": loss_fn.calls if loss_fn is not None else [],
             "state": {k: v.detach().clone() for k, v in net.state_dict().items()}}
+
+
+def _argument(fn, args: tuple, kwargs: dict, name: str, position: int) -> Any:
+    """The argument `name` of the call fn(*args, **kwargs), however it was passed (by keyword,
+    or by position in fn's own signature); failing that, positional argument `position`."""
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+        bound.apply_defaults()
+        if name in bound.arguments:
+            return bound.arguments[name]
+    except (TypeError, ValueError):
+        pass
+    if name in kwargs:
+        return kwargs[name]
+    return args[position] if len(args) > position else None
 
 
 # --------------------------------------------------------------------------- setup capture
@@ -418,19 +493,75 @@ def loader_report(loader: Any, epochs: int, seed: int) -> dict:
     return {"loader": True, "passes": passes}
 
 
-class FirstLayerInputs(TorchFunctionMode):
-    """The input of the first linear-like operation (F.linear, matmul, conv) of each forward."""
+def _tensors(values) -> list[torch.Tensor]:
+    """The tensors among `values`, looking inside lists, tuples and dicts (torch.einsum's
+    operands, torch.cat's list)."""
+    out, stack = [], list(values)
+    while stack:
+        v = stack.pop()
+        if isinstance(v, torch.Tensor):
+            out.append(v)
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+    return out
 
-    def __init__(self):
+
+class FirstLayerInputs(TorchFunctionMode):
+    """What the first layer of each forward computes on, found from the values that reach it,
+    not from argument positions: the probe follows every tensor computed from the model's
+    input (data) and every tensor computed from its parameters alone (weights: `w.T`,
+    `w.t()`, `w.unsqueeze(0)`, ...); the first operation that combines data with weights is
+    the first layer (`F.linear(x, w, b)`, `torch.addmm(b, x, w.t())`, `x @ w.T + b`,
+    `torch.einsum(..., x, w)`, `torch.baddbmm(...)`, a convolution, a functional BatchNorm),
+    and its data operand is what the layer sees (the largest one, if several). A model with
+    no parameter on the way records its input as it is."""
+
+    def __init__(self, params: list[torch.Tensor]):
         super().__init__()
+        self.param_ids = {id(p) for p in params}
         self.inputs: list[torch.Tensor] = []
+        self.data: set[int] = set()
+        self.weights: set[int] = set()
+        self.alive: list[torch.Tensor] = []  # keeps followed tensors alive: ids stay unique
+        self.rows = 0
         self.armed = False
 
+    def arm(self, x: torch.Tensor) -> None:
+        self.data, self.weights, self.alive = {id(x)}, set(self.param_ids), [x]
+        self.rows, self.armed = len(x), True
+
+    def disarm(self, x: torch.Tensor) -> None:
+        """After the forward: a model that never combined its input with a parameter."""
+        if self.armed:
+            self._record(x)
+        self.armed, self.alive = False, []
+
+    def _record(self, t: torch.Tensor) -> None:
+        t = t.detach().clone()
+        rows = self.rows if self.rows and t.numel() % self.rows == 0 else len(t)
+        self.inputs.append(t.reshape(rows, -1))
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        if self.armed and func in LINEAR_OPS and args and isinstance(args[0], torch.Tensor):
-            self.inputs.append(args[0].detach().clone().reshape(len(args[0]), -1))
-            self.armed = False
-        return func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if self.armed:
+            tensors = _tensors(list(args) + list(kwargs.values()))
+            data = [t for t in tensors if id(t) in self.data]
+            # Weights: the parameters, what is computed from them alone, and any other tensor
+            # that requires grad (a weight kept outside the parameters); the forward runs
+            # under no_grad, so data never does.
+            weights = [t for t in tensors if id(t) in self.weights
+                       or (t.requires_grad and id(t) not in self.data)]
+            if data and weights:
+                self._record(max(data, key=lambda t: t.numel()))
+                self.armed, self.alive = False, []
+            elif data or weights:
+                results = _tensors([out])
+                (self.data if data else self.weights).update(id(t) for t in results)
+                self.alive.extend(results)
+        return out
 
 
 def first_layer_inputs(model: nn.Module, loader: Any, limit: int = 4096) -> torch.Tensor | None:
@@ -439,13 +570,14 @@ def first_layer_inputs(model: nn.Module, loader: Any, limit: int = 4096) -> torc
         return None
     was_training = model.training
     model.eval()
-    rows, count = [], 0
-    mode = FirstLayerInputs()
+    count = 0
+    mode = FirstLayerInputs(list(model.parameters()))
     try:
         with torch.no_grad(), mode:
             for batch in loader:
-                mode.armed = True
+                mode.arm(batch[0])
                 model(batch[0])
+                mode.disarm(batch[0])
                 count += len(batch[0])
                 if count >= limit:
                     break

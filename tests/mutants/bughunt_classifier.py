@@ -95,3 +95,21 @@ MUTANTS = catalogue_mutants("bughunt_classifier") + [
 MUTANTS.append(M("step_before_backward", "", "steps_use_fresh_gradients", replace=[(
     "            loss.backward()\n            optimizer.step()\n",
     "            optimizer.step()\n            loss.backward()\n")]))
+
+# Issue 18: validation in one pass through the loader's dataset is recognised by value (here
+# without model.eval()); a head written with torch.addmm still registers its weights.
+MUTANTS += [
+    M("one_pass_evaluate_in_training_mode", "", "validation_in_eval_mode", replace=[(
+        "    model.eval()\n    total, correct, count = 0.0, 0, 0\n    with torch.no_grad():\n"
+        "        for xb, yb in loader:\n",
+        "    total, correct, count = 0.0, 0, 0\n    with torch.no_grad():\n"
+        "        for xb, yb in [loader.dataset.tensors]:\n")],
+      diagnoses=["validation-without-eval"]),
+    M("addmm_head_of_a_bare_tensor", "", "parameters_registered", replace=[(
+        "        self.head = nn.Linear(16 * 2 * 2, n_classes)\n",
+        "        self.head_w = torch.randn(n_classes, 16 * 2 * 2, requires_grad=True)\n"
+        "        self.head_b = nn.Parameter(torch.zeros(n_classes))\n"), (
+        "        return self.head(h)\n",
+        "        return torch.addmm(self.head_b, h, self.head_w.t())\n")],
+      diagnoses=["tensor-not-parameter"]),
+]

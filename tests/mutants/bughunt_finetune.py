@@ -77,3 +77,16 @@ MUTANTS = catalogue_mutants("bughunt_finetune") + [
         "            loss = class_loss + SCORE_WEIGHT * F.mse_loss(score, sb)\n"
         "            optimizer.zero_grad()\n")]),
 ]
+
+# Issue 18: a freeze too broad (the score head forgotten when unfreezing) trains less than
+# the contract says; validation in one pass through the loader's dataset is recognised by
+# value.
+MUTANTS += [
+    M("freeze_everything_but_encoder_and_new_head", "", "frozen_layers_stay_frozen", replace=[(
+        FREEZE, "    model.requires_grad_(False)\n    model.encoder[2].requires_grad_(True)\n"
+        "    model.head.requires_grad_(True)\n")]),
+    M("one_pass_evaluate_with_graph", "", "validation_without_graph", replace=[(
+        "    with torch.no_grad():\n        for xb, yb, sb in loader:\n",
+        "    if True:\n        for xb, yb, sb in [loader.dataset.tensors]:\n")],
+      diagnoses=["validation-without-no-grad"]),
+]

@@ -70,3 +70,30 @@ MUTANTS = catalogue_mutants("bughunt_pipeline") + [
     M("correct_labels_with_tensor_long", "", replace=[(
         "    return torch.from_numpy(y).long()\n", "    return torch.tensor(y, dtype=torch.long)\n")]),
 ]
+
+# Issue 18, one mutant per mechanism the probes once got wrong (the correct fixes in the same
+# idioms are tests/styles/bughunt_pipeline__*.py).
+MUTANTS += [
+    # Validation features standardised with their own statistics (the training ones right).
+    M("validation_standardised_on_its_own", "", "features_standardized", replace=[(
+        "    x_val = standardize(X_val, mean, std)\n",
+        "    x_val = standardize(X_val, *fit_normalizer(X_val))\n")],
+      diagnoses=["normaliser-fit-on-validation"]),
+    # The first layer through torch.einsum: its input is found by value, here fitted on all.
+    M("einsum_layer_normaliser_on_all_data", "", "features_standardized", replace=[(
+        "        return self.out(self.body(x))\n",
+        "        lin = self.body[0]\n"
+        "        h = torch.einsum(\"nf,hf->nh\", x, lin.weight) + lin.bias\n"
+        "        return self.out(self.body[3](self.body[2](self.body[1](h))))\n"), (
+        "    mean, std = fit_normalizer(X_train)\n", "    mean, std = fit_normalizer(X)\n")],
+      diagnoses=["normaliser-fit-on-validation"]),
+    # Recognised by value: the validation set stacked from the loader's dataset, in one pass
+    # and in training mode.
+    M("stacked_evaluate_in_training_mode", "", "validation_in_eval_mode", replace=[(
+        "    model.eval()\n    total, correct, count = 0.0, 0, 0\n    with torch.no_grad():\n"
+        "        for xb, yb in loader:\n",
+        "    total, correct, count = 0.0, 0, 0\n    with torch.no_grad():\n"
+        "        for xb, yb in [(torch.stack([x for x, _ in loader.dataset]),\n"
+        "                        torch.stack([t for _, t in loader.dataset]))]:\n")],
+      diagnoses=["validation-without-eval"]),
+]

@@ -108,3 +108,42 @@ MUTANTS = catalogue_mutants("bughunt_regression") + [
         "    with torch.no_grad():\n        for xb, yb in loader:\n",
         "    with torch.inference_mode():\n        for xb, yb in loader:\n")]),
 ]
+
+# Issue 18, one mutant per mechanism the probes once got wrong (each is a fault written in an
+# idiom the probes had to learn to observe; tests/styles/bughunt_regression__*.py hold the
+# correct fixes in the same idioms).
+ONE_PASS_EVALUATE = (
+    "    model.eval()\n    total, count = 0.0, 0\n    with torch.no_grad():\n"
+    "        for xb, yb in loader:\n"
+    "            total += loss_fn(model(xb), yb).item() * len(yb)\n"
+    "            count += len(yb)\n    return total / count\n")
+MUTANTS += [
+    # Recognised by value: the whole validation set in one pass, with gradients tracked.
+    M("one_pass_evaluate_with_graph", "", "validation_without_graph", replace=[(
+        ONE_PASS_EVALUATE, "    model.eval()\n    X, y = loader.dataset.tensors\n"
+        "    return loss_fn(model(X), y).item()\n")], diagnoses=["validation-without-no-grad"]),
+    # The first layer as torch.addmm(bias, x, w): its input is x (not the bias), here raw.
+    M("addmm_layer_unscaled_features", "", "features_standardized", replace=[(
+        "        h = torch.relu(x @ self.w1 + self.b1)\n",
+        "        h = torch.relu(torch.addmm(self.b1, x, self.w1))\n"), (
+        "    X_train, X_val = scaler.transform(X_train), scaler.transform(X_val)\n", "")],
+      diagnoses=["unnormalised-features"]),
+    # The script's own sgd_step runs in the audit: it resets the gradients after the update,
+    # but on a generator the first loop used up, so nothing is reset and they accumulate.
+    M("reset_in_update_on_a_used_generator", "", "steps_use_fresh_gradients", replace=[(
+        "            model.zero_grad()\n", ""), (
+        UPDATE, UPDATE + "    for p in params:\n        p.grad = None\n")],
+      diagnoses=["grad-not-zeroed"]),
+    # The update written inline in train (recorded from how the parameters move), without
+    # zeroing the gradients.
+    M("inline_update_never_zeroed", "", "steps_use_fresh_gradients", replace=[(
+        "            model.zero_grad()\n", ""), (
+        "            sgd_step(model.parameters(), lr)\n",
+        "            with torch.no_grad():\n                for p in model.parameters():\n"
+        "                    p -= lr * p.grad\n")], diagnoses=["grad-not-zeroed"]),
+    # Validation features standardised with their own statistics.
+    M("validation_standardised_on_its_own", "", "features_standardized", replace=[(
+        "    X_train, X_val = scaler.transform(X_train), scaler.transform(X_val)\n",
+        "    X_train, X_val = scaler.transform(X_train), Standardizer().fit(X_val).transform("
+        "X_val)\n")], diagnoses=["normaliser-fit-on-validation"]),
+]
