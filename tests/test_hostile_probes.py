@@ -243,7 +243,7 @@ import itertools
 
 def pairwise_sq_dists(a, b):
     cols = itertools.starmap(np.subtract, zip(itertools.repeat(a), b))
-    return np.stack(list(map(np.add.reduce, map(np.square, cols), itertools.repeat(1))), axis=1)
+    return np.array(list(map(np.add.reduce, map(np.square, cols), itertools.repeat(1)))).T
 """,
     "map_of_a_bound_method": """
 def pairwise_sq_dists(a, b):
@@ -251,15 +251,14 @@ def pairwise_sq_dists(a, b):
     sq = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :]
     return np.maximum(sq - 2.0 * dots, 0.0)
 """,
-    "reduce_of_ufunc_rows": """
-import functools
+    "fromiter_over_chained_rows": """
 import itertools
 
 
 def pairwise_sq_dists(a, b):
     sq = map(np.square, map(np.subtract, a, itertools.repeat(b)))
-    parts = map(np.add.reduce, sq, itertools.repeat(1))
-    return functools.reduce(np.vstack, map(np.atleast_2d, parts))
+    flat = itertools.chain.from_iterable(map(np.add.reduce, sq, itertools.repeat(1)))
+    return np.fromiter(flat, float, count=len(a) * len(b)).reshape(len(a), len(b))
 """,
 }
 

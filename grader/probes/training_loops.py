@@ -26,6 +26,7 @@ import torch
 # Bound when the probe is imported, before student code runs: a submission that replaces
 # torch.is_grad_enabled cannot change what the recorders read.
 from torch import is_grad_enabled, nn
+from torch._C import _set_grad_enabled
 from torch.utils.data import DataLoader, TensorDataset
 
 # --------------------------------------------------------------------------- builders (shared)
@@ -245,6 +246,10 @@ def evaluate_run(module, *, model: str, sizes: list[int], state: dict, batches: 
     set_mode(net, start_mode)
     loss_fn = RecordingLoss(loss)
     modes = ModeRecorder(net)
+    # Called as a training loop would, with gradients on: set here, so that a submission that
+    # broke torch's own save-and-restore of the mode (torch.is_grad_enabled replaced) does not
+    # find it already off.
+    _set_grad_enabled(True)
     value = module.evaluate(net, build_loader(batches, loader), loss_fn)
     modes.remove()
     return {"returned": describe_return(value), "state": state_of(net),
