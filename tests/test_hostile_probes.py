@@ -404,3 +404,54 @@ def test_a_check_resting_on_a_worker_record_says_so(grade_only):
     # A check judged on values the grader computed itself carries no such note.
     strides, _ = grade_only(STRIDES, solution(STRIDES), ["c_strides"])
     assert all(not c.worker_records for c in strides.values())
+
+
+# --------------------------------------------------------------------------- the seal itself
+
+SEAL_SCRIPT = r"""
+import builtins, operator, sys
+from grader.worker import seal
+sealed = seal.seal()
+from_table = sealed.probes["training_loops:evaluate_run"]
+recorder = from_table.__globals__["ModeRecorder"]
+results = {}
+for what, attempt in {
+    "import": lambda: __import__("grader.probes.training_loops"),
+    "setattr": lambda: setattr(recorder, "_record", None),
+    "type.__setattr__": lambda: type.__setattr__(recorder, "_record", None),
+    "delattr": lambda: delattr(recorder, "_record"),
+    "table": lambda: operator.setitem(sealed.probes, "tracing:count_steps", print),
+}.items():
+    try:
+        attempt()
+        results[what] = "allowed"
+    except (ImportError, TypeError) as exc:
+        results[what] = type(exc).__name__
+assert "grader" not in sys.modules and "grader.probes.tracing" not in sys.modules
+assert sealed.changed() is None, sealed.changed()
+original = from_table.__globals__["mode_of"]
+from_table.__globals__["mode_of"] = lambda model: False
+results["globals"] = sealed.changed()
+from_table.__globals__["mode_of"] = original
+assert sealed.changed() is None
+builtins.len = lambda x: 0
+results["builtins"] = sealed.changed()
+print(results)
+"""
+
+
+def test_the_seal_in_a_fresh_process():
+    """`seal()` on its own, in a process of its own (it hides the grader's modules)."""
+    import ast
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", SEAL_SCRIPT], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = ast.literal_eval(proc.stdout.strip().splitlines()[-1])
+    assert results["import"] == "ModuleNotFoundError"
+    assert results["setattr"] == results["type.__setattr__"] == results["delattr"] == "TypeError"
+    assert results["table"] == "TypeError"
+    assert "mode_of was replaced" in results["globals"]
+    assert "builtins.len was replaced" in results["builtins"]

@@ -116,8 +116,13 @@ def _functions(value) -> Iterator[types.FunctionType]:
 
 
 def _function_print(fn: types.FunctionType) -> tuple:
-    cells = tuple(_cell(c) for c in fn.__closure__ or ())
-    return (fn.__code__, fn.__defaults__, _dict_items(fn.__kwdefaults__), cells)
+    """What student code could change in a function: its code, its defaults (replaced as a
+    whole: the same tuple object until then), its keyword defaults and closure cells (their
+    values, which can be changed in place)."""
+    kwdefaults = fn.__kwdefaults__
+    return (fn.__code__, fn.__defaults__,
+            None if kwdefaults is None else tuple(kwdefaults.items()),
+            None if fn.__closure__ is None else tuple(_cell(c) for c in fn.__closure__))
 
 
 def _cell(cell) -> object:
@@ -127,8 +132,21 @@ def _cell(cell) -> object:
         return None
 
 
-def _dict_items(d: dict | None) -> tuple | None:
-    return None if d is None else tuple(sorted(d.items(), key=lambda kv: kv[0]))
+def _same_print(fn: types.FunctionType, then: tuple) -> bool:
+    code, defaults, kwdefaults, cells = then
+    if fn.__code__ is not code or fn.__defaults__ is not defaults:
+        return False
+    if kwdefaults is not None and not _same_pairs(fn.__kwdefaults__, kwdefaults):
+        return False
+    if cells is not None:
+        closure = fn.__closure__ or ()
+        return len(closure) == len(cells) and all(_cell(c) is v for c, v in zip(closure, cells))
+    return fn.__kwdefaults__ is None or kwdefaults is not None
+
+
+def _same_pairs(now: dict | None, then: tuple) -> bool:
+    return now is not None and len(now) == len(then) and all(
+        now.get(k, now) is v for k, v in then)
 
 
 class Sealed:
@@ -136,7 +154,7 @@ class Sealed:
 
     def __init__(self, modules: dict[str, types.ModuleType], probes: dict[str, Callable],
                  frozen: list[str], unfrozen: list[str]):
-        self.probes = probes
+        self.probes = types.MappingProxyType(dict(probes))  # read-only
         self.frozen = frozen
         self.unfrozen = unfrozen  # classes left mutable (and why the worker says so)
         self._modules = modules
@@ -164,11 +182,9 @@ class Sealed:
         if what:
             return f"builtins.{what}"
         for where, (fn, then) in self._prints.items():
-            now = _function_print(fn)
-            if now[0] is not then[0]:
-                return f"the code of {where} was replaced"
-            if not _same(now[1:], then[1:]):
-                return f"the defaults or closure of {where} were changed"
+            if not _same_print(fn, then):
+                what = "code" if fn.__code__ is not then[0] else "defaults or closure"
+                return f"the {what} of {where} was changed"
         return None
 
 
@@ -187,14 +203,6 @@ def _changed_names(now: dict, then: dict, *, added: bool) -> str | None:
         for key in now.keys() - then.keys() - IGNORED_NAMES:
             return f"{key} was added"
     return None
-
-
-def _same(a, b) -> bool:
-    """Identity-wise equality of nested tuples (values compared by identity, not by ==; names
-    of keyword defaults by ==)."""
-    if type(a) is tuple and type(b) is tuple:
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return a is b or (type(a) is str and type(b) is str and a == b)
 
 
 # --------------------------------------------------------------------------- the seal
