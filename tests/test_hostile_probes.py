@@ -260,6 +260,30 @@ def pairwise_sq_dists(a, b):
     flat = itertools.chain.from_iterable(map(np.add.reduce, sq, itertools.repeat(1)))
     return np.fromiter(flat, float, count=len(a) * len(b)).reshape(len(a), len(b))
 """,
+    "map_in_a_child_process": """
+import itertools
+import os
+
+
+def pairwise_sq_dists(a, b):
+    # The loop runs in a child process: the worker's own CPU time stays small.
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        diffs = map(np.subtract, a, itertools.repeat(b))
+        rows = np.array(list(map(np.add.reduce, map(np.square, diffs), itertools.repeat(1))))
+        data = memoryview(np.ascontiguousarray(rows, dtype=np.float64)).cast("B")
+        while data:
+            data = data[os.write(write, data):]
+        os._exit(0)
+    os.close(write)
+    chunks = []
+    while chunk := os.read(read, 1 << 20):
+        chunks.append(chunk)
+    os.close(read)
+    os.waitpid(pid, 0)
+    return np.frombuffer(b"".join(chunks), dtype=np.float64).reshape(len(a), len(b))
+""",
 }
 
 # Correct vectorised styles the timing must never fail (besides the solution and tests/styles).

@@ -377,6 +377,7 @@ def tree_cpu_seconds(root: int) -> float | None:
     Per process: the larger of the summed `schedstat` run times of its live threads (exact, in
     ns) and its `stat` utime + stime (clock ticks, but counting threads that already ended)."""
     total, todo, seen = 0.0, [root], set()
+    parents: dict[int, list[int]] | None = None  # built only if /proc has no `children` files
     while todo:
         pid = todo.pop()
         if pid in seen:
@@ -397,9 +398,31 @@ def tree_cpu_seconds(root: int) -> float | None:
             try:
                 with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
                     exact += int(f.read().split()[0]) / 1e9
+            except (OSError, ValueError, IndexError):
+                pass
+            try:
                 with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
                     todo.extend(int(c) for c in f.read().split())
-            except (OSError, ValueError, IndexError):
-                continue
+            except FileNotFoundError:
+                if parents is None:
+                    parents = _children_by_parent()
+                todo.extend(parents.get(pid, []))
+            except (OSError, ValueError):
+                pass
         total += max(exact, (utime + stime) / CLOCK_TICKS) + (cutime + cstime) / CLOCK_TICKS
     return total
+
+
+def _children_by_parent() -> dict[int, list[int]]:
+    """Every process's children, from a scan of /proc (kernels without `task/*/children`)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        parents.setdefault(ppid, []).append(int(entry))
+    return parents

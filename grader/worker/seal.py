@@ -140,8 +140,9 @@ def _same_print(fn: types.FunctionType, then: tuple) -> bool:
         return False
     if cells is not None:
         closure = fn.__closure__ or ()
-        return len(closure) == len(cells) and all(_cell(c) is v for c, v in zip(closure, cells))
-    return fn.__kwdefaults__ is None or kwdefaults is not None
+        if len(closure) != len(cells) or any(_cell(c) is not v for c, v in zip(closure, cells)):
+            return False
+    return kwdefaults is not None or fn.__kwdefaults__ is None
 
 
 def _same_pairs(now: dict | None, then: tuple) -> bool:
@@ -156,7 +157,7 @@ class Sealed:
                  frozen: list[str], unfrozen: list[str]):
         self.probes = types.MappingProxyType(dict(probes))  # read-only
         self.frozen = frozen
-        self.unfrozen = unfrozen  # classes left mutable (and why the worker says so)
+        self.unfrozen = unfrozen  # classes left mutable (pydantic models)
         self._modules = modules
         self._names = {name: dict(vars(m)) for name, m in modules.items()}
         self._builtins = dict(vars(builtins))
