@@ -280,8 +280,10 @@ def probe(module: types.ModuleType | None, request: dict, sealed: seal.Sealed) -
         return {"ok": False, "error": {"kind": "protocol", "message": "no module loaded"}}
     fn = sealed.probes.get(request["probe"])
     if fn is None:
-        return {"ok": False, "error": {"kind": "protocol",
-                                       "message": f"no probe {request['probe']!r}"}}
+        why = seal.broken_probe(request["probe"])
+        return {"ok": False, "error": {"kind": "protocol", "message": (
+            f"the worker failed: cannot import its probe module: {why}" if why
+            else f"the worker has no probe {request['probe']!r}")}}
     args = [module] + list(request.get("args", []))
     changed = sealed.changed()
     reply = _run(fn, args, request.get("kwargs", {}), _student_files)

@@ -211,19 +211,33 @@ def _changed_names(now: dict, then: dict, *, added: bool) -> str | None:
 
 def resolve_probes() -> dict[str, Callable]:
     """"module:function" -> function, for every public function defined in a module of
-    `grader.probes` (importing them all)."""
+    `grader.probes` (importing them all). A module that fails to import (a broken installation)
+    maps each of its would-be names to nothing: `broken_probe` then says why."""
     import grader.probes as package
 
     table: dict[str, Callable] = {}
     for info in pkgutil.iter_modules(package.__path__):
         if info.name.startswith("_"):
             continue
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        try:
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+        except Exception as exc:  # noqa: BLE001 - reported on use, the worker still serves
+            _BROKEN[info.name] = f"{type(exc).__name__}: {exc}"
+            continue
         for name, value in vars(module).items():
             if (isinstance(value, types.FunctionType) and value.__module__ == module.__name__
                     and not name.startswith("_")):
                 table[f"{info.name}:{name}"] = value
     return table
+
+
+_BROKEN: dict[str, str] = {}
+
+
+def broken_probe(name: str) -> str | None:
+    """Why the probe module of `name` ("module:function") could not be imported, if it could
+    not."""
+    return _BROKEN.get(name.partition(":")[0])
 
 
 def seal() -> Sealed:
