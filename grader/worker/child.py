@@ -6,7 +6,8 @@
            per code cell); a notebook cell that raises is recorded and the next cell still runs.
 - `call`:  call a module-level name with decoded arguments and return the result.
 - `probe`: run a function from `grader.probes` (instrumentation that holds no answers) on the
-           student's module and return its plain records.
+           student's module and return its plain records. Probes are resolved, and the worker's
+           own code sealed, before the student's module loads (`seal.py`).
 
 Everything this process sends is untrusted by the grader; nothing here decides a verdict.
 """
