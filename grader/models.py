@@ -80,6 +80,10 @@ class CheckResult(BaseModel):
     diagnoses: list[str] = Field([], description="ids of catalogued faults (grader/faults.toml) "
                                  "the evidence points to")
     reveal: Reveal = Field("fix", description="how much of a diagnosis the student is shown")
+    worker_records: list[str] = Field([], description="probes (grader/probes) whose records this "
+                                      "verdict rests on: made inside the worker, next to the "
+                                      "student's code, which code written to tamper with them "
+                                      "could fake (README: Records made in the worker)")
     duration_s: float = 0.0
 
 

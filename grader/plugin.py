@@ -87,8 +87,10 @@ class ResultCollector:
                 or (call.excinfo is not None and call.excinfo.errisinstance(pytest.skip.Exception))):
             return None  # pytest's own report
         module = item.funcargs.get("sub") if hasattr(item, "funcargs") else None
+        records = list(module.worker_records) if isinstance(module, StudentModule) else []
         output = module.end_check() if isinstance(module, StudentModule) else ""
         result = make_result(item, call, output)
+        result.worker_records = records
         result.evidence = {**item.stash.get(EVIDENCE_KEY, {}), **result.evidence}
         self.results.append(result)
         passed = result.status == "passed"

@@ -53,6 +53,9 @@ class StudentModule:
         self._failure: ModuleUnavailable | None = None
         self._loaded_once = False
         self._output: list[str] = []
+        # Probes run during the current check: records made in the worker that its verdict
+        # may rest on (`CheckResult.worker_records`); `end_check` starts a new list.
+        self.worker_records: list[str] = []
         self._output_left = limits.output_total
         self.segments = wire.SegmentTable()
 
@@ -140,13 +143,35 @@ class StudentModule:
         return self._request(worker, {"op": "call", "name": name, "args": list(args),
                                       "kwargs": kwargs}, text, timeout)
 
+    def timed_call(self, name: str, *args: Any, timeout: float | None = None,
+                   **kwargs: Any) -> tuple[Any, float | None]:
+        """`call`, plus the CPU seconds the worker's processes used meanwhile (threads and child
+        processes included), read by the grader from the kernel's accounts, not reported by the
+        worker; None where /proc cannot tell. Includes decoding the arguments and encoding the
+        result in the worker (about a millisecond per MB)."""
+        worker = self._load()
+        before = worker.cpu_seconds()
+        value = self.call(name, *args, timeout=timeout, **kwargs)
+        after = worker.cpu_seconds() if worker is self._worker else None
+        return value, (after - before if before is not None and after is not None else None)
+
     def probe(self, probe: str, *args: Any, timeout: float | None = None, label: str = "",
               **kwargs: Any) -> Any:
-        """Run `grader.probes.<module>:<function>(student_module, *args, **kwargs)` in the worker."""
+        """Run `grader.probes.<module>:<function>(student_module, *args, **kwargs)` in the worker.
+
+        Its record is made next to the student's code: the check's result names the probe
+        (`worker_records`), so that a verdict resting on it says so."""
         worker = self._load()
+        self.note_worker_record(probe)
         text = lambda: label or format_call(probe.partition(":")[2], args, kwargs)  # noqa: E731
         return self._request(worker, {"op": "probe", "probe": probe, "args": list(args),
                                       "kwargs": kwargs}, text, timeout)
+
+    def note_worker_record(self, probe: str) -> None:
+        """Count `probe` among the records the current check rests on (also for a record
+        computed once and shared by several checks)."""
+        if probe not in self.worker_records:
+            self.worker_records.append(probe)
 
     def raises(self, expected: type[BaseException], name: str, *args: Any,
                hint: str | None = None, **kwargs: Any) -> None:
@@ -270,7 +295,9 @@ class StudentModule:
 
     def end_check(self) -> str:
         """Output printed since the last call of this method (within what is left of
-        `limits.output_total`); frees this check's shared memory."""
+        `limits.output_total`); frees this check's shared memory and starts a new list of
+        `worker_records`."""
+        self.worker_records = []
         if self._worker is not None:
             self._output.append(self._worker.output.take())
         text = "".join(self._output)

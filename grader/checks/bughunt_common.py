@@ -59,14 +59,18 @@ _SHARED: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
 def shared(sub, key: str, compute: Callable[[], Any]) -> Any:
     """`compute()` once per submission (per `sub`), shared by every check that needs it; an
-    exception it raised is raised again for each of them."""
+    exception it raised is raised again for each of them. Each of those checks rests on the
+    probes `compute` ran (`sub.worker_records`)."""
     store = _SHARED.setdefault(sub, {})
     if key not in store:
+        start = len(sub.worker_records)
         try:
-            store[key] = (True, compute())
+            store[key] = (True, compute(), sub.worker_records[start:])
         except (StudentError, CheckFailure) as exc:
-            store[key] = (False, exc)
-    ok, value = store[key]
+            store[key] = (False, exc, sub.worker_records[start:])
+    ok, value, probes = store[key]
+    for probe in probes:
+        sub.note_worker_record(probe)
     if not ok:
         raise value
     return value

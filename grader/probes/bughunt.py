@@ -38,7 +38,9 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+# Bound when the probe is imported, before student code runs: a submission that replaces
+# torch.is_grad_enabled cannot change what the recorders read.
+from torch import is_grad_enabled, nn
 from torch.overrides import TorchFunctionMode
 from torch.utils.data import TensorDataset
 
@@ -163,7 +165,7 @@ class RecordingCrossEntropy(nn.CrossEntropyLoss):
     def forward(self, output, target):
         loss = super().forward(output, target)
         self.calls.append([float(loss.detach()) if loss.numel() == 1 else None,
-                           torch.is_grad_enabled(), int(len(target)), is_probabilities(output),
+                           is_grad_enabled(), int(len(target)), is_probabilities(output),
                            str(target.dtype).removeprefix("torch.")])
         return loss
 
@@ -294,7 +296,7 @@ class ForwardModes:
             n, val = len(keys), sum(k in self.val_keys for k in keys)
         flags = {m.training for m in self.model.modules()}
         training = flags.pop() if len(flags) == 1 else None
-        self.forwards.append([training, torch.is_grad_enabled(), val, n])
+        self.forwards.append([training, is_grad_enabled(), val, n])
 
     def close(self) -> None:
         self.handle.remove()

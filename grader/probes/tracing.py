@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 
 from grader.worker.child import TRUSTED
 
@@ -16,8 +17,10 @@ def count_steps(module, name: str, *args, **kwargs) -> dict:
     Returns {"value": result, "steps": count, "threads": how many Python threads besides the
     calling one ran during the call (work there may escape the count), "tampered": what the call
     did to the tracing, empty when nothing}. The count is made in the worker, where a submission
-    bent on cheating can still reach the tracer; this closes the doors a student finds by accident
-    or in a forum answer: sys.settrace(None), patching sys.settrace, threads, renamed code."""
+    bent on cheating can still reach the tracer through the object graph (frames, gc); this closes
+    the doors a student finds by accident or in a forum answer: sys.settrace(None), patching
+    sys.settrace, threads, renamed code, and the tracer's own state through sys.gettrace() (which
+    answers None during the count)."""
     steps = 0
     threads = 0
     tampered: list[str] = []
@@ -36,6 +39,9 @@ def count_steps(module, name: str, *args, **kwargs) -> dict:
             steps += 1
         return local
 
+    def hidden():
+        return None
+
     def guard(what: str):
         def refuse(function=None, *_args, **_kwargs):
             if function is tracer:  # a thread the call started, set up by threading
@@ -44,8 +50,9 @@ def count_steps(module, name: str, *args, **kwargs) -> dict:
         return refuse
 
     fn = getattr(module, name)
-    saved = sys.settrace, sys.setprofile
+    saved = sys.settrace, sys.setprofile, sys.gettrace, sys.getprofile, threading.gettrace
     sys.settrace, sys.setprofile = guard("sys.settrace"), guard("sys.setprofile")
+    sys.gettrace = sys.getprofile = threading.gettrace = hidden
     TRUSTED.thread_settrace(tracer)
     TRUSTED.settrace(tracer)
     try:
@@ -54,7 +61,8 @@ def count_steps(module, name: str, *args, **kwargs) -> dict:
         still = TRUSTED.gettrace() is tracer
         TRUSTED.settrace(None)
         TRUSTED.thread_settrace(None)
-        sys.settrace, sys.setprofile = saved
+        (sys.settrace, sys.setprofile, sys.gettrace, sys.getprofile,
+         threading.gettrace) = saved
     if not still:
         tampered.append("switched the tracing off")
     threads = max(threads, len(TRUSTED.current_frames()) - 1)

@@ -23,7 +23,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
+# Bound when the probe is imported, before student code runs: a submission that replaces
+# torch.is_grad_enabled cannot change what the recorders read.
+from torch import is_grad_enabled, nn
+from torch._C import _set_grad_enabled
 from torch.utils.data import DataLoader, TensorDataset
 
 # --------------------------------------------------------------------------- builders (shared)
@@ -123,7 +126,7 @@ class ModeRecorder:
         self.handle = model.register_forward_pre_hook(self._record)
 
     def _record(self, module, args):
-        self.forwards.append([mode_of(self.model), torch.is_grad_enabled()])
+        self.forwards.append([mode_of(self.model), is_grad_enabled()])
 
     def remove(self) -> None:
         self.handle.remove()
@@ -185,7 +188,7 @@ class RecordingLoss(nn.CrossEntropyLoss):
     def forward(self, output, target):
         loss = super().forward(output, target)
         if loss.numel() == 1:
-            self.calls.append([float(loss.detach()), torch.is_grad_enabled(), int(len(target))])
+            self.calls.append([float(loss.detach()), is_grad_enabled(), int(len(target))])
         return loss
 
 
@@ -243,6 +246,10 @@ def evaluate_run(module, *, model: str, sizes: list[int], state: dict, batches: 
     set_mode(net, start_mode)
     loss_fn = RecordingLoss(loss)
     modes = ModeRecorder(net)
+    # Called as a training loop would, with gradients on: set here, so that a submission that
+    # broke torch's own save-and-restore of the mode (torch.is_grad_enabled replaced) does not
+    # find it already off.
+    _set_grad_enabled(True)
     value = module.evaluate(net, build_loader(batches, loader), loss_fn)
     modes.remove()
     return {"returned": describe_return(value), "state": state_of(net),

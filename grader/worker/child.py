@@ -6,7 +6,8 @@
            per code cell); a notebook cell that raises is recorded and the next cell still runs.
 - `call`:  call a module-level name with decoded arguments and return the result.
 - `probe`: run a function from `grader.probes` (instrumentation that holds no answers) on the
-           student's module and return its plain records.
+           student's module and return its plain records. Probes are resolved, and the worker's
+           own code sealed, before the student's module loads (`seal.py`).
 
 Everything this process sends is untrusted by the grader; nothing here decides a verdict.
 """
@@ -16,7 +17,6 @@ from __future__ import annotations
 import __future__
 import ctypes
 import functools
-import importlib
 import linecache
 import operator
 import os
@@ -26,8 +26,10 @@ import sys
 import threading
 import traceback
 import types
+import typing
+from collections.abc import Callable
 
-from grader.worker import wire
+from grader.worker import seal, wire
 from grader.worker.limits import WorkerLimits, apply_limits, die_with_parent
 
 FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, name).compiler_flag
@@ -35,12 +37,27 @@ FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, name).compile
 MESSAGE_LIMIT = 2000
 TRACEBACK_LIMIT = 4000
 _student_files: set[str] = set()
-# Taken when the zygote imports this module, before any student code runs: a probe that watches
-# student code uses these, not what the student's module may have put in their place
-# (sys.settrace = lambda *a: None at import time).
-TRUSTED = types.SimpleNamespace(settrace=sys.settrace, setprofile=sys.setprofile,
-                                gettrace=sys.gettrace, current_frames=sys._current_frames,
-                                thread_settrace=threading.settrace, get_ident=threading.get_ident)
+
+
+class Trusted(typing.NamedTuple):
+    """The interpreter's tracing functions as they were before any student code ran: a probe
+    that watches student code uses these, not what the student's module may have put in their
+    place (`sys.settrace = lambda *a: None` at import time). A tuple, and `seal` freezes its
+    class: nothing can be swapped in it afterwards."""
+
+    settrace: Callable
+    setprofile: Callable
+    gettrace: Callable
+    current_frames: Callable
+    thread_settrace: Callable
+    thread_gettrace: Callable
+    get_ident: Callable
+
+
+# Taken when the zygote imports this module, before any student code runs.
+TRUSTED = Trusted(settrace=sys.settrace, setprofile=sys.setprofile, gettrace=sys.gettrace,
+                  current_frames=sys._current_frames, thread_settrace=threading.settrace,
+                  thread_gettrace=threading.gettrace, get_ident=threading.get_ident)
 
 
 def student_files() -> set[str]:
@@ -81,7 +98,8 @@ def start(sock_fd: int, out_fd: int, scratch: str, limits: dict, uid: int | None
         import torch
 
         torch.set_num_threads(1)
-        serve(socket.socket(fileno=sock_fd))
+        # Last step before the socket opens: from here on student code may run.
+        serve(socket.socket(fileno=sock_fd), seal.seal())
     except BaseException:  # noqa: BLE001 - the worker must exit, whatever happened
         code = 70
     finally:
@@ -158,7 +176,7 @@ def confine(scratch: str, uid: int) -> None:
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
 
-def serve(sock: socket.socket) -> None:
+def serve(sock: socket.socket, sealed: seal.Sealed) -> None:
     table = wire.SegmentTable()
     module: types.ModuleType | None = None
     while True:
@@ -175,7 +193,7 @@ def serve(sock: socket.socket) -> None:
                 elif op == "call":
                     reply = call(module, request)
                 elif op == "probe":
-                    reply = probe(module, request)
+                    reply = probe(module, request, sealed)
                 elif op == "ping":
                     reply = {"ok": True}
                 else:
@@ -256,15 +274,26 @@ def call(module: types.ModuleType | None, request: dict) -> dict:
     return _run(target, request.get("args", []), request.get("kwargs", {}), _student_files)
 
 
-def probe(module: types.ModuleType | None, request: dict) -> dict:
+def probe(module: types.ModuleType | None, request: dict, sealed: seal.Sealed) -> dict:
+    """Run the probe the request names, as resolved before any student code ran, and refuse
+    its record if student code changed the worker's own code before or during it."""
     if module is None:
         return {"ok": False, "error": {"kind": "protocol", "message": "no module loaded"}}
-    modname, _, fname = request["probe"].partition(":")
-    if not modname.isidentifier():
-        return {"ok": False, "error": {"kind": "protocol", "message": "bad probe name"}}
-    fn = getattr(importlib.import_module(f"grader.probes.{modname}"), fname)
+    fn = sealed.probes.get(request["probe"])
+    if fn is None:
+        why = seal.broken_probe(request["probe"])
+        return {"ok": False, "error": {"kind": "protocol", "message": (
+            f"the worker failed: cannot import its probe module: {why}" if why
+            else f"the worker has no probe {request['probe']!r}")}}
     args = [module] + list(request.get("args", []))
-    return _run(fn, args, request.get("kwargs", {}), _student_files)
+    changed = sealed.changed()
+    reply = _run(fn, args, request.get("kwargs", {}), _student_files)
+    changed = changed or sealed.changed()
+    if changed:
+        return {"ok": False, "error": {"kind": "protocol", "message": (
+            f"the submission changed the grader's instrumentation in the worker ({changed}): "
+            "the record this check needs cannot be trusted")}}
+    return reply
 
 
 def _run(fn, args, kwargs, student_files: set[str]) -> dict:

@@ -338,6 +338,11 @@ class Worker:
             return f"the worker process crashed ({name}, signal {sig})"
         return f"the worker process exited with status {note.get('code')} (os._exit or a fatal error)"
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time the worker has used so far, read by the grader from the kernel's accounts
+        (never reported by the worker): see `tree_cpu_seconds`."""
+        return tree_cpu_seconds(self.pid) if self.pid and self.alive else None
+
     def kill(self) -> None:
         if self.pid:
             try:
@@ -358,3 +363,66 @@ class Worker:
             os.close(self.out_fd)
             shutil.rmtree(self.scratch, ignore_errors=True)
         return text
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def tree_cpu_seconds(root: int) -> float | None:
+    """CPU seconds used by process `root` and every live descendant, all threads counted, plus
+    what descendants that ended left in the accounts of the processes that waited for them
+    (within the worker's PID namespace its init waits for every orphan). None when /proc cannot
+    tell (not Linux, or `root` is gone).
+
+    Per process: the larger of the summed `schedstat` run times of its live threads (exact, in
+    ns) and its `stat` utime + stime (clock ticks, but counting threads that already ended)."""
+    total, todo, seen = 0.0, [root], set()
+    parents: dict[int, list[int]] | None = None  # built only if /proc has no `children` files
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except (OSError, IndexError):
+            if pid == root:
+                return None
+            continue
+        # fields[0] is the state (field 3 of proc(5)): utime..cstime are fields 14..17.
+        utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
+        exact = 0.0
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
+                    exact += int(f.read().split()[0]) / 1e9
+            except (OSError, ValueError, IndexError):
+                pass
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                    todo.extend(int(c) for c in f.read().split())
+            except FileNotFoundError:
+                if parents is None:
+                    parents = _children_by_parent()
+                todo.extend(parents.get(pid, []))
+            except (OSError, ValueError):
+                pass
+        total += max(exact, (utime + stime) / CLOCK_TICKS) + (cutime + cstime) / CLOCK_TICKS
+    return total
+
+
+def _children_by_parent() -> dict[int, list[int]]:
+    """Every process's children, from a scan of /proc (kernels without `task/*/children`)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        parents.setdefault(ppid, []).append(int(entry))
+    return parents

@@ -3,7 +3,7 @@
 Run as `python -m grader.worker.zygote CTRL_FD` by `client.Zygote` (inside bubblewrap when the
 machine allows, see `sandbox.py`), never forked from the grader: the grader process holds checks
 and reference values, and a fork would copy them into the worker. This process imports torch,
-numpy and `grader.worker` only, runs no tensor operation (a fork after one can deadlock the child
+numpy, `grader.worker` and `grader.probes` only, runs no tensor operation (a fork after one can deadlock the child
 in torch's thread pools) and stays single-threaded.
 
 A contained worker (when the self-test at start-up passes) is three processes:
@@ -157,6 +157,11 @@ def main() -> None:
     # The first optimizer a process builds (or zero_grads) imports torch._dynamo: 2-3 s, with
     # sympy. Imported once here (no tensor operation, no thread), not in every worker's deadline.
     import torch._dynamo  # noqa: F401
+    # Every probe module, imported once here (each worker resolves and seals them before any
+    # student code runs: `seal.py`).
+    from grader.worker import seal
+
+    seal.resolve_probes()
 
     free_uids = uid_range()
     contained = bool(free_uids) and namespaces_work(free_uids[0])
