@@ -90,24 +90,31 @@ def _folder(root: str, mount: str, path: str) -> str | None:
     return folder if os.path.isdir(folder) else None
 
 
-def _parents() -> list[Hierarchy]:
-    """Where this process's cgroups are, preferring v2 with the memory controller."""
+def available() -> set[str]:
+    """The controllers ("memory", "pids") some layout here offers (whether writable or not)."""
+    return {c for option in _options() for h in option for c in h.controllers}
+
+
+def _options() -> list[list[Hierarchy]]:
+    """The layouts to try, best first: cgroup v2 with memory, then the v1 memory and pids
+    hierarchies (a v1/v2 hybrid mounts the controllers there)."""
     own = _own_groups()
-    v1, v2 = {}, None
-    for root, mount, fstype, options in _mounts():
+    v1, options = {}, []
+    for root, mount, fstype, options_ in _mounts():
         if fstype == "cgroup2" and "" in own:
             folder = _folder(root, mount, own[""])
             if folder and "memory" in _read(os.path.join(folder, "cgroup.controllers")).split():
-                v2 = folder
+                options.append([Hierarchy(2, ("memory", "pids"), folder)])
         elif fstype == "cgroup":
             for name in ("memory", "pids"):
-                if name in options and name in own:
+                if name in options_ and name in own:
                     folder = _folder(root, mount, own[name])
                     if folder:
                         v1[name] = folder
-    if v2:
-        return [Hierarchy(2, ("memory", "pids"), v2)]
-    return [Hierarchy(1, (name,), v1[name]) for name in ("memory", "pids") if name in v1]
+    if "memory" in v1:
+        options.append([Hierarchy(1, (name,), v1[name]) for name in ("memory", "pids")
+                        if name in v1])
+    return options
 
 
 def _remove_tree(folder: str, wait: float = 2.0) -> bool:
@@ -158,17 +165,29 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _owner_tag() -> str:
+    """"<pid namespace>-<pid>": a pid means something only in its own namespace, and graders in
+    other containers may share these folders."""
+    try:
+        space = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        space = 0
+    return f"{space}-{os.getpid()}"
+
+
 def sweep(parent: str) -> None:
-    """Remove the folders of graders that are no longer running (killed with -9)."""
+    """Remove the folders of graders of this pid namespace that are no longer running (killed
+    with -9 before they could remove their own)."""
     try:
         names = os.listdir(parent)
     except OSError:
         return
+    space = _owner_tag().split("-")[0]
     for name in names:
-        if name.startswith(PREFIX):
-            owner = name[len(PREFIX):].split("-")[0]
-            if owner.isdigit() and not _alive(int(owner)):
-                _remove_tree(os.path.join(parent, name), wait=0.2)
+        parts = name[len(PREFIX):].split("-") if name.startswith(PREFIX) else []
+        if len(parts) == 3 and parts[0] == space and parts[1].isdigit() \
+                and not _alive(int(parts[1])):
+            _remove_tree(os.path.join(parent, name), wait=0.2)
 
 
 class ZygoteGroup:
@@ -180,24 +199,25 @@ class ZygoteGroup:
 
     @classmethod
     def create(cls) -> "ZygoteGroup | None":
-        made: list[Hierarchy] = []
-        name = f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
-        for parent in _parents():
-            sweep(parent.path)
-            path = os.path.join(parent.path, name)
-            try:
-                os.mkdir(path, 0o755)
-                if parent.version == 2:
-                    _enable_v2(parent.path, path)
-            except OSError:
-                _remove_tree(path, wait=0.2)
-                continue
-            made.append(Hierarchy(parent.version, parent.controllers, path))
-        if not any("memory" in h.controllers for h in made):
-            for h in made:
+        name = f"{PREFIX}{_owner_tag()}-{secrets.token_hex(4)}"
+        for option in _options():
+            made: list[Hierarchy] = []
+            for parent in option:
+                sweep(parent.path)
+                path = os.path.join(parent.path, name)
+                try:
+                    os.mkdir(path, 0o755)
+                    if parent.version == 2:
+                        _enable_v2(parent.path, path)
+                except OSError:
+                    _remove_tree(path, wait=0.2)
+                    continue
+                made.append(Hierarchy(parent.version, parent.controllers, path))
+            if any("memory" in h.controllers for h in made):
+                return cls(made)
+            for h in made:  # v2 without a memory controller to delegate: try the next layout
                 _remove_tree(h.path, wait=0.2)
-            return None
-        return cls(made)
+        return None
 
     @property
     def dirs(self) -> list[str]:

@@ -3,10 +3,13 @@
 Three layers, each used when the machine allows it:
 
 1. **Filesystem and network view** (bubblewrap): the zygote, and every worker it forks, sees a
-   read-only allowlist (system libraries, the Python installation, and of torchgrade only
-   `grader/__init__.py`, `grader/worker/` and `grader/probes/`), a private /tmp and its scratch
-   folder. Checks, solutions, tests, other students' submissions and the output folder do not
-   exist there. No network: a fresh network namespace with nothing in it.
+   read-only allowlist (`view_binds`: /usr, /etc, the parts of each Python prefix the
+   interpreter needs, its site-packages, and of torchgrade only `grader/__init__.py`,
+   `grader/worker/` and `grader/probes/`), a private /tmp and its scratch folder; never the
+   grader's current folder, sys.path entries or PYTHONPATH. Checks, solutions, tests, other
+   students' submissions and the output folder do not exist there, and the zygote's self-test
+   proves it in a worker (`view_spec`, `must_not_see`, `grader.worker.view`). No network: a
+   fresh network namespace with nothing in it.
 2. **Per-worker namespaces** (needs CAP_SYS_ADMIN, i.e. root): every worker runs in its own PID,
    mount, IPC and network namespace, as PID 2 under a tiny init, so processes it starts, even
    with `setsid`, die with it; it gets its own /proc, /tmp and /dev/shm.
@@ -14,9 +17,13 @@ Three layers, each used when the machine allows it:
    range reserved for this zygote, so concurrent workers cannot read each other's scratch
    folders and RLIMIT_NPROC counts only that worker's processes.
 
-`isolation` is "full" with all three, "reduced" with some, "none" with only the rlimits and
-process groups every worker has anyway. The zygote verifies layers 2 and 3 with a self-test at
-start-up (`zygote.namespaces_work`) rather than trusting this plan.
+Besides, a memory and pids cgroup per worker (`cgroups`), where the cgroup the grader runs in is
+writable, counts what RLIMIT_AS misses (memfds, tmpfs files, shared mappings).
+
+`isolation` is "full" with all three and the cgroup, "reduced" with some of the three, "none"
+with only the rlimits and process groups every worker has anyway. The zygote verifies every
+layer with a self-test at start-up (`zygote.namespaces_work`, `zygote.cgroups_work`) rather than
+trusting this plan.
 """
 
 from __future__ import annotations

@@ -19,9 +19,16 @@ directly and the grader kills its process group.
 Control protocol (frames from `wire`), grader -> zygote:
   {"op": "spawn", "scratch": path, "limits": {...}} with fds [worker socket, output pipe]
 zygote -> grader:
-  {"op": "ready", "pid": n, "threads": n, "contained": bool}   once, after the imports
+  {"op": "ready", "pid": n, "threads": n, "contained": bool, "leaks": [path, ...],
+   "cgroup": {"memory": 1 | 2 | None, "pids": 1 | 2 | None}}   once, after the self-tests
   {"op": "spawned", "pid": n}                 reply to spawn (the pid whose group to kill)
-  {"op": "exited", "pid": n, "code": n | None, "signal": n | None}   whenever a worker ends
+  {"op": "exited", "pid": n, "code": n | None, "signal": n | None, "memory": bool}
+                                              whenever a worker ends ("memory": its cgroup
+                                              killed it for going over its memory limit)
+
+Each worker gets its own cgroup (`cgroups.WorkerGroup`, in the folders the grader made and
+bound into the view, named in TORCHGRADE_CGROUPS): made here before the fork, joined by the
+forked process before anything else, killed and removed here when that process is reaped.
 The zygote exits, killing its workers, when the control socket closes.
 """
 
