@@ -23,7 +23,7 @@ def leaks(spec: dict) -> list[str]:
         prefix = path.rstrip("/") + "/"
         return any(p.startswith(prefix) for p in allowed | masks | private)
 
-    def inside(path: str, folders: set[str]) -> bool:
+    def inside(path: str, folders: set[str]) -> bool:  # `path` is or lies in one of them
         return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
     def empty(path: str) -> bool:
@@ -61,8 +61,8 @@ def leaks(spec: dict) -> list[str]:
         path = os.path.normpath(raw)
         if not os.path.lexists(path) or path in private:
             continue
-        if inside(path, allowed) or inside(path, private):
-            found.append(path)  # inside the Python installation, or left in /tmp
+        if inside(path, allowed):
+            found.append(path)  # inside the Python installation, say
         elif path not in found:
-            check(path)
+            check(path)  # in /tmp too: a folder made to hold allowed paths, or a leak
     return sorted(set(found))
