@@ -237,7 +237,7 @@ def main() -> None:
     hierarchies = cgroups.from_env()
     if not cgroups_work(hierarchies):
         hierarchies = []
-    spec = json.loads(os.environ.get(view.ENV) or "null")
+    spec = json.loads(os.environ.pop(view.ENV, "") or "null")  # names the grader's folders
     contained, leaks = namespaces_work(free_uids[0], spec) if free_uids and spec else (False, [])
     if free_uids and not spec:
         contained = namespaces_work(free_uids[0], EMPTY_VIEW)[0]
