@@ -115,6 +115,7 @@ CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000
 CLONE_NEWIPC, CLONE_NEWNET = 0x08000000, 0x40000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 1 << 14, 1 << 18
 PR_SET_NO_NEW_PRIVS = 38
+MNT_DETACH = 2
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -145,6 +146,10 @@ def confine(scratch: str, uid: int) -> None:
     _check(_libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make mounts private")
     _check(_libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None),
            "mount /proc")
+    from grader.worker import cgroups
+
+    for hierarchy in cgroups.from_env():  # the zygote's way to the workers' cgroups
+        _libc.umount2(hierarchy.path.encode(), MNT_DETACH)  # not a mount point without bwrap
     # The new /tmp and /dev/shm would hide whatever lives there (say, for a checkout under
     # /tmp, Python itself): hold those folders open and bind them back.
     keep = {}

@@ -7,6 +7,7 @@ worker is dead afterwards (killed with its whole process group) and must be repl
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import select
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import grader
-from grader.worker import sandbox, wire
+from grader.worker import cgroups, sandbox, view, wire
 from grader.worker.limits import WorkerLimits
 
 log = logging.getLogger("torchgrade")
@@ -54,9 +55,12 @@ class ZygoteError(RuntimeError):
 
 
 def _worker_env(scratch_root: str) -> dict[str, str]:
+    """The zygote's whole environment: nothing of the grader's (no PYTHONPATH, PYTHONSTARTUP,
+    PYTHONHOME, PYTHONUSERBASE, no PATH entry relative to where the grader was started); the
+    package root on PYTHONPATH holds, in the view, only the worker's parts of torchgrade."""
     package_root = str(Path(grader.__file__).resolve().parent.parent)
     return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
         "LANG": "C.UTF-8",
         "HOME": scratch_root,
         "PYTHONPATH": package_root,
@@ -72,30 +76,49 @@ class Zygote:
     """The warm parent process. Not thread-safe: one per grading thread.
 
     `isolate=False` skips bubblewrap and the per-worker namespaces (for debugging only);
-    `isolation` says what was achieved: "full", "reduced" or "none" (see `sandbox`).
+    `isolation` says what was achieved: "full", "reduced" or "none" (see `sandbox`), `missing`
+    what kept it below "full", `memory` how workers' memory is counted. `hidden` adds paths
+    (say SUBMISSIONS and OUT) to those the start-up self-test proves no worker can see
+    (`sandbox.must_not_see`).
     """
 
     def __init__(self, *, python: str = sys.executable, scratch_root: str | None = None,
-                 isolate: bool = True):
+                 isolate: bool = True, hidden=()):
         self.scratch_root = scratch_root or tempfile.mkdtemp(prefix="torchgrade-")
         self._own_root = scratch_root is None
         # Workers run as other users: they may pass through this folder, not list it.
         os.chmod(self.scratch_root, 0o711)
         self.uids = sandbox.UidRange.reserve() if isolate and sandbox.is_root() else None
         self.view = isolate and sandbox.bwrap_works()
+        self.hidden = sandbox.must_not_see(hidden)
+        # Limits, not isolation: used wherever the machine lets us, even with isolate=False.
+        self.cgroup = cgroups.ZygoteGroup.create() if sandbox.is_root() else None
         self.python = python
         self._log = tempfile.TemporaryFile()
         self._lock = threading.Lock()
-        self._start()
-        layers = dict(view=self.view, namespaces=self.contained, uids=self.contained)
+        try:
+            self._start()
+        except BaseException:
+            self._remove_cgroup()
+            raise
+        layers = dict(view=self.view and not self.leaks, namespaces=self.contained,
+                      uids=self.contained, memory=self.memory_cgroup is not None)
         self.isolation = sandbox.level(**layers)
-        self.missing = sandbox.describe_missing(**layers)
+        self.missing = sandbox.describe_missing(**layers, leaks=self.leaks)
+        self.memory = cgroups.describe(self.cgroups, WorkerLimits().memory)
 
     def _start(self) -> None:
         env = _worker_env(self.scratch_root)
         if self.uids is not None:
             env["TORCHGRADE_UIDS"] = f"{self.uids.base}:{self.uids.count}"
-        prefix = sandbox.bwrap_prefix(self.scratch_root) if self.view else []
+        cgroup_dirs = self.cgroup.dirs if self.cgroup is not None else []
+        if self.cgroup is not None:
+            env[cgroups.ENV] = self.cgroup.env()
+        prefix = []
+        if self.view:
+            binds = sandbox.view_binds(self.scratch_root, cgroup_dirs)
+            env[view.ENV] = json.dumps(sandbox.view_spec(binds, self.hidden))
+            prefix = sandbox.bwrap_prefix(self.scratch_root, cgroup_dirs)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.process = subprocess.Popen(
             prefix + [self.python, "-m", "grader.worker.zygote", str(theirs.fileno())],
@@ -111,6 +134,9 @@ class Zygote:
             raise ZygoteError("the worker parent did not start: " + self._log_tail())
         self.threads = ready.get("threads")
         self.contained = bool(ready.get("contained"))
+        self.leaks = [str(p) for p in ready.get("leaks") or []]
+        self.cgroups = {k: v for k, v in (ready.get("cgroup") or {}).items() if v}
+        self.memory_cgroup = self.cgroups.get("memory")
 
     def _log_tail(self) -> str:
         self._log.seek(0)
@@ -154,6 +180,8 @@ class Zygote:
             log.warning("torchgrade: the worker parent died (%s); restarting it",
                         self._log_tail())
             self.ctrl.close()
+            if self.cgroup is not None:
+                self.cgroup.empty()  # whatever the dead parent's workers left
             self._start()
             return self._spawn(limits)
 
@@ -206,10 +234,15 @@ class Zygote:
                 self.process.kill()
                 self.process.wait()
             self._log.close()
+            self._remove_cgroup()
             if self.uids is not None:
                 self.uids.release()
             if self._own_root:
                 shutil.rmtree(self.scratch_root, ignore_errors=True)
+
+    def _remove_cgroup(self) -> None:
+        if self.cgroup is not None and not self.cgroup.remove():
+            log.warning("torchgrade: could not remove the cgroups %s", ", ".join(self.cgroup.dirs))
 
     def __enter__(self) -> "Zygote":
         return self
@@ -333,6 +366,10 @@ class Worker:
         if note.get("signal"):
             sig = note["signal"]
             name = SIGNAL_NAMES.get(sig, signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else f"signal {sig}")
+            if note.get("memory"):
+                return (f"the worker process was killed: it went over its memory limit of "
+                        f"{self.limits.memory / 2**30:g} GiB (counting everything it holds: "
+                        "arrays, shared memory, memfds, files in /tmp)")
             if sig == signal.SIGKILL:
                 return "the worker process was killed (SIGKILL; often the memory limit)"
             return f"the worker process crashed ({name}, signal {sig})"

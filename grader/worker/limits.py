@@ -15,11 +15,15 @@ MiB = 1 << 20
 
 class WorkerLimits(BaseModel):
     """Limits applied to every worker; `call_timeout` and `load_timeout` are wall-clock deadlines
-    enforced by the grader, the rest are kernel rlimits set inside the worker."""
+    enforced by the grader, `memory` (and `processes` again) a cgroup set up by the zygote, the
+    rest kernel rlimits set inside the worker."""
 
     call_timeout: float = Field(5.0, gt=0, description="seconds per call unless a check says otherwise")
     load_timeout: float = Field(10.0, gt=0, description="seconds to import the student's module")
     address_space: int = Field(4 * GiB, ge=GiB, description="RLIMIT_AS in bytes (torch maps ~0.7 GB)")
+    memory: int = Field(4 * GiB, ge=256 * MiB, description="everything the worker's processes "
+                        "hold (memory, shared memory, memfds, files in its tmpfs), counted by a "
+                        "cgroup where the machine has one")
     cpu_seconds: int = Field(600, ge=1, description="RLIMIT_CPU over the worker's life")
     processes: int = Field(64, ge=1, description="processes/threads the worker may add (RLIMIT_NPROC)")
     file_size: int = Field(64 * MiB, ge=0, description="largest file the worker may write")

@@ -19,15 +19,23 @@ directly and the grader kills its process group.
 Control protocol (frames from `wire`), grader -> zygote:
   {"op": "spawn", "scratch": path, "limits": {...}} with fds [worker socket, output pipe]
 zygote -> grader:
-  {"op": "ready", "pid": n, "threads": n, "contained": bool}   once, after the imports
+  {"op": "ready", "pid": n, "threads": n, "contained": bool, "leaks": [path, ...],
+   "cgroup": {"memory": 1 | 2 | None, "pids": 1 | 2 | None}}   once, after the self-tests
   {"op": "spawned", "pid": n}                 reply to spawn (the pid whose group to kill)
-  {"op": "exited", "pid": n, "code": n | None, "signal": n | None}   whenever a worker ends
+  {"op": "exited", "pid": n, "code": n | None, "signal": n | None, "memory": bool}
+                                              whenever a worker ends ("memory": its cgroup
+                                              killed it for going over its memory limit)
+
+Each worker gets its own cgroup (`cgroups.WorkerGroup`, in the folders the grader made and
+bound into the view, named in TORCHGRADE_CGROUPS): made here before the fork, joined by the
+forked process before anything else, killed and removed here when that process is reaped.
 The zygote exits, killing its workers, when the control socket closes.
 """
 
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import select
 import signal
@@ -53,36 +61,85 @@ def uid_range() -> list[int]:
     return list(range(base, base + count))
 
 
-def namespaces_work(uid: int) -> bool:
-    """Try, in a throwaway child, everything a contained worker does before student code."""
+def namespaces_work(uid: int, spec: dict) -> tuple[bool, list[str]]:
+    """Try, in a throwaway child, everything a contained worker does before student code, and
+    prove there that the worker's view holds nothing but its allowlist (`view.leaks` of `spec`).
+    Returns (whether it all worked, the paths that worker could see but should not)."""
+    import json
     import shutil
     import tempfile
 
-    from grader.worker import child
+    from grader.worker import child, view
 
     scratch = tempfile.mkdtemp(prefix="selftest", dir=os.getcwd())
+    leaks_r, leaks_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
+            os.close(leaks_r)
             child.unshare_namespaces()
             inner = os.fork()
             if inner == 0:
                 try:
                     child.confine(scratch, uid)
+                    with os.fdopen(leaks_w, "w") as out:
+                        out.write(json.dumps(view.leaks(spec)))
                     os._exit(0 if os.getuid() == uid and os.getpid() == 1 else 1)
                 except BaseException:  # noqa: BLE001
                     os._exit(1)
+            os.close(leaks_w)
             _, status = os.waitpid(inner, 0)
             os._exit(0 if status == 0 else 1)
         except BaseException:  # noqa: BLE001
             os._exit(1)
+    os.close(leaks_w)
+    with os.fdopen(leaks_r) as source:
+        text = source.read(1 << 20)
     _, status = os.waitpid(pid, 0)
     shutil.rmtree(scratch, ignore_errors=True)
-    return status == 0
+    if status != 0:
+        return False, []
+    try:
+        return True, [str(p) for p in json.loads(text)]
+    except ValueError:
+        return False, []
 
 
-def spawn_contained(request: dict, fds: list[int], uid: int, close: list[int]) -> int:
-    """Fork keeper -> init -> worker (see the module docstring); returns the keeper's pid."""
+SELFTEST_BYTES = 16 << 20
+
+
+def cgroups_work(hierarchies: list) -> bool:
+    """Prove, in a throwaway child, that a worker's cgroup can be made and joined and that it
+    charges what RLIMIT_AS misses: pages written into a memfd."""
+    from grader.worker import cgroups
+
+    if not any("memory" in h.controllers for h in hierarchies):
+        return False
+    try:
+        group = cgroups.WorkerGroup.create(hierarchies, f"selftest-{os.getpid()}",
+                                           memory=256 << 20, processes=4)
+    except OSError:
+        return False
+    pid = os.fork()
+    if pid == 0:
+        try:
+            group.join()
+            before = group.usage()
+            fd = os.memfd_create("selftest")
+            block = b"\x01" * (1 << 20)
+            for _ in range(SELFTEST_BYTES >> 20):
+                os.write(fd, block)
+            os._exit(0 if group.usage() - before >= SELFTEST_BYTES - (1 << 20) else 1)
+        except BaseException:  # noqa: BLE001
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    return group.remove() and status == 0
+
+
+def spawn_contained(request: dict, fds: list[int], uid: int, close: list[int],
+                    group=None) -> int:
+    """Fork keeper -> init -> worker (see the module docstring); returns the keeper's pid.
+    The keeper moves itself into the worker's cgroup `group` before anything else."""
     from grader.worker import child
     from grader.worker.limits import die_with_parent
 
@@ -90,6 +147,8 @@ def spawn_contained(request: dict, fds: list[int], uid: int, close: list[int]) -
     if keeper:
         return keeper
     try:
+        if group is not None:
+            group.join()
         _child_signals(close)
         os.setsid()
         die_with_parent()
@@ -126,14 +185,30 @@ def spawn_contained(request: dict, fds: list[int], uid: int, close: list[int]) -
         os._exit(71)
 
 
-def spawn_direct(request: dict, fds: list[int], close: list[int]) -> int:
+def spawn_direct(request: dict, fds: list[int], close: list[int], group=None) -> int:
     from grader.worker import child
 
     pid = os.fork()
     if pid == 0:
+        try:
+            if group is not None:
+                group.join()
+        except BaseException:  # noqa: BLE001 - never run student code outside its limits
+            os._exit(71)
         _child_signals(close)
         child.start(fds[0], fds[1], request["scratch"], request["limits"])
     return pid
+
+
+def worker_group(hierarchies: list, serial: int, limits: dict):
+    """The cgroup of the next worker (None without cgroups); OSError if it cannot be made."""
+    from grader.worker import cgroups
+    from grader.worker.limits import WorkerLimits
+
+    if not hierarchies:
+        return None
+    parsed = WorkerLimits(**limits)
+    return cgroups.WorkerGroup.create(hierarchies, f"w{serial}", parsed.memory, parsed.processes)
 
 
 def _child_signals(close: list[int]) -> None:
@@ -146,7 +221,7 @@ def _child_signals(close: list[int]) -> None:
 
 def main() -> None:
     ctrl = socket.socket(fileno=int(sys.argv[1]))
-    from grader.worker import wire
+    from grader.worker import cgroups, view, wire
     from grader.worker.limits import die_with_parent
 
     die_with_parent()
@@ -164,7 +239,15 @@ def main() -> None:
     seal.resolve_probes()
 
     free_uids = uid_range()
-    contained = bool(free_uids) and namespaces_work(free_uids[0])
+    hierarchies = cgroups.from_env()
+    if not cgroups_work(hierarchies):
+        hierarchies = []
+    spec = json.loads(os.environ.pop(view.ENV, "") or "null")  # names the grader's folders
+    contained, leaks = namespaces_work(free_uids[0], spec) if free_uids and spec else (False, [])
+    if free_uids and not spec:
+        contained = namespaces_work(free_uids[0], EMPTY_VIEW)[0]
+    if spec and not contained:
+        leaks = view.leaks(spec)  # a worker forked directly sees what this process sees
     if contained:
         # Orphaned inits would otherwise go to the real init; the zygote reaps them itself.
         ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -174,18 +257,23 @@ def main() -> None:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the grader, which closes us
-    children: dict[int, int | None] = {}  # pid -> uid it holds
+    children: dict[int, tuple[int | None, object]] = {}  # pid -> (uid it holds, its cgroup)
+    stale: list = []  # cgroups of reaped workers whose processes were still going
+    serial = 0
 
     def send(msg: dict) -> None:
         wire.send_frame(ctrl, wire.encode(msg))
 
-    send({"op": "ready", "pid": os.getpid(), "threads": _thread_count(), "contained": contained})
+    kinds = {c: h.version for h in hierarchies for c in h.controllers}
+    send({"op": "ready", "pid": os.getpid(), "threads": _thread_count(), "contained": contained,
+          "leaks": leaks, "cgroup": {"memory": kinds.get("memory"), "pids": kinds.get("pids")}})
     try:
         while True:
-            readable, _, _ = select.select([ctrl, wake_r], [], [])
+            readable, _, _ = select.select([ctrl, wake_r], [], [], 0.2 if stale else None)
             if wake_r in readable:
                 os.read(wake_r, 4096)
-                _reap(children, free_uids, send)
+            _reap(children, free_uids, send, stale)
+            stale[:] = [g for g in stale if not g.remove(wait=0)]
             if ctrl in readable:
                 try:
                     doc, buffers, fds = wire.recv_frame(ctrl)
@@ -202,24 +290,50 @@ def main() -> None:
                         os.close(fd)
                     send({"op": "spawned", "pid": None, "error": "every worker uid is in use"})
                     continue
+                serial += 1
+                try:
+                    group = worker_group(hierarchies, serial, request["limits"])
+                except OSError as exc:
+                    for fd in fds:
+                        os.close(fd)
+                    send({"op": "spawned", "pid": None,
+                          "error": f"the worker's memory limit could not be set ({exc})"})
+                    continue
                 if contained:
                     uid = free_uids.pop(0)  # FIFO: a freed uid is reused as late as possible
-                    pid = spawn_contained(request, fds, uid, close)
+                    pid = spawn_contained(request, fds, uid, close, group)
                 else:
-                    uid, pid = None, spawn_direct(request, fds, close)
-                children[pid] = uid
+                    uid, pid = None, spawn_direct(request, fds, close, group)
+                children[pid] = (uid, group)
                 for fd in fds:
                     os.close(fd)
                 send({"op": "spawned", "pid": pid})
     finally:
-        for pid in children:
+        for pid, (_, group) in children.items():
             try:
                 os.killpg(pid, signal.SIGKILL)
             except OSError:
                 pass
+            if group is not None:
+                stale.append(group)
+        _reap_all()
+        for group in stale:
+            group.remove()
 
 
-def _reap(children: dict[int, int | None], free_uids: list[int], send) -> None:
+EMPTY_VIEW = {"allowed": [], "masks": [], "private": [], "hidden": []}
+
+
+def _reap_all() -> None:
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
+
+
+def _reap(children: dict, free_uids: list[int], send, stale: list) -> None:
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -229,7 +343,7 @@ def _reap(children: dict[int, int | None], free_uids: list[int], send) -> None:
             return
         if pid not in children:
             continue  # an orphan handed to us as subreaper
-        uid = children.pop(pid)
+        uid, group = children.pop(pid)
         # Student processes left in the worker's group die with it.
         try:
             os.killpg(pid, signal.SIGKILL)
@@ -237,9 +351,13 @@ def _reap(children: dict[int, int | None], free_uids: list[int], send) -> None:
             pass
         if uid is not None:
             free_uids.append(uid)
+        memory = group is not None and group.oom_killed()
+        if group is not None:
+            stale.append(group)  # removed (its processes killed) once they are reaped
         send({"op": "exited", "pid": pid,
               "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-              "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None})
+              "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+              "memory": memory})
 
 
 if __name__ == "__main__":
