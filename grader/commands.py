@@ -536,12 +536,14 @@ def apply_variants(submission: Submission, manifest: "VariantManifest") -> Submi
 
 @dataclass
 class CheckedWork:
-    """What `torchgrade check` shows: the result of the checks that ran, the report, and the
-    hidden checks that run at grading (title, points and targets only)."""
+    """What `torchgrade check` shows: the result of the checks that ran, the reports (one per
+    exercise checked; `report` is the first), and the hidden checks that run at grading
+    (title, points and targets only)."""
 
     result: SubmissionResult
     report: Path
     pending: list = field(default_factory=list)
+    reports: list[Path] = field(default_factory=list)
 
 
 def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
@@ -578,9 +580,34 @@ def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
         graded = ", ".join(chosen)
         raise UsageError(f"no visible check of {graded} is about {', '.join(only)} (give the "
                          "name of a function or class of the exercise)")
-    report = write_outputs(result, Path(out))
     pending = select.pending + hidden_in_release(chosen, set(only) if only else None)
-    return CheckedWork(result=result, report=report, pending=pending)
+    reports = write_check_reports(result, Path(out), pending)
+    return CheckedWork(result=result, report=reports[0], pending=pending, reports=reports)
+
+
+def write_check_reports(result: SubmissionResult, out: Path, pending: list) -> list[Path]:
+    """One report per exercise checked, `out/<exercise>/report.html` titled by the exercise
+    (with its results.json and gradescope.json), so that checking one file never overwrites
+    the report of another. A bug hunt's report says in a note what its hidden checks are worth
+    (the terminal's `bughunt_line`). A result without exercises (the grader failed) is written
+    whole, under the submission's name."""
+    from grader.bughunt import is_bughunt
+    from grader.terminal import bughunt_line
+
+    if not result.exercises:
+        return [write_outputs(result, out)]
+    reports = []
+    for part in result.exercises:
+        later = [p for p in pending if p.exercise == part.exercise]
+        notes = list(part.notes)
+        if later and is_bughunt(part.exercise):
+            notes.append(bughunt_line(later))
+        one = result.model_copy(update={
+            "student": part.exercise,
+            "exercises": [part.model_copy(update={"notes": notes})],
+            "checks": [c for c in result.checks if c.exercise == part.exercise]})
+        reports.append(write_outputs(one, out))
+    return reports
 
 
 # --------------------------------------------------------------------------- release, notebooks

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import EXERCISES, REPO, SOLUTIONS, not_passed
 from grader.bughunt import hunt, is_bughunt, scored_checks, student_path
-from grader.registry import check_files, known_exercises, visibility_of_file
+from grader.registry import check_files, exercise_of, known_exercises, visibility_of_file
 from mutants import mutants_of
 
 STYLES = REPO / "tests" / "styles"
@@ -118,4 +118,7 @@ def test_checks_declare_points_and_the_visibility_of_their_file():
             kw = {k.arg: ast.literal_eval(k.value) for k in marks[0].keywords
                   if k.arg in ("visibility", "points")}
             assert kw.get("visibility", "hidden") == visibility_of_file(path), fn.name
-            assert kw["points"] > 0
+            if is_bughunt(exercise_of(path)) and kw.get("visibility") == "visible":
+                assert kw["points"] == 0, fn.name  # a bug hunt's points are its faults'
+            else:
+                assert kw["points"] > 0, fn.name
