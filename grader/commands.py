@@ -680,7 +680,9 @@ def solution(exercise: str, *, attempts: Path = Path("torchgrade-check"),
 
 
 def tried(exercise: str, attempts: Path) -> bool:
-    """Whether `attempts` holds a result in which some check of `exercise` ran real code."""
+    """Whether `attempts` holds a result in which some check of `exercise` ran real code (for
+    a bug hunt, a hidden check: its visible checks pass on the untouched script too)."""
+    from grader.bughunt import is_bughunt
     from grader.exports import read_json
 
     for path in sorted(Path(attempts).glob("*/results.json")):
@@ -689,6 +691,8 @@ def tried(exercise: str, attempts: Path) -> bool:
         except (OSError, ValueError):
             continue
         for c in result.checks:
+            if is_bughunt(exercise) and c.visibility == "visible":
+                continue
             if c.exercise == exercise and (c.status == "passed" or not any(
                     words in c.message for words in ("not implemented yet", "file not submitted",
                                                      "defines no "))):
