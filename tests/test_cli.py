@@ -133,6 +133,9 @@ def test_check_of_a_bug_hunt_runs_its_visible_checks_and_names_no_fault(tmp_path
     assert "No check ran" not in proc.stdout and "Every check passed." in proc.stdout
     html = (tmp_path / "o" / "bughunt_regression" / "report.html").read_text()
     assert line in html
+    # Passing them says nothing of the hunt: they do not unlock the solution.
+    gate = torchgrade("solution", "bughunt_regression", "--attempts", tmp_path / "o")
+    assert gate.returncode == 2 and "try bughunt_regression first" in gate.stderr
 
 
 @pytest.mark.parametrize("args, words", [

@@ -15,25 +15,25 @@ CONTRACT = Contract(keys=("model", "history", "scaler"), history=("train_loss", 
                     epochs=30, input_shape=(5, 4), output_shapes=((5, 1),))
 
 
-@check(points=0, targets="run", visibility="visible", timeout=RUN_TIMEOUT)
+@check(points=0, targets="run", visibility="visible", timeout=RUN_TIMEOUT, reveal="symptom")
 def test_run_finishes(sub, evidence):
     """`run(seed=0)` runs to the end within 60 s"""
     verify_runs(sub, CONTRACT, evidence)
 
 
-@check(points=0, targets="run", visibility="visible", timeout=RUN_TIMEOUT)
+@check(points=0, targets="run", visibility="visible", timeout=RUN_TIMEOUT, reveal="symptom")
 def test_run_returns_its_contract(sub, evidence):
     """`run(seed=0)` returns what the docstring names, one history number per epoch"""
     verify_contract(sub, CONTRACT, evidence)
 
 
-@check(points=0, targets="run", visibility="visible", timeout=RUN_TIMEOUT)
+@check(points=0, targets="run", visibility="visible", timeout=RUN_TIMEOUT, reveal="symptom")
 def test_history_is_finite(sub, evidence):
     """Every number in the history `run(seed=0)` returns is finite"""
     verify_finite(sub, CONTRACT, evidence)
 
 
-@check(points=0, targets="run", visibility="visible", timeout=RUN_TIMEOUT)
+@check(points=0, targets="run", visibility="visible", timeout=RUN_TIMEOUT, reveal="symptom")
 def test_model_outputs_have_their_shapes(sub, evidence):
     """The model `run(seed=0)` returns computes outputs of the documented shapes"""
     verify_outputs(sub, CONTRACT, evidence)
