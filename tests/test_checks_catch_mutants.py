@@ -58,6 +58,7 @@ def test_stub_scores_zero_with_a_message_on_every_check(grade_files, exercise):
     assert result.score == 0 and result.checks
     for c in result.checks:
         assert c.status in ("error", "failed") and "not implemented yet" in c.message, c
+        assert (c.status, c.reason) == ("error", "not_implemented"), c  # shown as "todo"
 
 
 @pytest.mark.parametrize("exercise", [e for e in ALL if is_bughunt(e)])
