@@ -1,7 +1,7 @@
 """Variants of the bug hunt `bughunt_classifier` (solutions/bughunt/classifier.py): see
 bughunt_regression.py for the four kinds (catalogue_, second_, deleted_, correct_)."""
 
-from mutants import (NOT_FINITE, RUN_RAISES, catalogue_mutants, mutant_factory,
+from mutants import (RUN_RAISES, catalogue_mutants, mutant_factory,
                      visible_mutants)
 
 M = mutant_factory("bughunt_classifier")
