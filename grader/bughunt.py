@@ -196,14 +196,18 @@ def select_scored(checks: list[CheckResult], faults_of: dict[str, list[str] | No
     """The check results that count. For each bug hunt in `faults_of` (exercise -> the faults
     the student's copy holds; None for the exercise file's seeded faults): the checks scoring
     those faults, plus any other check of the script that failed, unless the script could not
-    run at all (exercise in `broken`: then its guards say nothing). Other exercises: all."""
+    run at all (exercise in `broken`: then its guards say nothing); and its visible checks
+    (0 points: what the script's contract promises, shown whether they pass or fail). Other
+    exercises: all."""
     keep_all = {e for e in faults_of}
     scored: set[str] = set()
     for exercise, faults in faults_of.items():
         scored |= scored_checks(exercise, hunt(exercise).seeded if faults is None else faults)
     out = []
     for c in checks:
-        if c.exercise not in keep_all or c.id in scored or c.id.endswith(".collection"):
+        # Visible checks are what a student ran before handing in: always shown.
+        if (c.exercise not in keep_all or c.id in scored or c.id.endswith(".collection")
+                or c.visibility == "visible"):
             out.append(c)
         elif c.status != "passed" and c.exercise not in broken:
             out.append(c)

@@ -187,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "check":
             work = commands.check_work(args.path, out=args.out, exercises=args.exercises,
                                        hidden=args.hidden, only=args.only, limits=_limits(args))
-            print(terminal.summary(work.result, pending=work.pending, report=str(work.report),
+            print(terminal.summary(work.result, pending=work.pending,
+                                   report=[str(r) for r in work.reports],
                                    color=terminal.use_color(args.color)))
             return 0 if work.result.all_passed else 1
         if args.command == "demo":

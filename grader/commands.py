@@ -536,12 +536,14 @@ def apply_variants(submission: Submission, manifest: "VariantManifest") -> Submi
 
 @dataclass
 class CheckedWork:
-    """What `torchgrade check` shows: the result of the checks that ran, the report, and the
-    hidden checks that run at grading (title, points and targets only)."""
+    """What `torchgrade check` shows: the result of the checks that ran, the reports (one per
+    exercise checked; `report` is the first), and the hidden checks that run at grading
+    (title, points and targets only)."""
 
     result: SubmissionResult
     report: Path
     pending: list = field(default_factory=list)
+    reports: list[Path] = field(default_factory=list)
 
 
 def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
@@ -578,9 +580,34 @@ def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
         graded = ", ".join(chosen)
         raise UsageError(f"no visible check of {graded} is about {', '.join(only)} (give the "
                          "name of a function or class of the exercise)")
-    report = write_outputs(result, Path(out))
     pending = select.pending + hidden_in_release(chosen, set(only) if only else None)
-    return CheckedWork(result=result, report=report, pending=pending)
+    reports = write_check_reports(result, Path(out), pending)
+    return CheckedWork(result=result, report=reports[0], pending=pending, reports=reports)
+
+
+def write_check_reports(result: SubmissionResult, out: Path, pending: list) -> list[Path]:
+    """One report per exercise checked, `out/<exercise>/report.html` titled by the exercise
+    (with its results.json and gradescope.json), so that checking one file never overwrites
+    the report of another. A bug hunt's report says in a note what its hidden checks are worth
+    (the terminal's `bughunt_line`). A result without exercises (the grader failed) is written
+    whole, under the submission's name."""
+    from grader.bughunt import is_bughunt
+    from grader.terminal import bughunt_line
+
+    if not result.exercises:
+        return [write_outputs(result, out)]
+    reports = []
+    for part in result.exercises:
+        later = [p for p in pending if p.exercise == part.exercise]
+        notes = list(part.notes)
+        if later and is_bughunt(part.exercise):
+            notes.append(bughunt_line(later))
+        one = result.model_copy(update={
+            "student": part.exercise,
+            "exercises": [part.model_copy(update={"notes": notes})],
+            "checks": [c for c in result.checks if c.exercise == part.exercise]})
+        reports.append(write_outputs(one, out))
+    return reports
 
 
 # --------------------------------------------------------------------------- release, notebooks
@@ -653,7 +680,9 @@ def solution(exercise: str, *, attempts: Path = Path("torchgrade-check"),
 
 
 def tried(exercise: str, attempts: Path) -> bool:
-    """Whether `attempts` holds a result in which some check of `exercise` ran real code."""
+    """Whether `attempts` holds a result in which some check of `exercise` ran real code (for
+    a bug hunt, a hidden check: its visible checks pass on the untouched script too)."""
+    from grader.bughunt import is_bughunt
     from grader.exports import read_json
 
     for path in sorted(Path(attempts).glob("*/results.json")):
@@ -662,6 +691,8 @@ def tried(exercise: str, attempts: Path) -> bool:
         except (OSError, ValueError):
             continue
         for c in result.checks:
+            if is_bughunt(exercise) and c.visibility == "visible":
+                continue
             if c.exercise == exercise and (c.status == "passed" or not any(
                     words in c.message for words in ("not implemented yet", "file not submitted",
                                                      "defines no "))):

@@ -37,7 +37,7 @@ _server: subprocess.Popen | None = None
 def check(exercise: str, *names: str, out: str = REPORTS, color: bool = True) -> None:
     """Check the cells run so far: the visible checks of `exercise` (only those about `names`,
     when given), printed with the hidden checks' titles; the report goes to
-    `out/<exercise>-notebook/report.html`."""
+    `out/<exercise>/report.html` (where `torchgrade check` writes that exercise's report)."""
     shell = _shell()
     if shell is None:
         print(f"check() works inside a Jupyter notebook. Elsewhere, run:\n"

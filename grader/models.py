@@ -12,6 +12,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, computed_field
 
 Status = Literal["passed", "failed", "error", "timeout", "crashed"]
+# Why a check did not pass, when the status alone does not say it: "not_implemented" is an
+# `error` whose code raised NotImplementedError (a stub not filled in yet), which terminal and
+# reports show as its own state, "todo" (see `state_of`).
+Reason = Literal["not_implemented"]
 Visibility = Literal["visible", "hidden"]
 # How much of a diagnosed fault a failing check shows the student: its symptom only (bug
 # hunts: finding the cause is the exercise), or also its cause, or also the fix.
@@ -21,7 +25,9 @@ Reveal = Literal["symptom", "cause", "fix"]
 class CheckInfo(BaseModel):
     """What a check declares next to its code."""
 
-    points: float = Field(gt=0)
+    # 0: a check that informs without scoring (a bug hunt's visible checks: its points are its
+    # faults').
+    points: float = Field(ge=0)
     targets: list[str] = Field(min_length=1)
     visibility: Visibility = "hidden"
     timeout: float | None = Field(None, gt=0, description="default deadline of each call, seconds")
@@ -69,6 +75,9 @@ class CheckResult(BaseModel):
     points: float
     max_points: float
     status: Status
+    reason: Reason | None = Field(None, description="`not_implemented`: the code raised "
+                                  "NotImplementedError (status `error`); absent in results of "
+                                  "versions before it")
     message: str = ""
     call: str | None = Field(None, description="the call that failed, as the student would write it")
     expected: str | None = None
@@ -85,6 +94,11 @@ class CheckResult(BaseModel):
                                       "student's code, which code written to tamper with them "
                                       "could fake (README: Records made in the worker)")
     duration_s: float = 0.0
+
+
+def state_of(check: CheckResult) -> str:
+    """What terminal and reports show: the status, or "todo" for code not implemented yet."""
+    return "todo" if check.reason == "not_implemented" else check.status
 
 
 class ExerciseResult(BaseModel):

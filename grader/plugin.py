@@ -124,7 +124,8 @@ def make_result(item: pytest.Item, call: pytest.CallInfo, output: str) -> CheckR
                            expected=exc.expected, got=exc.got, hint=exc.hint,
                            evidence=exc.evidence, **fields)
     if isinstance(exc, StudentError):
-        return CheckResult(status=exc.status, message=str(exc), call=exc.call, **fields)
+        return CheckResult(status=exc.status, reason=exc.reason, message=str(exc),
+                           call=exc.call, **fields)
     if isinstance(exc, AssertionError):  # a bare assert in a check: its message only
         return CheckResult(status="failed", message=str(exc) or "the check failed", **fields)
     log.error("torchgrade: internal error in %s", item.nodeid, exc_info=(

@@ -442,9 +442,15 @@ torchgrade check {first_stub}
 
 prints every visible check with its points: what it called, what came back, what was expected
 and a hint when it fails, then the titles of the hidden checks and the score. The exit code is
-0 when every check passed, 1 otherwise (2 for a mistake in the command). An HTML report goes
-to `torchgrade-check/`. `--only NAME` runs the checks of one function or class; a `.ipynb`, a
-folder or a `.zip` works too.
+0 when every check passed, 1 otherwise (2 for a mistake in the command); a function you have not
+filled in yet shows `[  TODO   ]`. One HTML report per exercise goes to
+`torchgrade-check/<exercise>/report.html`. `--only NAME` runs the checks of one function or
+class; a `.ipynb`, a folder or a `.zip` works too (`torchgrade check .` here checks every file
+under `exercises/`).
+
+A bug hunt (`exercises/bughunt/`) is checked the same way, but its visible checks say nothing
+about its faults: only that `run(seed=0)` runs to the end, returns what its docstring says, with
+finite numbers. Finding the faults is the exercise; they are graded when you hand in.
 
 Your code runs in a separate, sandboxed process with a time limit per call: an endless loop or
 a crash costs only the checks that needed it.

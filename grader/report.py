@@ -21,15 +21,17 @@ from urllib.parse import quote
 import jinja2
 import markupsafe
 
-from grader.models import CheckResult, SubmissionResult
+from grader.models import CheckResult, SubmissionResult, state_of
 
+# Keyed by what a check shows (`grader.models.state_of`): its status, or "todo" for code that
+# is not implemented yet (an `error` in results.json, but nothing went wrong: nothing is done).
 STATUS_LABEL = {"passed": "passed", "failed": "failed", "error": "error", "timeout": "timed out",
-                "crashed": "crashed"}
+                "crashed": "crashed", "todo": "not implemented yet"}
 STATUS_MARK = {"passed": "\u2714", "failed": "\u2718", "error": "\u26a0", "timeout": "\u25f7",
-               "crashed": "\u2620"}
+               "crashed": "\u2620", "todo": "\u270e"}
 # "12 passed, 3 failed, 2 raised an error": status counts in words.
 COUNT_LABEL = {"passed": "passed", "failed": "failed", "error": "raised an error",
-               "timeout": "timed out", "crashed": "crashed"}
+               "timeout": "timed out", "crashed": "crashed", "todo": "not implemented yet"}
 # How much of a diagnosis a check lets students read: each level includes the ones before it.
 REVEAL_LEVELS = ("symptom", "cause", "fix")
 FIX_FIRST = 3  # failing checks listed (and opened) at the top of a report
@@ -112,6 +114,8 @@ def diagnosis_views(check: CheckResult) -> list[DiagnosisView]:
     views = []
     for fault_id in dict.fromkeys(check.diagnoses):
         fault = faults.get(fault_id)
+        if fault is None and shown == 0:
+            continue  # a check that reveals symptoms only must not name a fault by its id
         if fault is None:
             views.append(DiagnosisView(id=fault_id, title=fault_id, symptom=None, known=False))
             continue
@@ -139,6 +143,7 @@ class CheckView:
     """What the report shows of one check, beyond its `CheckResult`."""
 
     check: CheckResult
+    state: str = ""  # STATUS_LABEL's key: the status, or "todo" (not implemented yet)
     summary: str = ""
     details: str = ""
     pictures: list = field(default_factory=list)
@@ -199,7 +204,7 @@ def message_parts(check: CheckResult) -> tuple[str, str]:
 
 
 def check_view(check: CheckResult, *, draw: bool = True) -> CheckView:
-    view = CheckView(check=check)
+    view = CheckView(check=check, state=state_of(check))
     if check.status == "passed":
         return view
     view.summary, view.details = message_parts(check)
@@ -290,9 +295,9 @@ def render_report(result: SubmissionResult, *, draw: bool = True) -> str:
     sections = []
     for part in result.exercises:
         checks = [views[id(c)] for c in result.checks if c.exercise == part.exercise]
-        counts = {s: sum(v.check.status == s for v in checks) for s in STATUS_LABEL}
+        counts = {s: sum(v.state == s for v in checks) for s in STATUS_LABEL}
         sections.append(ExerciseView(part=part, checks=checks, counts=counts))
-    totals = {s: sum(c.status == s for c in result.checks) for s in STATUS_LABEL}
+    totals = {s: sum(state_of(c) == s for c in result.checks) for s in STATUS_LABEL}
     return environment().get_template("report.html.j2").render(
         result=result, sections=sections, totals=totals, fix_first=fix_first)
 

@@ -105,8 +105,10 @@ def assemble_result(submission: Submission, modules: Mapping[str, StudentModule]
 
 def scored_checks(submission: Submission, modules: Mapping[str, StudentModule],
                   checks: list[CheckResult]) -> list[CheckResult]:
-    """Bug hunts score the faults of the student's copy, plus whatever else they broke."""
-    hunts = {c.exercise for c in checks if is_bughunt(c.exercise)}
+    """Bug hunts score the faults of the student's copy, plus whatever else they broke. Only
+    hidden checks are selected: a bug hunt's visible checks always show (and a student
+    release, which has no other, knows none of the faults)."""
+    hunts = {c.exercise for c in checks if is_bughunt(c.exercise) and c.visibility == "hidden"}
     if not hunts:
         return checks
     faults_of = {e: (submission.modules[e].faults if e in submission.modules else None)

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from grader.compare import CheckFailure, fail, format_call, short
-from grader.models import ModuleSource, Status
+from grader.models import ModuleSource, Reason, Status
 from grader.submission import not_submitted
 from grader.worker import wire
 from grader.worker.client import Worker, WorkerCrashed, WorkerTimeout
@@ -26,12 +26,15 @@ EARLIER = "an array the grader passed to an earlier call"
 
 
 class StudentError(Exception):
-    """Student code produced no usable value; the check gets `status` and this message."""
+    """Student code produced no usable value; the check gets `status`, `reason` and this
+    message."""
 
-    def __init__(self, message: str, *, status: Status = "error", call: str | None = None):
+    def __init__(self, message: str, *, status: Status = "error", call: str | None = None,
+                 reason: Reason | None = None):
         super().__init__(message)
         self.status = status
         self.call = call
+        self.reason = reason
 
 
 class ModuleUnavailable(StudentError):
@@ -347,13 +350,15 @@ class StudentRaised(StudentError):
         self.mro = [str(m) for m in error.get("mro", [])]
         self.raw_message = str(error.get("message", ""))
         self.detail = str(error.get("traceback", "")).rstrip()
+        reason: Reason | None = None
         if self.type == "NotImplementedError":
             message = f"{call} is not implemented yet (it raises NotImplementedError)."
+            reason = "not_implemented"
         else:
             message = f"{call} raised {self.type}: {self.raw_message}"
             if self.detail:
                 message += "\n" + self.detail
-        super().__init__(message, call=call)
+        super().__init__(message, call=call, reason=reason)
 
 
 def _describe(error: dict) -> str:

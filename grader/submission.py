@@ -88,7 +88,7 @@ def load_submission(path: Path, *, exercises: Iterable[str], student: str | None
             by_exercise.setdefault(exercise, []).append(found)
     for exercise in wanted:
         options = sorted(by_exercise.get(exercise, []),
-                         key=lambda f: (f.depth, not f.relpath.endswith(".py"), f.relpath))
+                         key=lambda f: (rank_depth(f), not f.relpath.endswith(".py"), f.relpath))
         if not options:
             continue
         chosen = options[0]
@@ -98,6 +98,15 @@ def load_submission(path: Path, *, exercises: Iterable[str], student: str | None
             module.notes.append(f"graded {chosen.relpath}; also found {others} (ignored)")
         sub.modules[exercise] = module
     return sub
+
+
+def rank_depth(found: Found) -> int:
+    """How deep a file lies, for choosing among several files of one exercise (shallowest
+    first, then .py before .ipynb): a bug hunt's `bughunt/` folder is part of its file's name
+    (`bughunt/regression.py`), so `exercises/bughunt/regression.py` ranks with
+    `exercises/strides_broadcasting.py`, before `notebooks/bughunt_regression.ipynb` as a
+    module's `.py` comes before its notebook (a release folder holds both)."""
+    return found.depth - (PurePosixPath(found.relpath).parent.name == BUGHUNT_FOLDER)
 
 
 def _scan_dir(root: Path, notes: list[str]) -> list[Found]:

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pydantic import BaseModel, Field
 
 import grader
-from grader.models import SubmissionResult, Visibility
+from grader.models import CheckResult, SubmissionResult, Visibility, state_of
 
 HISTOGRAM_BINS = 10
 DIAGNOSIS_EXAMPLES = 5  # students named (and linked) per diagnosis in the index
@@ -32,7 +32,8 @@ class StudentRow(BaseModel):
     final: float = Field(description="score after the late penalty, never below 0")
     percent: float
     not_passed: int = Field(description="checks not passed")
-    broken: int = Field(description="checks whose code raised, timed out or crashed")
+    broken: int = Field(description="checks whose code raised (not counting code not "
+                        "implemented yet), timed out or crashed")
     grader_failure: bool = False
     notes: list[str] = []
 
@@ -98,6 +99,11 @@ def is_grader_failure(result: SubmissionResult) -> bool:
     return not result.checks
 
 
+def is_broken(check: CheckResult) -> bool:
+    """The check's code raised, timed out or crashed; a stub not implemented yet is no error."""
+    return check.status in ("error", "timeout", "crashed") and state_of(check) != "todo"
+
+
 def student_row(result: SubmissionResult, exercises: list[str]) -> StudentRow:
     per = {e.exercise: e for e in result.exercises}
     final = max(0.0, result.score - result.late_penalty)
@@ -109,7 +115,7 @@ def student_row(result: SubmissionResult, exercises: list[str]) -> StudentRow:
         final=round(final, 6),
         percent=round(100 * final / result.max_score, 2) if result.max_score else 0.0,
         not_passed=sum(c.status != "passed" for c in result.checks),
-        broken=sum(c.status in ("error", "timeout", "crashed") for c in result.checks),
+        broken=sum(is_broken(c) for c in result.checks),
         grader_failure=is_grader_failure(result), notes=list(result.notes))
 
 
@@ -135,7 +141,7 @@ def check_stats(results: list[SubmissionResult]) -> list[CheckStat]:
                                                passed=0, graded=0)
             stat.graded += 1
             stat.passed += c.status == "passed"
-            stat.broken += c.status in ("error", "timeout", "crashed")
+            stat.broken += is_broken(c)
             seen.setdefault(c.id, Counter()).update(dict.fromkeys(c.diagnoses, 1))
     for check_id, stat in stats.items():
         stat.diagnoses = [d for d, _ in seen[check_id].most_common(3)]

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterable
 from typing import Literal, TextIO
 
-from grader.models import CheckResult, SubmissionResult
+from grader.models import CheckResult, SubmissionResult, state_of
 from grader.report import STATUS_LABEL
 from grader.selection import PendingCheck
 
@@ -20,9 +20,10 @@ ColorMode = Literal["auto", "always", "never"]
 MAX_MESSAGE_LINES = 14  # the rest is in the HTML report
 INDENT = " " * 14
 NOT_IMPLEMENTED = "not implemented yet"
+LABEL = {"todo": "TODO"}  # a state whose label does not fit the 9 columns of `[ PASSED  ]`
 
 _CODES = {"passed": "32", "failed": "31", "error": "33", "timeout": "33", "crashed": "35",
-          "bold": "1", "dim": "2", "heading": "1;36"}
+          "todo": "36", "bold": "1", "dim": "2", "heading": "1;36"}
 
 
 def use_color(mode: ColorMode, stream: TextIO | None = None) -> bool:
@@ -44,9 +45,10 @@ class Painter:
 
 
 def summary(result: SubmissionResult, *, pending: Iterable[PendingCheck] = (),
-            report: str | None = None, color: bool = False) -> str:
+            report: str | list[str] | None = None, color: bool = False) -> str:
     """The whole summary: per exercise its score and each check, then the hidden checks that
-    run at grading (by title only), then the total and where the report is."""
+    run at grading (by title only; a bug hunt's as one line, `bughunt_line`), then the total
+    and where the report is (or the reports, one per exercise)."""
     paint = Painter(color)
     pending = list(pending)
     lines: list[str] = []
@@ -63,7 +65,9 @@ def summary(result: SubmissionResult, *, pending: Iterable[PendingCheck] = (),
         for note in part.notes:
             lines.append(f"  note: {note}")
         lines += [line for c in checks for line in _check_lines(c, paint)]
-        if later:
+        if later and is_bughunt(part.exercise):
+            lines.append(paint(f"  {bughunt_line(later)}", "bold"))
+        elif later:
             total = pending_points(later)
             counted = ("" if all(p.counted for p in later) else
                        "; those for the faults your copy holds count, any other only if it "
@@ -73,8 +77,30 @@ def summary(result: SubmissionResult, *, pending: Iterable[PendingCheck] = (),
             lines += [f"  [ HIDDEN  ] {p.title}  ({_points(p.points)}"
                       f"{'' if p.counted else ' if it fails'})" for p in later]
     lines.append("")
-    lines.append(total_line(result, pending, paint) + (f" Report: {report}" if report else ""))
+    lines.append(total_line(result, pending, paint) + _reports(report))
     return "\n".join(lines)
+
+
+def _reports(report: str | list[str] | None) -> str:
+    reports = [report] if isinstance(report, str) else list(report or [])
+    if len(reports) > 1:
+        return " Reports: " + ", ".join(str(r) for r in reports)
+    return f" Report: {reports[0]}" if reports else ""
+
+
+def is_bughunt(exercise: str) -> bool:
+    from grader.bughunt import is_bughunt as hunt
+
+    return hunt(exercise)
+
+
+def bughunt_line(later: list[PendingCheck]) -> str:
+    """What a bug hunt's hidden checks are, in one line that names none of them: each counted
+    one looks for one fault of the copy (a copy's other checks count only if they fail)."""
+    faults = sum(p.counted for p in later)
+    return (f"{faults} fault{'' if faults == 1 else 's'} to find, "
+            f"{_points(pending_points(later))}, graded when you hand in (breaking what works "
+            "costs points too).")
 
 
 def pending_points(pending: list[PendingCheck]) -> float:
@@ -99,11 +125,12 @@ def total_line(result: SubmissionResult, pending: list[PendingCheck], paint: Pai
 
 
 def _check_lines(c: CheckResult, paint: Painter) -> list[str]:
-    label = f"[{STATUS_LABEL[c.status].upper():^9}]"
-    head = f"  {paint(label, c.status)} {c.title}  ({c.points:g}/{c.max_points:g})"
+    state = state_of(c)
+    label = f"[{LABEL.get(state, STATUS_LABEL[state].upper()):^9}]"
+    head = f"  {paint(label, state)} {c.title}  ({c.points:g}/{c.max_points:g})"
     if c.status == "passed":
         return [head]
-    if NOT_IMPLEMENTED in c.message and len(c.message) < 200:
+    if state == "todo":
         return [f"{head}  {paint(NOT_IMPLEMENTED, 'dim')}"]
     body = c.message.rstrip().splitlines() or ["(no message)"]
     if c.hint and c.hint not in c.message:
@@ -125,12 +152,14 @@ def _check_lines(c: CheckResult, paint: Painter) -> list[str]:
 
 
 def _diagnosis_titles(c: CheckResult) -> list[str]:
+    """Titles of the diagnosed faults the check may name (as in the report: a check revealing
+    symptoms only, a bug hunt's, names none; an id the catalogue lacks is named by its id)."""
     if not c.diagnoses:
         return []
-    try:
-        from grader.faults import catalogue
+    from grader.report import diagnosis_views
 
-        known = catalogue()
+    try:
+        views = diagnosis_views(c)
     except Exception:  # noqa: BLE001 - a summary line is not worth failing a check run over
-        known = {}
-    return [known[d].title if d in known else d for d in c.diagnoses]
+        return []
+    return [d.title for d in views if d.cause or not d.known]

@@ -10,8 +10,11 @@ import ast
 import pytest
 
 from conftest import EXERCISES, REPO, SOLUTIONS, not_passed
-from grader.bughunt import hunt, is_bughunt, scored_checks, student_path
-from grader.registry import check_files, known_exercises, visibility_of_file
+from grader.bughunt import applicable, hunt, is_bughunt, render, scored_checks, student_path
+from grader.registry import check_files, exercise_of, known_exercises, visibility_of_file
+from grader.runner import run_checks
+from grader.selection import CheckSelection
+from grader.submission import load_submission
 from mutants import mutants_of
 
 STYLES = REPO / "tests" / "styles"
@@ -55,6 +58,7 @@ def test_stub_scores_zero_with_a_message_on_every_check(grade_files, exercise):
     assert result.score == 0 and result.checks
     for c in result.checks:
         assert c.status in ("error", "failed") and "not implemented yet" in c.message, c
+        assert (c.status, c.reason) == ("error", "not_implemented"), c  # shown as "todo"
 
 
 @pytest.mark.parametrize("exercise", [e for e in ALL if is_bughunt(e)])
@@ -128,4 +132,32 @@ def test_checks_declare_points_and_the_visibility_of_their_file():
             kw = {k.arg: ast.literal_eval(k.value) for k in marks[0].keywords
                   if k.arg in ("visibility", "points")}
             assert kw.get("visibility", "hidden") == visibility_of_file(path), fn.name
-            assert kw["points"] > 0
+            if is_bughunt(exercise_of(path)) and kw.get("visibility") == "visible":
+                assert kw["points"] == 0, fn.name  # a bug hunt's points are its faults'
+            else:
+                assert kw["points"] > 0, fn.name
+
+
+BUGHUNT_FAULTS = [(e, f) for e in ALL if is_bughunt(e) for f in applicable(e)]
+
+
+@pytest.mark.parametrize("exercise, fault", BUGHUNT_FAULTS,
+                         ids=[f"{e}:{f}" for e, f in BUGHUNT_FAULTS])
+def test_bughunt_visible_checks_reveal_no_fault(zygote, tmp_path, exercise, fault):
+    """A bug hunt's visible checks are no fault detector: a copy holding any one catalogued
+    fault (a variant may hold any) passes them, unless the fault makes `run` raise (then each
+    of them says so) or the history's numbers stop being finite (the finiteness check)."""
+    root = tmp_path / "student"
+    (root / "bughunt").mkdir(parents=True)
+    (root / student_path(exercise)).write_text(render(exercise, [fault]), encoding="utf-8")
+    submission = load_submission(root, exercises=[exercise])
+    result = run_checks(submission, exercises=[exercise], zygote=zygote,
+                        select=CheckSelection(hidden=False))
+    assert result.checks and all(c.visibility == "visible" for c in result.checks)
+    failed = {c.id: c for c in result.checks if c.status != "passed"}
+    raised = [c for c in failed.values()
+              if c.status == "error" and "run(seed=0) raised" in c.message]
+    if raised:  # run() raised: every check says what it raised, and nothing else
+        assert len(raised) == len(failed) == len(result.checks), failures(result)
+    else:
+        assert set(failed) <= {f"{exercise}.history_is_finite"}, failures(result)

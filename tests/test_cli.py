@@ -88,10 +88,54 @@ def test_student_output_is_escaped_in_reports(graded_class):
 def test_check_prints_verdicts_and_sets_the_exit_code(tmp_path):
     good = torchgrade("check", SOLUTIONS / f"{EXERCISE}.py", "--out", tmp_path / "a")
     assert good.returncode == 0, good.stderr
-    assert "[ PASSED  ]" in good.stdout and (tmp_path / "a" / "solutions" / "report.html").exists()
+    assert "[ PASSED  ]" in good.stdout and (tmp_path / "a" / EXERCISE / "report.html").exists()
     bad = torchgrade("check", EXERCISES / f"{EXERCISE}.py", "--out", tmp_path / "b")
     assert bad.returncode == 1
     assert "not implemented yet" in bad.stdout and "Score: 0 /" in bad.stdout
+    # A stub is not finished yet, not broken: its own state, not ERROR.
+    assert "[  TODO   ]" in bad.stdout and "[  ERROR  ]" not in bad.stdout
+    stub = read_json(tmp_path / "b" / EXERCISE / "results.json")
+    assert {(c.status, c.reason) for c in stub.checks} == {("error", "not_implemented")}
+
+
+def test_check_writes_one_report_per_exercise_titled_by_it(tmp_path):
+    """Checking files one after another, or a folder of several, never overwrites another
+    exercise's report: torchgrade-check/<exercise>/report.html, titled by the exercise."""
+    folder = tmp_path / "work"
+    folder.mkdir()
+    for name in (EXERCISE, "parameters"):
+        (folder / f"{name}.py").write_text((EXERCISES / f"{name}.py").read_text())
+    first = torchgrade("check", folder / f"{EXERCISE}.py", cwd=tmp_path)
+    second = torchgrade("check", folder / "parameters.py", cwd=tmp_path)
+    assert first.returncode == second.returncode == 1, first.stderr + second.stderr
+    out = tmp_path / "torchgrade-check"
+    assert sorted(p.name for p in out.iterdir()) == ["parameters", EXERCISE]
+    for name in (EXERCISE, "parameters"):
+        html = (out / name / "report.html").read_text()
+        assert f'Feedback for <span class="student">{name}</span>' in html
+        assert {c.exercise for c in read_json(out / name / "results.json").checks} == {name}
+    both = torchgrade("check", folder, "--out", tmp_path / "both", cwd=tmp_path)
+    assert both.returncode == 1
+    assert "Reports: " in both.stdout and both.stdout.count("report.html") == 2
+    assert sorted(p.name for p in (tmp_path / "both").iterdir()) == ["parameters", EXERCISE]
+
+
+@pytest.mark.parametrize("source", [EXERCISES, SOLUTIONS], ids=["untouched", "fixed"])
+def test_check_of_a_bug_hunt_runs_its_visible_checks_and_names_no_fault(tmp_path, source):
+    """A bug hunt's visible checks pass on the untouched script and on the fixed one alike
+    (they reveal no fault); its hidden checks are one line, and its report says it too."""
+    proc = torchgrade("check", source / "bughunt" / "regression.py", "--out", tmp_path / "o",
+                      "--color", "never")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "bughunt_regression: 0 / 0 points, 4 of 4 checks passed" in proc.stdout
+    line = "4 faults to find, 8 points, graded when you hand in"
+    assert line in proc.stdout and "[ HIDDEN  ]" not in proc.stdout
+    assert "No check ran" not in proc.stdout and "Every check passed." in proc.stdout
+    html = (tmp_path / "o" / "bughunt_regression" / "report.html").read_text()
+    assert line in html
+    # Passing them says nothing of the hunt: they do not unlock the solution.
+    gate = torchgrade("solution", "bughunt_regression", "--attempts", tmp_path / "o")
+    assert gate.returncode == 2 and "try bughunt_regression first" in gate.stderr
 
 
 @pytest.mark.parametrize("args, words", [

@@ -22,7 +22,7 @@ from grader.bughunt import is_bughunt
 from grader.edition import StudentRelease
 from grader.exports import read_json
 from grader.leaks import Secret, joined, scan, secrets, statements, words
-from grader.notebooks import fill_solutions, stub_path
+from grader.notebooks import exercises_root, fill_solutions, stub_path
 from grader.release import STUDENT_FAULT_FIELDS, student_catalogue
 
 try:
@@ -216,12 +216,17 @@ def test_release_check_runs_the_visible_checks_and_lists_the_hidden(installed_re
     hidden = [c for c in checks if c.info.visibility == "hidden"]
     visible = [c for c in checks if c.info.visibility == "visible"]
     assert good.stdout.count("[ PASSED  ]") == len(visible)
-    assert good.stdout.count("[ HIDDEN  ]") == len(hidden)
+    # A bug hunt's hidden checks are one line that names none of them.
+    assert good.stdout.count("[ HIDDEN  ]") == sum(not is_bughunt(c.exercise) for c in hidden)
+    hunts = sorted({c.exercise for c in checks if is_bughunt(c.exercise)})
+    assert good.stdout.count("faults to find") == len(hunts) > 0
     assert all((c.info.title in good.stdout) != is_bughunt(c.exercise) for c in hidden)
     assert not any(c.name in good.stdout for c in hidden)
     assert "Every check passed" in good.stdout and "\x1b[" not in good.stdout
-    result = read_json(tmp_path / "a" / "solutions" / "results.json")
-    assert {c.visibility for c in result.checks} == {"visible"}
+    for exercise in ALL:  # one report per exercise
+        result = read_json(tmp_path / "a" / exercise / "results.json")
+        assert {c.visibility for c in result.checks} == {"visible"}
+        assert {c.exercise for c in result.checks} == {exercise}
     bad = torchgrade(installed_release, "check", EXERCISES / "strides_broadcasting.py",
                      "--out", tmp_path / "b", cwd=tmp_path)
     assert bad.returncode == 1 and "not implemented yet" in bad.stdout
@@ -230,6 +235,27 @@ def test_release_check_runs_the_visible_checks_and_lists_the_hidden(installed_re
                         (["release", "--out", tmp_path / "r"], "not part of the student")):
         proc = torchgrade(installed_release, *args, cwd=tmp_path)
         assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+
+
+def test_check_in_a_release_folder_checks_every_exercise_file_with_its_own_report(
+        installed_release, student_release, tmp_path):
+    """`torchgrade check .` in the release folder checks the same kind of file for every
+    exercise, the `.py` under exercises/ (a bug hunt's exercises/bughunt/<name>.py too, not its
+    notebook), and writes one report per exercise, titled by it."""
+    folder = tmp_path / "release"
+    shutil.copytree(student_release, folder)
+    proc = torchgrade(installed_release, "check", ".", "--color", "never", cwd=folder)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]  # the stubs
+    assert "[  ERROR  ]" not in proc.stdout and "[  TODO   ]" in proc.stdout
+    for exercise in ALL:
+        result = read_json(folder / "torchgrade-check" / exercise / "results.json")
+        assert [e.path for e in result.exercises] == [
+            "exercises/" + stub_path(exercise).relative_to(exercises_root()).as_posix()]
+        html = (folder / "torchgrade-check" / exercise / "report.html").read_text()
+        assert f'Feedback for <span class="student">{exercise}</span>' in html
+        if is_bughunt(exercise):  # the untouched script passes its visible checks
+            assert result.checks and all(c.status == "passed" for c in result.checks)
+            assert "4 faults to find, 8 points, graded when you hand in" in html
 
 
 def test_a_check_whose_values_were_not_recorded_says_it_runs_at_grading(

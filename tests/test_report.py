@@ -173,3 +173,42 @@ def test_a_report_draws_at_most_its_budget_of_pictures_fix_first_first():
     # the visible checks (and the ones to fix first among them) are drawn before hidden ones
     for i in range(15, 20):
         assert f'aria-labelledby="ex-c{i:02d}-grad-ratio-t' in html
+
+
+def test_not_implemented_is_its_own_state_not_an_error():
+    """A stub's NotImplementedError (status `error`, reason `not_implemented`) reads "not
+    implemented yet" in the report and the terminal, and is counted apart from errors; a real
+    error keeps its ERROR; results without the field (older versions) still load."""
+    from grader.summary import student_row
+    from grader.terminal import summary
+
+    todo = failed("ex.todo", status="error", reason="not_implemented",
+                  message="f(x) is not implemented yet (it raises NotImplementedError).")
+    broken = failed("ex.broken", status="error", message="f(x) raised ValueError: no")
+    r = result(todo, broken)
+    html = render_report(r, draw=False)
+    assert '<span class="status todo">' in html and "not implemented yet" in html
+    assert 'class="check todo"' in html and '<span class="status error">' in html
+    assert "1 raised an error, 1 not implemented yet" in html
+    text = summary(r)
+    assert "[  TODO   ] title of ex.todo" in text and "[  ERROR  ] title of ex.broken" in text
+    assert student_row(r, ["ex"]).broken == 1
+    old = r.model_dump(mode="json")
+    for c in old["checks"]:
+        c.pop("reason")
+    again = SubmissionResult.model_validate(old)
+    assert [c.reason for c in again.checks] == [None, None]
+    from grader.gradescope import to_gradescope
+
+    assert [t.status for t in to_gradescope(r).tests] == ["failed", "failed"]
+
+
+def test_a_symptom_only_check_names_no_fault_the_catalogue_lacks():
+    """A bug hunt's check reveals symptoms only: a diagnosis whose fault a (student release's)
+    catalogue does not describe is left out, not shown by its id; other checks still show it."""
+    hidden = failed("ex.a", diagnoses=["no-such-fault"], reveal="symptom")
+    shown = failed("ex.b", diagnoses=["no-such-fault"], reveal="fix")
+    assert diagnosis_views(hidden) == []
+    assert [d.id for d in diagnosis_views(shown)] == ["no-such-fault"]
+    html = render_report(result(hidden), draw=False)
+    assert "no-such-fault" not in html

@@ -380,7 +380,8 @@ def check_value_program(sub, program, *, title, rtol=1e-9, atol=1e-10):
     except StudentRaised as exc:
         if exc.type == "NotImplementedError":  # say so without the whole program
             raise StudentError(f"{title}: {exc.raw_message or 'Value'} is not implemented yet "
-                               "(it raises NotImplementedError).", call=title) from None
+                               "(it raises NotImplementedError).", call=title,
+                               reason="not_implemented") from None
         # "unsupported operand type(s) for -: 'int' and 'Value'": a reflected method is missing
         if exc.type != "TypeError" or not ("unsupported operand" in exc.raw_message
                                            and "and 'Value'" in exc.raw_message):

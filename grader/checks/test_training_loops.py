@@ -82,7 +82,8 @@ def probe(sub, name: str, call: str, **kwargs) -> dict:
                 call.startswith(f"{missing}("):
             raise
         raise StudentError(f"{call}: {missing} is not implemented yet (it raises "
-                           "NotImplementedError).", call=call) from None
+                           "NotImplementedError).", call=call,
+                           reason="not_implemented") from None
 
 
 def returned(record: dict, call: str) -> Any:

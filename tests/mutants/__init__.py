@@ -46,17 +46,49 @@ def mutant_factory(exercise: str):
 
 def mutants_of(exercise: str) -> list[Mutant]:
     """The module's `MUTANTS`; its optional `DIAGNOSES` (mutant name -> fault ids) adds the
-    catalogued faults a mutant holds."""
+    catalogued faults a mutant holds, and `VISIBLE_FAILS` (mutant name -> check names) the
+    visible checks of a bug hunt it also fails (`RUN_RAISES` or `NOT_FINITE`)."""
     try:
         module = importlib.import_module(f"mutants.{exercise}")
     except ModuleNotFoundError:
         return []
     extra = getattr(module, "DIAGNOSES", {})
-    unknown = set(extra) - {m.name for m in module.MUTANTS}
-    if unknown:
-        raise ValueError(f"mutants.{exercise}.DIAGNOSES names no mutant: {sorted(unknown)}")
-    return [replace(m, diagnoses=m.diagnoses | frozenset(extra.get(m.name, ())))
+    visible = getattr(module, "VISIBLE_FAILS", {})
+    for table, name in ((extra, "DIAGNOSES"), (visible, "VISIBLE_FAILS")):
+        unknown = set(table) - {m.name for m in module.MUTANTS}
+        if unknown:
+            raise ValueError(f"mutants.{exercise}.{name} names no mutant: {sorted(unknown)}")
+    return [replace(m, diagnoses=m.diagnoses | frozenset(extra.get(m.name, ())),
+                    fails=m.fails | {f"{exercise}.{c}" for c in visible.get(m.name, ())})
             for m in module.MUTANTS]
+
+
+# A bug hunt's visible checks (0 points; grader/checks/bughunt_visible.py) say nothing about a
+# fault unless it makes run(seed=0) raise (each of them then says what it raised) or its history
+# stop being finite: a mutant doing either fails these too (its `VISIBLE_FAILS`).
+RUN_RAISES = ("run_finishes", "run_returns_its_contract", "history_is_finite",
+              "model_outputs_have_their_shapes")
+NOT_FINITE = ("history_is_finite",)
+
+
+def visible_mutants(exercise: str, returned: str, *, raises_also: tuple[str, ...] = ()
+                    ) -> list[Mutant]:
+    """Mutants of what `run` returns (its `return` line is `returned`), each failing visible
+    checks of the bug hunt and, when `run` raises, the hidden checks `raises_also`."""
+    M = mutant_factory(exercise)
+    return [
+        M("visible_run_raises", "", *RUN_RAISES, *raises_also, replace=[(
+            returned, '    raise RuntimeError("the summary is not written yet")\n')]),
+        M("visible_returns_the_history_alone", "", "run_returns_its_contract",
+          "history_is_finite", "model_outputs_have_their_shapes",
+          replace=[(returned, "    return history\n")]),
+        M("visible_history_one_short", "", "run_returns_its_contract", replace=[(
+            returned, '    history["val_loss"] = history["val_loss"][:-1]\n' + returned)]),
+        M("visible_history_ends_in_nan", "", "history_is_finite", replace=[(
+            returned, '    history["train_loss"][-1] = float("nan")\n' + returned)]),
+        M("visible_returns_another_model", "", "model_outputs_have_their_shapes", replace=[(
+            returned, "    model = nn.Identity()\n" + returned)]),
+    ]
 
 
 def catalogue_mutants(exercise: str) -> list[Mutant]:

@@ -1,7 +1,8 @@
 """Variants of the bug hunt `bughunt_classifier` (solutions/bughunt/classifier.py): see
 bughunt_regression.py for the four kinds (catalogue_, second_, deleted_, correct_)."""
 
-from mutants import catalogue_mutants, mutant_factory
+from mutants import (RUN_RAISES, catalogue_mutants, mutant_factory,
+                     visible_mutants)
 
 M = mutant_factory("bughunt_classifier")
 VALIDATION = ("validation_without_graph", "validation_in_eval_mode", "training_mode_restored")
@@ -113,3 +114,11 @@ MUTANTS += [
         "        return torch.addmm(self.head_b, h, self.head_w.t())\n")],
       diagnoses=["tensor-not-parameter"]),
 ]
+# What run(seed=0) returns, broken five ways: each fails visible checks only.
+MUTANTS += visible_mutants(
+    "bughunt_classifier", '    return {"model": model, "history": history}\n')
+# Mutants whose run(seed=0) raises, or whose history stops being finite, fail visible checks too.
+VISIBLE_FAILS = {
+    "catalogue_float-labels": RUN_RAISES,
+    "second_float_label_tensor": RUN_RAISES,
+}

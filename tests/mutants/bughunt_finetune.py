@@ -1,7 +1,8 @@
 """Variants of the bug hunt `bughunt_finetune` (solutions/bughunt/finetune.py): see
 bughunt_regression.py for the four kinds (catalogue_, second_, deleted_, correct_)."""
 
-from mutants import catalogue_mutants, mutant_factory
+from mutants import (NOT_FINITE, RUN_RAISES, catalogue_mutants, mutant_factory,
+                     visible_mutants)
 
 M = mutant_factory("bughunt_finetune")
 VALIDATION = ("validation_without_graph", "validation_in_eval_mode", "training_mode_restored")
@@ -90,3 +91,12 @@ MUTANTS += [
         "    if True:\n        for xb, yb, sb in [loader.dataset.tensors]:\n")],
       diagnoses=["validation-without-no-grad"]),
 ]
+# What run(seed=0) returns, broken five ways: each fails visible checks only.
+MUTANTS += visible_mutants(
+    "bughunt_finetune", '    return {"model": model, "history": history}\n')
+# Mutants whose run(seed=0) raises, or whose history stops being finite, fail visible checks too.
+VISIBLE_FAILS = {
+    "catalogue_double-backward": RUN_RAISES,
+    "catalogue_lr-too-high": NOT_FINITE,
+    "second_head_group_learning_rate": NOT_FINITE,
+}

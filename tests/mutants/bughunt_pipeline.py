@@ -1,7 +1,8 @@
 """Variants of the bug hunt `bughunt_pipeline` (solutions/bughunt/pipeline.py): see
 bughunt_regression.py for the four kinds (catalogue_, second_, deleted_, correct_)."""
 
-from mutants import catalogue_mutants, mutant_factory
+from mutants import (RUN_RAISES, catalogue_mutants, mutant_factory,
+                     visible_mutants)
 
 M = mutant_factory("bughunt_pipeline")
 VALIDATION = ("validation_without_graph", "validation_in_eval_mode", "training_mode_restored")
@@ -97,3 +98,13 @@ MUTANTS += [
         "                        torch.stack([t for _, t in loader.dataset]))]:\n")],
       diagnoses=["validation-without-eval"]),
 ]
+# What run(seed=0) returns, broken five ways: each fails visible checks only.
+MUTANTS += visible_mutants(
+    "bughunt_pipeline", '    return {"model": model, "history": history}\n')
+# Mutants whose run(seed=0) raises, or whose history stops being finite, fail visible checks too.
+VISIBLE_FAILS = {
+    "catalogue_float-labels": RUN_RAISES,
+    "catalogue_batchnorm-batch-of-one": RUN_RAISES,
+    "second_labels_as_float_tensor": RUN_RAISES,
+    "second_drop_last_false": RUN_RAISES,
+}

@@ -7,7 +7,8 @@
 - `correct_*`: fixes written differently from the reference: they pass every check.
 """
 
-from mutants import catalogue_mutants, mutant_factory
+from mutants import (NOT_FINITE, RUN_RAISES, catalogue_mutants, mutant_factory,
+                     visible_mutants)
 
 M = mutant_factory("bughunt_regression")
 VALIDATION = ("validation_without_graph", "validation_in_eval_mode", "training_mode_restored")
@@ -147,3 +148,16 @@ MUTANTS += [
         "    X_train, X_val = scaler.transform(X_train), Standardizer().fit(X_val).transform("
         "X_val)\n")], diagnoses=["normaliser-fit-on-validation"]),
 ]
+# What run(seed=0) returns, broken five ways: each fails visible checks only.
+MUTANTS += visible_mutants(
+    "bughunt_regression", '    return {"model": model, "history": history, "scaler": scaler}\n')
+# Mutants whose run(seed=0) raises, or whose history stops being finite, fail visible checks too.
+VISIBLE_FAILS = {
+    "catalogue_grad-not-zeroed": NOT_FINITE,
+    "catalogue_inplace-update-outside-no-grad": RUN_RAISES,
+    "catalogue_lr-too-high": NOT_FINITE,
+    "catalogue_normaliser-fit-on-validation": NOT_FINITE,
+    "second_centred_not_scaled": NOT_FINITE,
+    "second_sub_underscore": RUN_RAISES,
+    "second_lr_multiplied_in_run": NOT_FINITE,
+}
