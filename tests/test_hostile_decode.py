@@ -32,11 +32,11 @@ from grader.models import (
     SubmissionResult,
 )
 from grader.student import StudentError, StudentModule, StudentRaised
-from grader.worker import wire
 from grader.worker.limits import WorkerLimits
 
 FAST = WorkerLimits(call_timeout=3.0, load_timeout=10.0)
 REPORT_LIMIT = 5 << 20
+JSON_LIMIT = 4 << 20  # of a reply (grader.worker.wire.REPLY_LIMITS)
 # What one reply may cost the grader (measured after the fix: well under these on 2 busy cores).
 CPU_PER_REPLY = 1.0
 MB_PER_REPLY = 64
@@ -217,7 +217,7 @@ def test_a_reply_padded_near_the_frame_limit_is_refused_from_its_header(zygote):
 def test_a_reply_padded_just_under_the_limit_costs_little(zygote):
     """The attacker who knows the limit pads just under it: honest values still arrive, and
     each reply costs the grader little."""
-    pad = wire.REPLY_LIMITS.max_json - 4096
+    pad = JSON_LIMIT - 4096
     with module_of(zygote, f"pad({pad})\ndef f(x):\n    return x + 1\n") as sub:
         for i in range(3):
             assert cheap(lambda i=i: sub.call("f", i))[0] == i + 1
@@ -264,6 +264,50 @@ def nested_fine():
         for _ in range(30):
             x = x[0]
         assert x == 1
+
+
+# Replies at the limits of the budget, the costliest to decode per byte that were found: what
+# the issue asks to state, printed with `pytest tests/test_hostile_decode.py -k worst -s`.
+WORST = {
+    "100k surrogate strings": r"""reply(b"[" + b'"\ud800\udfff",' * 99_000 + b"1]")""",
+    "4 MB of surrogate escapes": r"""reply(b'"' + b"\ud800" * 690_000 + b'"')""",
+    "100k floats": r"""reply(b"[" + b"1.2345678901234567," * 99_000 + b"1]")""",
+    "50k empty lists": r"""reply(b"[" + b"[]," * 49_000 + b"1]")""",
+    "1,000 colliding keys": r"""reply(b'{"$":"dict","items":['
+          + b",".join(b"[%d,0]" % (i * MODULUS) for i in range(1000)) + b"]}")""",
+    "an 80 MB array": r"""reply(b'{"$":"ndarray","dtype":"uint8","shape":[83886080],"buf":0}',
+          [bytes(80 << 20)])""",
+    "4,096 arrays": r"""reply(b"[" + b",".join(b'{"$":"ndarray","dtype":"uint8","shape":[20480],'
+          b'"buf":%d}' % i for i in range(4096)) + b"]", [bytes(20480)] * 4096)""",
+}
+
+
+def _peak_rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM")) / 1024
+
+
+def test_worst_replies_cost_little(zygote):
+    """Each reply at the limits: grader CPU seconds, peak traced MB and the rise of the
+    process's peak RSS (reset before each call) while it is received and decoded."""
+    code = f"MODULUS = {MODULUS}\n" + "".join(
+        f"def w{i}():\n    forge({expr})\n" for i, expr in enumerate(WORST.values()))
+    rows = []
+    with module_of(zygote, code, WorkerLimits(call_timeout=20.0, load_timeout=10.0)) as sub:
+        for i, name in enumerate(WORST):
+            sub.call("ok")
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")  # resets VmHWM to the current RSS
+            rss = _peak_rss_mb()
+            with Cost() as cost:
+                sub.call(f"w{i}")
+            rss = _peak_rss_mb() - rss
+            with Cost(trace=True) as traced:
+                sub.call(f"w{i}")
+            rows.append((name, cost.cpu, traced.mb, rss))
+            assert cost.cpu < CPU_PER_REPLY and rss < 3 * MB_PER_REPLY, rows[-1]
+    for name, cpu, mb, rss in rows:
+        print(f"{name:28} grader CPU {cpu:.3f} s   traced peak {mb:6.1f} MB   peak RSS +{rss:.0f} MB")
 
 
 # --------------------------------------------------------------------------- deadlines
@@ -464,7 +508,7 @@ def transpose_view(a):
 """),
     "deep": ("broadcast_shape", "error", "nested too deeply", """
 def broadcast_shape(*shapes):
-    forge(reply(b"[" * 100_000 + b"]" * 100_000))
+    forge(reply(b"[" * 50_000 + b"]" * 50_000))
 """),
     "surrogates": ("center_columns", "error", "raised ValueError", r"""
 def center_columns(x):
@@ -490,7 +534,7 @@ def sliding_windows(x, window, step=1):
     raise _Huge("\ud800" + "m" * 200_000)
 """),
     "pads_every_reply": (None, "passed", "", f"""
-pad({wire.REPLY_LIMITS.max_json - 4096})
+pad({JSON_LIMIT - 4096})
 """),
 }
 
@@ -531,9 +575,10 @@ def test_a_batch_with_hostile_replies_is_graded(decode_batch):
 
 
 def test_the_batch_stays_within_memory(decode_batch):
-    """The grading processes (the largest child of the run) stay far from a GB per reply."""
+    """The largest process of the run (a grading process: ~250 MB after the fix) stays far from
+    what 4 million tiny lists cost it before (~800 MB more)."""
     _, _, peak_mb, _ = decode_batch
-    assert peak_mb < 1500, peak_mb
+    assert peak_mb < 600, peak_mb
 
 
 def test_nothing_written_holds_a_surrogate(decode_batch):
@@ -541,8 +586,7 @@ def test_nothing_written_holds_a_surrogate(decode_batch):
     for path in out.rglob("*"):
         if path.is_file() and path.suffix in (".json", ".html", ".csv"):
             text = path.read_bytes().decode("utf-8")  # strict: the file is valid UTF-8
-            if path.suffix == ".json":
-                assert "\\ud800" not in text.lower(), path
-                json.loads(text)
+            if path.suffix == ".json":  # and no JSON escape in it makes a lone surrogate
+                json.dumps(json.loads(text), ensure_ascii=False).encode("utf-8")
     result = read_json(out / "surrogates" / "results.json")
     assert result.graded_at <= datetime.now(timezone.utc)
