@@ -2,14 +2,31 @@
 
 Every step of the pipeline takes and returns these models; outputs (JSON, HTML, CSV) are renderings
 of `SubmissionResult`.
+
+Results carry text that came from student code (messages, printed output, evidence), so the
+result models bound it when they are built, whatever the worker clipped or failed to clip: every
+text is valid UTF-8 (lone surrogates become U+FFFD) and at most its field's length, evidence is
+small plain data, and a whole `SubmissionResult` keeps at most `TEXT_BUDGET` bytes of text (the
+longest texts are clipped first), so that no results.json or report can grow past a few MB.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    computed_field,
+    model_validator,
+)
+
+from grader.worker.text import valid_text
 
 Status = Literal["passed", "failed", "error", "timeout", "crashed"]
 # Why a check did not pass, when the status alone does not say it: "not_implemented" is an
@@ -20,6 +37,85 @@ Visibility = Literal["visible", "hidden"]
 # How much of a diagnosed fault a failing check shows the student: its symptom only (bug
 # hunts: finding the cause is the exercise), or also its cause, or also the fix.
 Reveal = Literal["symptom", "cause", "fix"]
+
+
+# --------------------------------------------------------------------------- bounded text
+
+# Whole-result budget, in bytes of text as written (UTF-8, with the worst escaping of JSON or
+# HTML counted: a quote or a control character costs 6). An honest result holds ~100 KB; the
+# report adds pictures and the page around the text (test_hostile_decode keeps it under 5 MB).
+TEXT_BUDGET = 2_000_000
+EVIDENCE_ITEMS = 1000  # per list or dict (checks record a few hundred numbers at most)
+EVIDENCE_LEAVES = 10_000  # values per check
+EVIDENCE_DEPTH = 8
+EVIDENCE_CHARS = 2000  # per string
+EVIDENCE_TEXT = 20_000  # characters of strings per check
+_ESCAPED = bytes([*range(32), 0x7F, *b"&<>\"'\\"])
+
+
+def clip_text(text: str, limit: int) -> str:
+    """`text` as valid UTF-8 of at most about `limit` characters: a longer one keeps its
+    start and says how much was cut."""
+    if len(text) > limit:  # clipped first: making it valid costs only what is kept
+        text = text[:limit] + f"\n[... {len(text) - limit:,} characters omitted ...]"
+    return valid_text(text)
+
+
+def _text(limit: int):
+    return Annotated[str, AfterValidator(lambda v: clip_text(v, limit))]
+
+
+def _items(limit: int, *, say: bool = True):
+    """Keeps the first `limit` items of a list (with `say`, one more says how many went)."""
+    def clip(items: list) -> list:
+        if len(items) <= limit:
+            return items
+        return items[:limit] + ([f"... and {len(items) - limit} more"] if say else [])
+    return AfterValidator(clip)
+
+
+Name = _text(1000)  # ids, titles, paths, targets
+Line = _text(4000)  # a call, an expected or got value, a hint, a note
+Message = _text(20_000)
+Output = _text(300_000)  # output is clipped to 64 KB per check and 256 KB per exercise before
+
+
+def bounded_evidence(evidence: dict) -> dict:
+    """Evidence as small plain data: strings clipped to `EVIDENCE_CHARS` (and `EVIDENCE_TEXT`
+    in all), lists and dicts to `EVIDENCE_ITEMS` items, nesting to `EVIDENCE_DEPTH`,
+    `EVIDENCE_LEAVES` values a check."""
+    left, chars = [EVIDENCE_LEAVES], [EVIDENCE_TEXT]
+
+    def walk(x: Any, depth: int) -> Any:
+        if isinstance(x, str):
+            left[0] -= 1
+            if chars[0] <= 0:
+                return "[...]"
+            text = clip_text(x, min(EVIDENCE_CHARS, chars[0]))
+            chars[0] -= len(text)
+            return text
+        if isinstance(x, (list, tuple, dict)):
+            if depth >= EVIDENCE_DEPTH or left[0] <= 0:
+                left[0] -= 1
+                return "[... omitted ...]"
+            if isinstance(x, dict):
+                return {walk(k, depth + 1) if isinstance(k, str) else k: walk(v, depth + 1)
+                        for k, v in list(x.items())[:EVIDENCE_ITEMS] if left[0] > 0}
+            out = [walk(v, depth + 1) for v in x[:EVIDENCE_ITEMS] if left[0] > 0]
+            return tuple(out) if isinstance(x, tuple) else out
+        left[0] -= 1
+        return x
+
+    return walk(evidence, 0)
+
+
+def text_cost(text: str) -> int:
+    """Bytes `text` may take once written: UTF-8, plus 5 for each character JSON or HTML
+    escapes (quotes, `&<>`, backslashes, control characters)."""
+    if not text:
+        return 0
+    data = text.encode("utf-8", "surrogatepass")
+    return len(data) + 5 * (len(data) - len(data.translate(None, _ESCAPED)))
 
 
 class CheckInfo(BaseModel):
@@ -67,10 +163,13 @@ class Submission(BaseModel):
 
 
 class CheckResult(BaseModel):
-    id: str
-    exercise: str
-    title: str = ""
-    targets: list[str]
+    # Checks and the plugin set fields after construction (evidence, diagnoses): validated too.
+    model_config = ConfigDict(validate_assignment=True)
+
+    id: Name
+    exercise: Name
+    title: Name = ""
+    targets: Annotated[list[Name], _items(100, say=False)]
     visibility: Visibility
     points: float
     max_points: float
@@ -78,21 +177,22 @@ class CheckResult(BaseModel):
     reason: Reason | None = Field(None, description="`not_implemented`: the code raised "
                                   "NotImplementedError (status `error`); absent in results of "
                                   "versions before it")
-    message: str = ""
-    call: str | None = Field(None, description="the call that failed, as the student would write it")
-    expected: str | None = None
-    got: str | None = None
-    hint: str | None = Field(None, description="one line on the concept behind the check")
-    output: str = Field("", description="what the student's code printed during this check")
-    evidence: dict[str, Any] = Field({}, description="plain facts the check measured (numbers, "
-                                     "short lists): what diagnoses and report plots are made of")
-    diagnoses: list[str] = Field([], description="ids of catalogued faults (grader/faults.toml) "
-                                 "the evidence points to")
+    message: Message = ""
+    call: Line | None = Field(None, description="the call that failed, as the student would write it")
+    expected: Line | None = None
+    got: Line | None = None
+    hint: Line | None = Field(None, description="one line on the concept behind the check")
+    output: Output = Field("", description="what the student's code printed during this check")
+    evidence: Annotated[dict[str, Any], AfterValidator(bounded_evidence)] = Field(
+        {}, description="plain facts the check measured (numbers, short lists): what diagnoses "
+        "and report plots are made of")
+    diagnoses: Annotated[list[Name], _items(100, say=False)] = Field(
+        [], description="ids of catalogued faults (grader/faults.toml) the evidence points to")
     reveal: Reveal = Field("fix", description="how much of a diagnosis the student is shown")
-    worker_records: list[str] = Field([], description="probes (grader/probes) whose records this "
-                                      "verdict rests on: made inside the worker, next to the "
-                                      "student's code, which code written to tamper with them "
-                                      "could fake (README: Records made in the worker)")
+    worker_records: Annotated[list[Name], _items(100, say=False)] = Field(
+        [], description="probes (grader/probes) whose records this verdict rests on: made "
+        "inside the worker, next to the student's code, which code written to tamper with them "
+        "could fake (README: Records made in the worker)")
     duration_s: float = 0.0
 
 
@@ -102,22 +202,29 @@ def state_of(check: CheckResult) -> str:
 
 
 class ExerciseResult(BaseModel):
-    exercise: str
-    path: str | None = Field(None, description="the file graded, relative to the submission")
+    model_config = ConfigDict(validate_assignment=True)
+
+    exercise: Name
+    path: Name | None = Field(None, description="the file graded, relative to the submission")
     score: float
     max_score: float
-    notes: list[str] = Field([], description="load and import problems, notebook cell errors")
-    output: str = Field("", description="what the module printed while it was imported")
+    notes: Annotated[list[Line], _items(100)] = Field(
+        [], description="load and import problems, notebook cell errors")
+    output: Output = Field("", description="what the module printed while it was imported")
 
 
 class SubmissionResult(BaseModel):
+    model_config = ConfigDict(validate_assignment=True)
+
+    # `student` is the submission's id as the batch knows it (results are matched to
+    # submissions by it): the loader makes it, and it is not rewritten here.
     student: str
-    grader_version: str
+    grader_version: Name
     graded_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
     isolation: Literal["full", "reduced", "none"] = "none"
     exercises: list[ExerciseResult] = []
     checks: list[CheckResult] = []
-    notes: list[str] = []
+    notes: Annotated[list[Line], _items(200)] = []
     # Bulk grading (issue 5); all optional so that results of earlier versions still load.
     assignment: str | None = Field(None, description="the assignment graded, if one was named")
     fingerprint: str | None = Field(None, description="hash of the submission's files, the "
@@ -134,6 +241,11 @@ class SubmissionResult(BaseModel):
                             "for this student's copy (what `grading_s` spends beyond it is the "
                             "grader's overhead)")
 
+    @model_validator(mode="after")
+    def _within_budget(self) -> SubmissionResult:
+        fit_budget(self, TEXT_BUDGET)
+        return self
+
     @computed_field
     @property
     def score(self) -> float:
@@ -147,3 +259,71 @@ class SubmissionResult(BaseModel):
     @property
     def all_passed(self) -> bool:
         return bool(self.checks) and all(c.status == "passed" for c in self.checks)
+
+
+# --------------------------------------------------------------------------- the whole budget
+
+_CHECK_TEXTS = ("message", "output", "call", "expected", "got", "hint", "title")
+
+
+def _pieces(result: SubmissionResult) -> list[tuple[int, Any, str]]:
+    """(cost, owner, field) of every text and every check's evidence in `result`."""
+    pieces = []
+    for check in result.checks:
+        for name in _CHECK_TEXTS:
+            value = getattr(check, name)
+            if value:
+                pieces.append((text_cost(value), check, name))
+        if check.evidence:
+            pieces.append((_evidence_cost(check.evidence), check, "evidence"))
+    for part in result.exercises:
+        if part.output:
+            pieces.append((text_cost(part.output), part, "output"))
+        pieces += [(text_cost(note), part, ("notes", i)) for i, note in enumerate(part.notes)]
+    pieces += [(text_cost(note), result, ("notes", i)) for i, note in enumerate(result.notes)]
+    return pieces
+
+
+def _evidence_cost(evidence: dict) -> int:
+    try:
+        return text_cost(json.dumps(evidence, default=str, ensure_ascii=False))
+    except (TypeError, ValueError):
+        return len(str(evidence))
+
+
+def fit_budget(result: SubmissionResult, budget: int) -> None:
+    """Clip the longest texts of `result` (in place) until all its text costs at most `budget`
+    (`text_cost`): every piece longer than a common cap is cut to that cap, shorter ones stay
+    whole. Evidence over the cap is dropped whole (a picture of half a curve would mislead)."""
+    pieces = _pieces(result)
+    total = sum(cost for cost, _, _ in pieces)
+    if total <= budget:
+        return
+    cap = _water_level(sorted(cost for cost, _, _ in pieces), budget)
+    for cost, owner, name in pieces:
+        if cost <= cap:
+            continue
+        if name == "evidence":
+            owner.evidence = {"omitted": f"{cost:,} bytes of evidence, more than this "
+                                         "result can keep"}
+            continue
+        field, index = name if isinstance(name, tuple) else (name, None)
+        text = getattr(owner, field) if index is None else getattr(owner, field)[index]
+        keep = max(int(len(text) * cap / cost) - 60, 0)
+        clipped = text[:keep] + f"\n[... {len(text) - keep:,} characters omitted: this " \
+            "result holds more text than a report can show ...]"
+        if index is None:
+            setattr(owner, field, clipped)
+        else:
+            getattr(owner, field)[index] = clipped
+
+
+def _water_level(costs: list[int], budget: int) -> int:
+    """The largest cap such that sum(min(cost, cap)) <= budget (`costs` sorted, rising)."""
+    below = 0
+    for i, cost in enumerate(costs):
+        left = len(costs) - i
+        if below + cost * left > budget:
+            return max(math.floor((budget - below) / left), 0)
+        below += cost
+    return costs[-1] if costs else 0

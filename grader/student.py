@@ -2,8 +2,12 @@
 
 Checks call into it (`sub.call("c_strides", (2, 3), 8)`) and get plain data back, decoded in the
 grader. Whatever goes wrong on the student's side arrives as a `StudentError` whose `status` and
-message become the check's verdict; a worker that timed out or crashed is replaced for the next
-call, and a module that cannot be imported fails every check with the same message.
+message become the check's verdict; a worker that timed out, crashed or sent a reply over the
+grader's budget is replaced for the next call, and a module that cannot be imported fails every
+check with the same message.
+
+A reply is read as hostile: its shape is checked and every text it carries (exception types,
+MRO, messages, tracebacks) is clipped here, whatever the worker claims to have clipped.
 """
 
 from __future__ import annotations
@@ -18,8 +22,19 @@ from grader.compare import CheckFailure, fail, format_call, short
 from grader.models import ModuleSource, Reason, Status
 from grader.submission import not_submitted
 from grader.worker import wire
-from grader.worker.client import Worker, WorkerCrashed, WorkerTimeout
+from grader.worker.client import ReplyRefused, Worker, WorkerCrashed, WorkerTimeout
 from grader.worker.limits import WorkerLimits
+from grader.worker.text import valid_text
+
+# Bounds of what an exception description may bring into a message (the worker clips the
+# message and the traceback to the same sizes; a patched worker does not).
+TYPE_CHARS = 200  # a type name, and each MRO entry
+MRO_ENTRIES = 64
+MESSAGE_CHARS = 2000
+TRACEBACK_CHARS = 4000  # the last characters: the innermost frames
+NAMES = 10_000  # public names of a module
+CELL_ERRORS = 100
+MALFORMED = "the worker sent a malformed reply"
 
 
 EARLIER = "an array the grader passed to an earlier call"
@@ -86,7 +101,7 @@ class StudentModule:
         first = not self._loaded_once
         self._loaded_once = True
         try:
-            reply = worker.request(request, self.limits.load_timeout, self.segments)
+            reply = _checked(worker.request(request, self.limits.load_timeout, self.segments))
         except WorkerTimeout as exc:
             self._fail_import(worker, first,
                               f"importing {self.filename} timed out after {exc.seconds:g} s: is "
@@ -94,20 +109,26 @@ class StudentModule:
                               "scratch code under `if __name__ == \"__main__\":`.", "timeout")
         except WorkerCrashed as exc:
             self._fail_import(worker, first, f"importing {self.filename} crashed: {exc}", "crashed")
+        except ReplyRefused as exc:
+            self._fail_import(worker, first, f"importing {self.filename} failed: {exc}.", "error")
         if first:
             self.import_output = worker.output.take()
         else:
             worker.output.take()
-        if not reply.get("ok"):
-            error = reply.get("error", {})
-            where = error.get("where", self.filename)
-            line = f", line {error['line']}" if error.get("line") else ""
+        if not reply["ok"]:
+            error = reply["error"]
+            where = _text(error.get("where", self.filename), TYPE_CHARS)
+            line = f", line {error['line']}" if type(error.get("line")) is int else ""
             status: Status = "crashed" if error.get("kind") == "memory" else "error"
             self._fail_import(worker, False, f"importing {self.filename} failed ({where}{line}): "
                               f"{_describe(error)}", status)
-        self.names = dict(reply.get("names", {}))
-        if first:
-            self.notes = [f"{e.get('where')}: {_describe(e)}" for e in reply.get("cell_errors", [])]
+        names = reply.get("names")
+        self.names = {k: v for k, v in list(names.items())[:NAMES] if type(k) is str
+                      and type(v) is str} if type(names) is dict else {}
+        errors = reply.get("cell_errors")
+        if first and type(errors) is list:
+            self.notes = [f"{_text(e.get('where'), TYPE_CHARS)}: {_describe(e)}"
+                          for e in errors[:CELL_ERRORS] if type(e) is dict]
         self._worker = worker
         return worker
 
@@ -199,7 +220,7 @@ class StudentModule:
         seconds = timeout or self.default_timeout
         self.segments.publish()
         try:
-            reply = worker.request(message, seconds, self.segments)
+            reply = _checked(worker.request(message, seconds, self.segments))
         except WorkerTimeout:
             self.segments.settle()  # no verdict on them: the call already failed
             self._retire()
@@ -211,10 +232,16 @@ class StudentModule:
             self._retire()
             text = describe()
             raise StudentError(f"{text} crashed: {exc}.", status="crashed", call=text) from None
+        except ReplyRefused as exc:
+            self.segments.settle()
+            self._retire()
+            text = describe()
+            raise StudentError(f"{text} failed: {exc}. Return the kind of value the contract "
+                               "names, of the size it names.", call=text) from None
         self._check_shared(self.segments.settle(), message, describe)
-        if reply.get("ok"):
+        if reply["ok"]:
             return reply.get("value")
-        error = reply.get("error", {})
+        error = reply["error"]
         kind = error.get("kind")
         text = describe()
         if kind == "memory":
@@ -225,8 +252,9 @@ class StudentModule:
         if kind == "raised":
             raise StudentRaised(text, error)
         if kind == "not_plain":
-            raise StudentError(f"{text} {error.get('message')}: return the kind of value the "
-                               "contract names (numbers, tuples, numpy arrays, tensors).", call=text)
+            raise StudentError(f"{text} {_text(error.get('message'), MESSAGE_CHARS)}: return the "
+                               "kind of value the contract names (numbers, tuples, numpy arrays, "
+                               "tensors).", call=text)
         raise StudentError(f"{text}: {_describe(error)}", call=text)
 
     def _check_shared(self, changed: list[wire.Allocation], message: dict,
@@ -346,10 +374,11 @@ class StudentRaised(StudentError):
     """The student's function raised an exception (the check may have expected that)."""
 
     def __init__(self, call: str, error: dict):
-        self.type = str(error.get("type", "Exception"))
-        self.mro = [str(m) for m in error.get("mro", [])]
-        self.raw_message = str(error.get("message", ""))
-        self.detail = str(error.get("traceback", "")).rstrip()
+        self.type = _text(error.get("type", "Exception"), TYPE_CHARS)
+        mro = error.get("mro")
+        self.mro = [_text(m, TYPE_CHARS) for m in mro[:MRO_ENTRIES]] if type(mro) is list else []
+        self.raw_message = _text(error.get("message", ""), MESSAGE_CHARS)
+        self.detail = _text(error.get("traceback", ""), TRACEBACK_CHARS, tail=True).rstrip()
         reason: Reason | None = None
         if self.type == "NotImplementedError":
             message = f"{call} is not implemented yet (it raises NotImplementedError)."
@@ -362,12 +391,34 @@ class StudentRaised(StudentError):
 
 
 def _describe(error: dict) -> str:
+    """An error the worker described, in one bounded text."""
     kind = error.get("kind")
     if kind in ("exit", "protocol", "missing", "not_callable", "not_plain"):
-        return str(error.get("message"))
-    text = f"{error.get('type', 'Exception')}: {error.get('message', '')}"
+        return _text(error.get("message"), MESSAGE_CHARS)
+    text = (f"{_text(error.get('type', 'Exception'), TYPE_CHARS)}: "
+            f"{_text(error.get('message', ''), MESSAGE_CHARS)}")
     if kind == "memory":
         text = "ran out of memory: " + text
     if error.get("traceback"):
-        text += "\n" + str(error["traceback"]).rstrip()
+        text += "\n" + _text(error["traceback"], TRACEBACK_CHARS, tail=True).rstrip()
     return text
+
+
+def _text(value: Any, limit: int, *, tail: bool = False) -> str:
+    """A text a worker sent, at most about `limit` characters of valid UTF-8 (its head, or
+    with `tail` its end); anything else it sent in its place is described briefly."""
+    text = value if isinstance(value, str) else short(value, limit)
+    if len(text) > limit:
+        cut = f"[... {len(text) - limit:,} characters omitted ...]"
+        text = cut + text[-limit:] if tail else text[:limit] + cut
+    return valid_text(text)
+
+
+def _checked(reply: Any) -> dict:
+    """The reply as a dict with a bool `ok` and, when not ok, a dict `error`; anything else
+    is a malformed reply (a worker's reply can be anything a patched worker sends)."""
+    if type(reply) is not dict or type(reply.get("ok")) is not bool:
+        raise WorkerCrashed(MALFORMED)
+    if not reply["ok"] and type(reply.get("error")) is not dict:
+        raise WorkerCrashed(MALFORMED)
+    return reply

@@ -50,6 +50,11 @@ class WorkerCrashed(WorkerError):
     pass
 
 
+class ReplyRefused(WorkerError):
+    """The worker's reply was over the grader's budget (`wire.REPLY_LIMITS`); the message
+    reads "the reply was too large: <what> (limit <limit>)"."""
+
+
 class ZygoteError(RuntimeError):
     """The warm parent could not be started (an installation problem, not a student's)."""
 
@@ -127,7 +132,7 @@ class Zygote:
             cwd=self.scratch_root, start_new_session=True)
         theirs.close()
         self.ctrl = ours
-        self._reader = wire.FrameReader()
+        self._reader = wire.FrameReader(wire.REPLY_LIMITS)
         self._exits: dict[int, dict] = {}
         ready = self._next(lambda m: m.get("op") == "ready", READY_TIMEOUT)
         if ready is None:
@@ -149,7 +154,9 @@ class Zygote:
         while True:
             frame = self._reader.frame()
             if frame is not None:
-                msg = wire.decode(*frame)
+                msg = wire.decode(*frame, limits=wire.REPLY_LIMITS)
+                if type(msg) is not dict:
+                    continue
                 if msg.get("op") == "exited":
                     self._exits[msg["pid"]] = msg
                 if want(msg):
@@ -303,6 +310,10 @@ class Worker:
 
         Arrays in `segments` travel as shared memory (their descriptors go with the request)
         and results that lie in them come back as views of the grader's own mapping.
+
+        `timeout` covers sending, the call, receiving and decoding the reply: a reply that
+        dribbles in or is slow to decode ends in `WorkerTimeout` like a slow call. A reply over
+        `wire.REPLY_LIMITS` raises `ReplyRefused`, a malformed one `WorkerCrashed`.
         """
         if not self.alive:
             raise WorkerCrashed("the worker is no longer running")
@@ -312,12 +323,16 @@ class Worker:
             if not wire.send_frame_nonblocking(self.sock, encoded, deadline, self._drain):
                 self.kill()
                 raise WorkerTimeout(timeout)
-            reader = wire.FrameReader()
+            reader = wire.FrameReader(wire.REPLY_LIMITS)
             while True:
                 frame = reader.frame()
                 if frame is not None:
                     self._drain(0)
-                    return wire.decode(*frame, table=segments)
+                    value = wire.decode(*frame, table=segments, limits=wire.REPLY_LIMITS,
+                                        deadline=deadline)
+                    if time.monotonic() > deadline:
+                        raise wire.Overdue("the reply was decoded after the deadline")
+                    return value
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     self.kill()
@@ -337,6 +352,12 @@ class Worker:
                     if not data:
                         raise WorkerCrashed(self._death())
                     reader.feed(data)
+        except wire.Overdue:
+            self.kill()
+            raise WorkerTimeout(timeout) from None
+        except wire.TooLarge as exc:
+            self.kill()
+            raise ReplyRefused(f"the reply was too large: {exc}") from None
         except wire.WireError as exc:
             self.kill()
             raise WorkerCrashed(f"the worker sent a malformed reply ({exc})") from None

@@ -10,6 +10,13 @@ scalars of an allowlisted dtype, torch tensors, dtypes and sizes. It never impor
 anything the data names, so the worst a hostile worker can send is a wrong value (which a check
 then fails) or a malformed one (`WireError`).
 
+Every reply is hostile to the grader, so decoding it has a budget (`REPLY_LIMITS`): bytes of JSON
+and of buffers (checked from the frame header, before anything is buffered), JSON nodes (counted
+before the JSON is parsed), depth, dict keys that are not strings (hashes an attacker can make
+collide: a quadratic dict) and a deadline. A reply over budget raises `TooLarge`; a deadline that
+passes while decoding raises `Overdue`. Strings come out as valid UTF-8 (a JSON `\ud800` escape
+becomes U+FFFD), so nothing decoded can stop the grader from writing its results.
+
 Shared segments make memory identity observable from the grader: an array argument that lives
 in a segment the grader created arrives in the worker as a view of the same memory, and a result
 that lies in such a segment comes back as a view (segment, offset, strides) which the grader
@@ -21,7 +28,9 @@ from __future__ import annotations
 
 import array
 import fcntl
+import gc
 import json
+import math
 import mmap
 import os
 import select
@@ -33,6 +42,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from grader.worker.text import valid_text
 
 MAGIC = b"TGW1"
 HEADER = struct.Struct("!4sII")  # magic, JSON length, number of buffers
@@ -59,15 +70,35 @@ class NotPlainData(WireError):
     """A value of a type that may not cross the boundary; the message names the type."""
 
 
+class TooLarge(WireError):
+    """A frame or value over its budget; the message says which and the limit."""
+
+
+class Overdue(WireError):
+    """The deadline passed while a value was being decoded."""
+
+
 @dataclass(frozen=True)
 class Limits:
+    """Budget of one frame: JSON bytes, buffers (count and bytes), nesting depth, values,
+    dict keys that are not strings, and the logical size of an array view."""
+
     max_json: int = 64 << 20
     max_buffers: int = 100_000
     max_bytes: int = 256 << 20
     max_depth: int = 64
+    max_nodes: int = 10_000_000
+    max_other_keys: int = 1_000_000
 
 
 DEFAULT_LIMITS = Limits()
+# What the grader accepts from a worker. The largest replies the checks get from honest code
+# (measured over a full grading of every solution, 549 replies) hold 20 KB of JSON, 1,766 JSON
+# values, 32 buffers of 8 MB in all, depth 19 and 5 dict keys that are not strings (an
+# optimizer's state); each limit is 10x that or more (a value costs ~0.6 us to decode). Worst cost of a reply at these limits:
+# see tests/test_hostile_decode.py.
+REPLY_LIMITS = Limits(max_json=4 << 20, max_buffers=4096, max_bytes=80 << 20, max_depth=64,
+                      max_nodes=100_000, max_other_keys=1000)
 
 
 # --------------------------------------------------------------------------- shared segments
@@ -413,10 +444,29 @@ def encode(value: Any, table: SegmentTable | None = None, *, send_fds: bool = Fa
 
 
 class _Decoder:
-    def __init__(self, buffers: list, table: SegmentTable | None, limits: Limits):
+    """Rebuilds one value within `limits` and `deadline` (a `time.monotonic()` value)."""
+
+    CLOCK_EVERY = 4096  # values decoded between two looks at the clock
+
+    def __init__(self, buffers: list, table: SegmentTable | None, limits: Limits,
+                 deadline: float | None = None):
         self.buffers = buffers
         self.table = table
         self.limits = limits
+        self.deadline = deadline
+        self.max_depth, self.max_nodes = limits.max_depth, limits.max_nodes
+        self.nodes = 0
+        self.other_keys = 0
+
+    def over(self, depth: int) -> None:
+        """Raise for the limit `value` found crossed (the value count, the depth or the
+        deadline, looked at every `CLOCK_EVERY` values)."""
+        if depth > self.limits.max_depth:
+            raise TooLarge(f"values nested too deeply (limit {self.limits.max_depth})")
+        if self.nodes > self.limits.max_nodes:
+            raise TooLarge(f"too many values (limit {self.limits.max_nodes:,})")
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise Overdue("the deadline passed while the reply was decoded")
 
     def buf(self, node, expected: int | None = None) -> bytes:
         i = node.get("buf")
@@ -427,18 +477,27 @@ class _Decoder:
             raise WireError(f"buffer of {len(data)} bytes where {expected} were announced")
         return data
 
-    def shape(self, node) -> tuple[int, ...]:
+    def shape(self, node, itemsize: int) -> tuple[int, ...]:
+        """The node's shape; its size in bytes (exact, not wrapped as int64) within the
+        budget, whether its data travels as a buffer or as a view of shared memory."""
         shape = node.get("shape")
         if type(shape) is not list or len(shape) > 32 or any(
                 type(n) is not int or n < 0 for n in shape):
             raise WireError("bad shape")
+        if math.prod(shape) * itemsize > self.limits.max_bytes:
+            raise TooLarge(f"an array of shape {tuple(shape)} "
+                           f"(limit {self.limits.max_bytes >> 20} MB)")
         return tuple(shape)
 
     def value(self, x, depth: int = 0):
-        if depth > self.limits.max_depth:
-            raise WireError("value nested too deeply")
+        self.nodes += 1
+        if depth > self.max_depth or self.nodes > self.max_nodes or not (
+                self.nodes % self.CLOCK_EVERY):
+            self.over(depth)
         t = type(x)
-        if x is None or t in (bool, int, float, str):
+        if t is str:
+            return valid_text(x)
+        if x is None or t in (bool, int, float):
             return x
         if t is list:
             return [self.value(v, depth + 1) for v in x]
@@ -448,16 +507,7 @@ class _Decoder:
         if kind == "tuple":
             return tuple(self.value(v, depth + 1) for v in x["items"])
         if kind == "dict":
-            out = {}
-            for pair in x["items"]:
-                if type(pair) is not list or len(pair) != 2:
-                    raise WireError("bad dict item")
-                key = self.value(pair[0], depth + 1)
-                try:
-                    out[key] = self.value(pair[1], depth + 1)
-                except TypeError:
-                    raise WireError("unhashable dict key") from None
-            return out
+            return self.dict(x["items"], depth)
         if kind == "complex":
             return complex(float(x["re"]), float(x["im"]))
         if kind == "bytes":
@@ -470,7 +520,10 @@ class _Decoder:
         if kind == "tensor":
             return self.tensor(x)
         if kind == "size":
-            return torch.Size(int(v) for v in x["items"])
+            items = x["items"]
+            if type(items) is not list or len(items) > 32:
+                raise WireError("bad size")
+            return torch.Size(int(v) for v in items)
         if kind == "dtype":
             if x.get("lib") == "torch" and x.get("name") in TORCH_DTYPES:
                 return TORCH_DTYPES[x["name"]]
@@ -478,6 +531,28 @@ class _Decoder:
                 return np.dtype(x["name"])
             raise WireError("unknown dtype")
         raise WireError(f"unknown value kind {kind!r}")
+
+    def dict(self, items, depth: int) -> dict:
+        """Keys other than str hash alike at will (multiples of sys.hash_info.modulus, say)
+        and make building a dict quadratic: a reply may hold only a few of them. str hashes
+        are salted per process."""
+        if type(items) is not list:
+            raise WireError("bad dict items")
+        out = {}
+        for pair in items:
+            if type(pair) is not list or len(pair) != 2:
+                raise WireError("bad dict item")
+            key = self.value(pair[0], depth + 1)
+            if type(key) is not str:
+                self.other_keys += 1
+                if self.other_keys > self.limits.max_other_keys:
+                    raise TooLarge(f"too many dict keys that are not strings "
+                                   f"(limit {self.limits.max_other_keys:,})")
+            try:
+                out[key] = self.value(pair[1], depth + 1)
+            except TypeError:
+                raise WireError("unhashable dict key") from None
+        return out
 
     def np_dtype(self, node) -> np.dtype:
         name = node.get("dtype")
@@ -496,22 +571,24 @@ class _Decoder:
         return self.table.view(v.get("seg"), dtype, shape, strides, v["offset"])
 
     def ndarray(self, node) -> np.ndarray:
-        dtype, shape = self.np_dtype(node), self.shape(node)
+        dtype = self.np_dtype(node)
+        shape = self.shape(node, dtype.itemsize)
         if "view" in node:
             arr = self.view(node, dtype, shape)
         else:
-            count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-            data = self.buf(node, count * dtype.itemsize)
+            data = self.buf(node, math.prod(shape) * dtype.itemsize)
             arr = np.frombuffer(bytearray(data), dtype=dtype).reshape(shape)
         if node.get("writeable") is False:
             arr.flags.writeable = False
         return arr
 
     def tensor(self, node) -> torch.Tensor:
-        name, shape = node.get("dtype"), self.shape(node)
+        name = node.get("dtype")
         if name not in TORCH_DTYPES:
             raise WireError(f"tensor dtype {name!r} not allowed")
         dtype = TORCH_DTYPES[name]
+        esize = torch.empty((), dtype=dtype).element_size()
+        shape = self.shape(node, esize)
         if "view" in node:
             if name not in NUMPY_DTYPES:
                 raise WireError("bad tensor view")
@@ -520,8 +597,7 @@ class _Decoder:
                 raise WireError("tensor view with a negative stride")
             t = torch.from_numpy(arr)
         else:
-            count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-            esize = torch.empty((), dtype=dtype).element_size()
+            count = math.prod(shape)
             data = self.buf(node, count * esize)
             if count == 0:
                 t = torch.empty(shape, dtype=dtype)
@@ -536,20 +612,61 @@ class _Decoder:
 
 
 def decode(doc: dict, buffers: list, table: SegmentTable | None = None, fds: list[int] = (),
-           *, limits: Limits = DEFAULT_LIMITS) -> Any:
-    """Rebuild a value from `encode`'s output; adopts the segments whose fds came with it."""
+           *, limits: Limits = DEFAULT_LIMITS, deadline: float | None = None) -> Any:
+    """Rebuild a value from `encode`'s output; adopts the segments whose fds came with it.
+
+    Raises `TooLarge` past `limits`, `Overdue` past `deadline` (a `time.monotonic()` value)
+    and `WireError` for anything else malformed: whatever the document holds, nothing else.
+    """
     try:
         if type(doc) is not dict:
             raise WireError("frame is not a JSON object")
-        for spec in doc.get("segs", []):
-            if table is None or not fds:
-                raise WireError("segments where none may be sent")
+        segs = doc.get("segs", [])
+        if segs and (table is None or not fds):
+            raise WireError("segments where none may be sent")
+        for spec in segs:
             table.adopt(int(spec["id"]), fds[int(spec["fd"])], int(spec["size"]))
-        return _Decoder(buffers, table, limits).value(doc.get("v"))
+        with _no_gc():
+            return _Decoder(buffers, table, limits, deadline).value(doc.get("v"))
     except WireError:
         raise
-    except (KeyError, IndexError, TypeError, ValueError, OverflowError, RecursionError) as exc:
-        raise WireError(f"malformed value: {type(exc).__name__}: {exc}") from None
+    except RecursionError:
+        raise TooLarge(f"values nested too deeply (limit {limits.max_depth})") from None
+    except Exception as exc:  # noqa: BLE001 - whatever a hostile document makes our code raise
+        raise WireError(f"malformed value: {type(exc).__name__}: {exc}"[:500]) from None
+
+
+class _no_gc:
+    """The cyclic garbage collector paused: JSON and decoded values hold no cycles, and
+    with it running, building 100,000 containers costs ~10x more."""
+
+    def __enter__(self):
+        self.was = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc):
+        if self.was:
+            gc.enable()
+
+
+def parse_json(data, limits: Limits = DEFAULT_LIMITS) -> Any:
+    """`json.loads` of a frame's document within the budget: the values it may hold are
+    counted (a `[`, `{` or `,` each) before any is built, because a few MB of `[],[],...`
+    cost json.loads ~20x their size in memory, and surrogate escapes become U+FFFD later
+    (`decode`)."""
+    data = bytes(data)
+    if len(data) > limits.max_json:
+        raise TooLarge(f"{len(data):,} bytes of JSON (limit {limits.max_json >> 20} MB)")
+    values = data.count(b"[") + data.count(b"{") + data.count(b",")
+    if values > limits.max_nodes:
+        raise TooLarge(f"about {values:,} values (limit {limits.max_nodes:,})")
+    try:
+        with _no_gc():
+            return json.loads(data)
+    except RecursionError:
+        raise TooLarge(f"values nested too deeply (limit {limits.max_depth})") from None
+    except ValueError as exc:
+        raise WireError(f"malformed JSON: {exc}"[:500]) from None
 
 
 # --------------------------------------------------------------------------- frames
@@ -603,7 +720,7 @@ def recv_frame(sock: socket.socket, limits: Limits = DEFAULT_LIMITS) -> tuple[di
     lengths = struct.unpack(f"!{nbuf}Q", _recv_exact(sock, 8 * nbuf))
     if sum(lengths) > limits.max_bytes:
         raise WireError("frame too large")
-    doc = json.loads(_recv_exact(sock, doc_len))
+    doc = parse_json(_recv_exact(sock, doc_len), limits)
     return doc, [bytes(_recv_exact(sock, n)) for n in lengths], fds
 
 
@@ -622,7 +739,8 @@ class FrameReader:
 
     `feed` takes whatever the socket had; `frame()` returns a complete frame or None. Limits are
     enforced from the header on, before the payload is buffered, so a hostile worker cannot make
-    the grader allocate more than `limits.max_bytes`.
+    the grader hold more than one frame within `limits` (`TooLarge` otherwise), and the JSON
+    is counted before it is parsed (`parse_json`).
     """
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS):
@@ -632,35 +750,47 @@ class FrameReader:
 
     def feed(self, chunk: bytes) -> None:
         self.data += chunk
-        if len(self.data) > self.limits.max_bytes + self.limits.max_json + (1 << 20):
-            raise WireError("worker sent more than the message limit")
+        limit = self._need_total() if self._need is not None else (
+            HEADER.size + 8 * self.limits.max_buffers + self.limits.max_json
+            + self.limits.max_bytes)
+        if len(self.data) > limit + (1 << 20):
+            raise TooLarge(f"more bytes than its frame announced (limit "
+                           f"{limit >> 20} MB)")
+
+    def _need_total(self) -> int:
+        start, doc_len, lengths = self._need
+        return start + doc_len + sum(lengths)
 
     def frame(self) -> tuple[dict, list] | None:
         if self._need is None:
             if len(self.data) < HEADER.size:
                 return None
             magic, doc_len, nbuf = HEADER.unpack_from(self.data)
-            if magic != MAGIC or doc_len > self.limits.max_json or nbuf > self.limits.max_buffers:
+            if magic != MAGIC:
                 raise WireError("bad frame header from worker")
+            if doc_len > self.limits.max_json:
+                raise TooLarge(f"{doc_len:,} bytes of JSON "
+                               f"(limit {self.limits.max_json >> 20} MB)")
+            if nbuf > self.limits.max_buffers:
+                raise TooLarge(f"{nbuf:,} buffers (limit {self.limits.max_buffers:,})")
             if len(self.data) < HEADER.size + 8 * nbuf:
                 return None
             lengths = struct.unpack_from(f"!{nbuf}Q", self.data, HEADER.size)
             if sum(lengths) > self.limits.max_bytes:
-                raise WireError(f"worker sent more than {self.limits.max_bytes >> 20} MB")
+                raise TooLarge(f"{sum(lengths) >> 20:,} MB of arrays and bytes "
+                               f"(limit {self.limits.max_bytes >> 20} MB)")
             self._need = (HEADER.size + 8 * nbuf, doc_len, lengths)
         start, doc_len, lengths = self._need
-        if len(self.data) < start + doc_len + sum(lengths):
+        end = self._need_total()
+        if len(self.data) < end:
             return None
-        try:
-            doc = json.loads(bytes(self.data[start:start + doc_len]))
-        except (ValueError, RecursionError) as exc:
-            raise WireError(f"worker sent malformed JSON: {exc}") from None
+        data, self.data, self._need = self.data, bytearray(self.data[end:]), None
+        view = memoryview(data)
+        doc = parse_json(view[start:start + doc_len], self.limits)
         pos, buffers = start + doc_len, []
-        for n in lengths:
-            buffers.append(bytes(self.data[pos:pos + n]))
+        for n in lengths:  # one copy each; the frame's bytes go when this returns
+            buffers.append(bytes(view[pos:pos + n]))
             pos += n
-        del self.data[:pos]
-        self._need = None
         return doc, buffers
 
 
