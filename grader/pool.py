@@ -2,12 +2,13 @@
 
 Processes and what they hold:
 
-    torchgrade (parent)   finds, loads and fingerprints submissions, dispatches them, shows
+    torchgrade (parent)   finds and fingerprints submissions, dispatches them, shows
       |                   progress, writes the class outputs; never imports torch
       +- forkserver       multiprocessing's fork server: imported torch, pytest and the checks
            |              once (`PRELOAD`); each grading process is a fork of it
            +- grading process x N   one pytest session for all its submissions (grader.batch),
                 |                   its own warm worker parent; writes each submission's outputs
+                |                   (reads each submission itself: the parent parses nothing)
                 +- zygote           python -m grader.worker.zygote: imported torch once
                      +- worker      one per student module, forked in ~10 ms
 
@@ -24,7 +25,9 @@ must guard its main module with `if __name__ == "__main__":` (the fork server im
 Dispatch is one submission at a time per process, so the parent always knows which submission a
 process was grading: if a process dies (it should not; student code runs in workers, not here),
 that submission is retried once in a fresh process, then recorded as a grader failure, and the
-batch goes on. Grading processes ignore SIGINT: on Ctrl-C the parent stops them with SIGTERM
+batch goes on. Only a process that dies before its sandbox started (before it said "isolation")
+counts towards `PoolBroken`: a submission can make its grading process die only after that.
+Grading processes ignore SIGINT: on Ctrl-C the parent stops them with SIGTERM
 (which ends their pytest session as an interrupt; `write_atomic` removes any half-written temp
 file) and waits for them, and every process below dies with its parent (PR_SET_PDEATHSIG), so
 nothing is left behind even after a `kill -9` of the parent.

@@ -283,8 +283,9 @@ def _scan_zip(path: Path, relname: str, notes: list[str], depth0: int = 0) -> li
         if depth > MAX_DEPTH:
             continue
         relpath = f"{label}/{info.filename}"
-        if info.file_size > (1 << 20) and info.file_size > MAX_ZIP_RATIO * max(info.compress_size, 1):
-            notes.append(f"{relpath} inflates {info.file_size // max(info.compress_size, 1)} "
+        packed = max(info.compress_size, 1)
+        if info.file_size > (1 << 20) and info.file_size > MAX_ZIP_RATIO * packed:
+            notes.append(f"{relpath} inflates {info.file_size // packed} "
                          f"times (a zip bomb?); the limit is {MAX_ZIP_RATIO}: it was skipped")
             continue
         found.append(Found(relpath, depth, info.file_size, partial(_read_member, path, info)))
@@ -299,8 +300,9 @@ def _zip_entry_count(f) -> int:
     f.seek(0)
     # zipfile parses the whole listing whatever count the end record states: bound its size too
     # (an entry takes at least 46 bytes of it).
+    declared = int(end[zipfile._ECD_ENTRIES_TOTAL])  # noqa: SLF001
     listing = int(end[zipfile._ECD_SIZE])  # noqa: SLF001
-    return max(int(end[zipfile._ECD_ENTRIES_TOTAL]), listing // MAX_ZIP_LISTING_BYTES_PER_ENTRY)  # noqa: SLF001
+    return max(declared, listing // MAX_ZIP_LISTING_BYTES_PER_ENTRY)
 
 
 def _read_member(path: Path, info: zipfile.ZipInfo, limit: int) -> bytes:
