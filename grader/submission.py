@@ -257,8 +257,8 @@ def _scan_zip(path: Path, relname: str, notes: list[str], depth0: int = 0) -> li
         try:
             entries = _zip_entry_count(f)
             if entries > MAX_ZIP_ENTRIES:
-                notes.append(f"{label} holds {entries} entries; the limit is {MAX_ZIP_ENTRIES}: "
-                             "it was not opened")
+                notes.append(f"{label} holds {entries} entries or more (by its end record); "
+                             f"the limit is {MAX_ZIP_ENTRIES}: it was not opened")
                 return []
             infos = zipfile.ZipFile(f).infolist()
             if len(infos) > MAX_ZIP_ENTRIES:
