@@ -220,11 +220,10 @@ def read_timestamp(student_path: Path) -> datetime | None:
     """When the student submitted, from `timestamp.txt` in their folder (the file nbgrader's
     collect step writes); None when there is none or it cannot be read. ISO 8601; a trailing
     ` UTC` (nbgrader) or no zone at all means UTC."""
-    path = Path(student_path) / "timestamp.txt"
-    if not path.is_file():
-        return None
-    try:
-        text = path.read_text(encoding="utf-8").strip()
+    from grader.files import read_regular
+
+    try:  # regular files only, and only a line of them (a named pipe must not block)
+        text = read_regular(Path(student_path) / "timestamp.txt", 4096)[:4096].decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
     return parse_timestamp(text)

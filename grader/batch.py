@@ -26,6 +26,8 @@ from pathlib import Path
 import pytest
 import torch
 
+import grader
+
 from grader.models import CheckResult, Submission, SubmissionResult
 from grader.plugin import EVIDENCE_KEY, SESSION_KEY, GradingSession, ResultCollector
 from grader.registry import CHECKS_DIR, check_files
@@ -71,9 +73,14 @@ class BatchRunner:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchgrade-close") as closer:
             for submission in self.submissions:
                 started = time.perf_counter()
-                checks = collection_errors + self.run_items(session, items, submission, closer)
-                result = assemble_result(submission, self.modules, checks, self.exercises)
-                result.isolation = self.isolation
+                try:
+                    checks = collection_errors + self.run_items(session, items, submission,
+                                                                closer)
+                    result = assemble_result(submission, self.modules, checks, self.exercises)
+                    result.isolation = self.isolation
+                except Exception as exc:  # noqa: BLE001 - costs this submission, not the batch
+                    log.exception("torchgrade: grading %s failed", submission.student)
+                    result = failed_result(submission, exc)
                 result.grading_s = round(time.perf_counter() - started, 4)
                 self.graded += 1
                 self.finish(submission, result)
@@ -100,6 +107,16 @@ class BatchRunner:
             else:
                 grading.close()
         return self.collector.results
+
+
+def failed_result(submission: Submission, exc: BaseException) -> SubmissionResult:
+    """The result of a submission the grader failed on: no checks (a grader failure, retried by
+    the next run), a note naming the error."""
+    name = type(exc).__name__
+    return SubmissionResult(
+        student=submission.student, grader_version=grader.__version__,
+        notes=[f"the grader failed on this submission ({name}); this is not the student's "
+               "fault: run `torchgrade grade` again, and report it if it persists"])
 
 
 def _close_quietly(grading: GradingSession) -> None:

@@ -24,13 +24,14 @@ import nbformat
 import grader
 from grader.assignment import (Assignment, AssignmentError, apply_assignment, from_exercises,
                                load_assignment, read_roster, read_timestamp)
-from grader.exports import (OutLock, grades_csv, read_json, remove_stale_temp_files,
+from grader.exports import (OUT_MARKER, OutLock, grades_csv, read_json, remove_stale_temp_files,
                             write_atomic, write_submission_outputs)
 from grader.fingerprint import fingerprint, grading_digest, submission_digest
 from grader.models import Submission, SubmissionResult
 from grader.registry import known_exercises
 from grader.report import render_index
-from grader.submission import load_submission, student_id_for
+from grader.submission import (CLASS_FILES, exercises_in, load_quietly, load_submission,
+                               safe_id, student_id_for)
 from grader.summary import is_grader_failure
 from grader.worker.limits import WorkerLimits
 
@@ -74,7 +75,11 @@ class GradeSummary:
 
 
 def find_students(submissions: Path) -> list[tuple[str, Path]]:
-    """(student id, path) for each student folder or .zip directly inside `submissions`."""
+    """(student id, path) for each student folder or .zip directly inside `submissions`.
+
+    Ids are `grader.submission.safe_id`s (printable, never a class output's name) and unique:
+    a second submission with the same id (alice/ and alice.zip) gets its full name, then `~2`,
+    `~3`..."""
     if not submissions.exists():
         raise UsageError(f"{submissions}: no such folder")
     if not submissions.is_dir():
@@ -86,11 +91,41 @@ def find_students(submissions: Path) -> list[tuple[str, Path]]:
         if entry.is_dir() or entry.suffix == ".zip":
             sid = student_id_for(entry)
             if sid in students:
-                sid = entry.name
+                sid = safe_id(entry.name)
+            base, n = sid, 2
+            while sid in students or sid.lower() in CLASS_FILES:
+                sid, n = f"{base}~{n}", n + 1
             students[sid] = entry
     if not students:
         raise UsageError(f"{submissions} holds no student folders (one folder or .zip per student)")
     return list(students.items())
+
+
+def check_folders(submissions: Path, out: Path) -> None:
+    """Refuse (UsageError) an OUT that is SUBMISSIONS, lies inside it or holds it (symbolic links
+    resolved), and a SUBMISSIONS that is itself a torchgrade output folder: grading result
+    folders as students would overwrite every real grade."""
+    subs, dest = Path(submissions).resolve(), Path(out).resolve()
+    if dest == subs:
+        raise UsageError(f"OUT {out} is the submissions folder: give another folder for the "
+                         "results (e.g. --out results)")
+    if subs in dest.parents:
+        raise UsageError(f"OUT {out} is inside the submissions folder {submissions}: its result "
+                         "folders would be graded as students; put it elsewhere")
+    if dest in subs.parents:
+        raise UsageError(f"OUT {out} holds the submissions folder {submissions}: put the results "
+                         "in a folder of their own")
+    if is_output_folder(subs):
+        raise UsageError(f"{submissions} is a torchgrade output folder (results of an earlier "
+                         "run), not a folder of submissions")
+
+
+def is_output_folder(folder: Path) -> bool:
+    """Whether `folder` was written by `torchgrade grade`: it holds the marker every run writes
+    (or, from versions before the marker, both class outputs)."""
+    folder = Path(folder)
+    return (folder / OUT_MARKER).is_file() or all((folder / name).is_file()
+                                                   for name in CLASS_FILES)
 
 
 def default_jobs() -> int:
@@ -120,17 +155,15 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
     """
     started = time.monotonic()
     submissions, out = Path(submissions), Path(out)
+    check_folders(submissions, out)
     students = find_students(submissions)
     plan = _plan(assignment, exercises)
     if jobs is not None and jobs < 1:
         raise UsageError("-j must be at least 1")
-    loaded: dict[str, Submission] = {}
-    if plan is None:  # the exercises found in the submissions
+    if plan is None:  # the exercises found in the submissions, by file names only
         known = known_exercises()
-        loaded = {sid: _load(path, sid, known) for sid, path in students}
-        found = {name for sub in loaded.values() for name in sub.modules}
+        found = set().union(*(exercises_in(path, known) for _, path in students))
         plan = from_exercises([e for e in known if e in found] or known, name=submissions.name)
-        loaded = {sid: _restrict(sub, plan.exercise_names) for sid, sub in loaded.items()}
     chosen = plan.exercise_names
     roster = _roster(plan)
     manifest = read_variants(variants) if variants is not None else None
@@ -146,17 +179,17 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
         raise UsageError(f"{out} is being written by another `torchgrade grade` run") from None
     try:
         remove_stale_temp_files(out)  # left by a run that was killed mid-write
+        write_atomic(out / OUT_MARKER, "This folder holds the results of `torchgrade grade`.\n")
         tasks = []
         for sid, path in students:
+            # The parent reads no student file beyond fingerprints (bounded, regular files
+            # only): the grading processes load the submissions, in parallel.
             mark = fingerprint(submission_digest(path), grading)
             previous = None if force else _previous(out / sid, mark)
             if previous is not None:
                 summary.results.append(previous)
                 continue
-            submission = loaded.get(sid) or _load(path, sid, chosen)
-            if manifest is not None:
-                submission = apply_variants(submission, manifest)
-            tasks.append(_task(submission, mark, path))
+            tasks.append(_task(sid, mark, path))
         summary.up_to_date = len(summary.results)
         if on_start is not None:
             on_start(len(students), summary.up_to_date)
@@ -170,7 +203,8 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
 
         from grader.pool import PoolBroken, PoolSettings, grade_in_pool
 
-        settings = PoolSettings(out=out, exercises=chosen, assignment=plan, limits=limits)
+        settings = PoolSettings(out=out, exercises=chosen, assignment=plan, limits=limits,
+                                variants=manifest)
         try:
             grade_in_pool(tasks, settings=settings, jobs=min(jobs or default_jobs(), 64),
                           on_result=collect, on_isolation=isolation_warning)
@@ -182,8 +216,8 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
             # On Ctrl-C a grading process may have written a result whose message never
             # reached us: what is on disk with this grading's fingerprint counts too.
             collected = {r.student for r in summary.results}
-            summary.results += [done for t in tasks if t.submission.student not in collected
-                                and (done := _previous(out / t.submission.student,
+            summary.results += [done for t in tasks if t.student not in collected
+                                and (done := _previous(out / t.student,
                                                        t.fingerprint)) is not None]
             if summary.results:  # also on Ctrl-C: the index of what is graded so far
                 write_class_outputs(summary, roster=roster)
@@ -217,11 +251,6 @@ def _roster(plan: Assignment) -> dict:
         raise UsageError(str(exc)) from None
 
 
-def _restrict(submission: Submission, exercises: list[str]) -> Submission:
-    submission.modules = {k: v for k, v in submission.modules.items() if k in exercises}
-    return submission
-
-
 def _previous(folder: Path, mark: str) -> SubmissionResult | None:
     """The student's earlier result if it was graded exactly as this run would grade it (its
     report is written before it, so it exists too)."""
@@ -232,10 +261,10 @@ def _previous(folder: Path, mark: str) -> SubmissionResult | None:
     return result if result.fingerprint == mark and (folder / "report.html").is_file() else None
 
 
-def _task(submission: Submission, mark: str, path: Path) -> "GradeTask":
+def _task(student: str, mark: str, path: Path) -> "GradeTask":
     from grader.pool import GradeTask
 
-    return GradeTask(submission=submission, fingerprint=mark,
+    return GradeTask(student=student, path=path, fingerprint=mark,
                      submitted_at=read_timestamp(path) if path.is_dir() else None)
 
 
@@ -252,12 +281,7 @@ def _chosen_exercises(exercises: list[str] | None) -> list[str]:
 
 
 def _load(path: Path, student: str, exercises: list[str]) -> Submission:
-    try:
-        return load_submission(path, exercises=exercises, student=student)
-    except Exception as exc:  # noqa: BLE001 - a submission must never stop the batch
-        log.exception("torchgrade: could not read %s", path)
-        return Submission(student=student, root=str(path),
-                          notes=[f"the submission could not be read: {type(exc).__name__}: {exc}"])
+    return load_quietly(path, student, exercises)
 
 
 def grade_one(submission: Submission, *, exercises: list[str], limits: WorkerLimits | None,
@@ -282,13 +306,26 @@ def write_outputs(result: SubmissionResult, out: Path) -> Path:
 
 
 def write_class_outputs(summary: GradeSummary, *, roster: dict | None = None) -> None:
+    """index.html and grades.csv; a result whose text cannot be written as it is (it should
+    not happen: each was written once already) is escaped rather than lose the class files."""
+    try:
+        _write_class_outputs(summary, summary.results, roster)
+    except (ValueError, UnicodeError):
+        from grader.pool import escaped
+
+        log.exception("torchgrade: writing the class outputs failed; retrying with escaped text")
+        _write_class_outputs(summary, [escaped(r) for r in summary.results], roster)
+
+
+def _write_class_outputs(summary: GradeSummary, results: list[SubmissionResult],
+                         roster: dict | None) -> None:
     plan = summary.assignment
     name = plan.name if plan else ""
     write_atomic(summary.out / "index.html",
-                 render_index(summary.results, summary.exercises, assignment=name,
+                 render_index(results, summary.exercises, assignment=name,
                               title=f"torchgrade results: {name}" if name else "torchgrade results"))
     write_atomic(summary.out / "grades.csv",
-                 grades_csv(summary.results, summary.exercises, assignment=name,
+                 grades_csv(results, summary.exercises, assignment=name,
                             duedate=plan.due if plan else None, roster=roster))
 
 

@@ -77,6 +77,11 @@ def remove_stale_temp_files(out: Path) -> int:
     return removed
 
 
+# Written into OUT by every `torchgrade grade` run: `grade` refuses to take a folder holding it
+# as SUBMISSIONS (grading result folders as students would overwrite every real grade).
+OUT_MARKER = ".torchgrade-output"
+
+
 class OutLock:
     """An exclusive lock on OUT for one `torchgrade grade` run (flock: released by the kernel
     even when the run is killed)."""

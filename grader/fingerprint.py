@@ -12,46 +12,82 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
 import grader
+from grader.files import open_regular, refusal
 
 CHUNK = 1 << 20
+MAX_HASHED_FILE = 256 << 20    # bigger than anything the loader reads (a zip: 200 MB)
+MAX_HASHED_BYTES = 512 << 20   # per submission; beyond it files count by size and time
+MAX_ENTRIES = 50_000
 # Folders the loader never looks into (grader.submission.SKIP_DIRS) do not change a grade either.
 IGNORED_DIRS = {"__pycache__", ".ipynb_checkpoints", ".git"}
 
 
 def submission_digest(path: Path) -> str:
-    """sha256 of the submission's files: relative paths and contents, in a fixed order."""
+    """sha256 of the submission's files: relative paths and contents, in a fixed order.
+
+    Bounded and never blocking: only regular files with one link are opened (see
+    `grader.files`; a named pipe, device, socket, link or hard link counts by its kind and
+    size), a file over MAX_HASHED_FILE or past MAX_HASHED_BYTES in all counts by its size and
+    modification time, and at most MAX_ENTRIES names are looked at."""
     path = Path(path)
     h = hashlib.sha256()
-    if path.is_file():
+    budget = [MAX_HASHED_BYTES]
+    if not path.is_dir():
         h.update(b"file\0")
-        _hash_file(h, path)
+        _hash_entry(h, path, budget)
         return h.hexdigest()
+    seen = 0
     for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_DIRS)
+        seen += len(filenames) + len(dirnames)
+        if seen > MAX_ENTRIES:
+            h.update(b"\0too many files\0")
+            break
         for name in sorted(filenames):
             full = Path(dirpath) / name
             rel = full.relative_to(path).as_posix()
             h.update(rel.encode("utf-8", "surrogateescape") + b"\0")
-            if full.is_symlink():  # the loader ignores links; their target does not matter
-                h.update(b"link\0")
-                continue
-            _hash_file(h, full)
+            _hash_entry(h, full, budget)
     return h.hexdigest()
 
 
-def _hash_file(h, path: Path) -> None:
+def _hash_entry(h, path: Path, budget: list[int]) -> None:
+    """Hash one file of a submission: its bytes when it is a regular file within the budget,
+    else what it is (the loader does not read it either, or reads it only within its caps)."""
     try:
-        with open(path, "rb") as f:
-            while chunk := f.read(CHUNK):
+        st = os.lstat(path)
+    except OSError as exc:
+        h.update(f"\0missing {exc.errno}\0".encode())
+        return
+    if refusal(st) is not None or st.st_size > MAX_HASHED_FILE or st.st_size > budget[0]:
+        h.update(f"\0{stat.S_IFMT(st.st_mode)} {st.st_nlink > 1} {st.st_size} "
+                 f"{st.st_mtime_ns}\0".encode())
+        return
+    budget[0] -= st.st_size
+    try:
+        fd, _ = open_regular(path)
+        with os.fdopen(fd, "rb") as f:
+            left = MAX_HASHED_FILE
+            while left > 0 and (chunk := f.read(min(CHUNK, left))):
                 h.update(chunk)
+                left -= len(chunk)
         h.update(b"\0ok\0")
-    except OSError as exc:  # unreadable: hash the reason, so it regrades once readable
-        h.update(f"\0unreadable {exc.errno}\0".encode())
+    except OSError as exc:  # unreadable or refused: hash the reason, so it regrades once readable
+        h.update(f"\0unreadable {exc.errno} {exc}\0".encode("utf-8", "backslashreplace"))
+
+
+def _hash_file(h, path: Path) -> None:
+    """Hash one of the grader's own files."""
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK):
+            h.update(chunk)
+    h.update(b"\0ok\0")
 
 
 @lru_cache(maxsize=1)

@@ -22,6 +22,14 @@ _LINE_MAGIC = re.compile(r"^(\s*)(%|!|[A-Za-z_][\w.,\s\[\]]*=\s*[%!]|\?+[A-Za-z_
                          r"|[A-Za-z_][\w.]*\s*\?{1,2}\s*$)")
 
 
+# A notebook is parsed (JSON, then nbformat's validation) only within these bounds: 480,000
+# cells cost the grader a minute and most of a GB. Measured: the largest honest notebooks of a
+# course have a few hundred cells; JSON containers (every cell, its metadata, outputs...) are
+# counted from the text before parsing, as an upper bound ("{" and "[" in strings count too).
+MAX_CELLS = 2_000
+MAX_CONTAINERS = 500_000
+
+
 class NotebookError(ValueError):
     """The file cannot be read as a notebook; the message says why, for the student."""
 
@@ -29,6 +37,18 @@ class NotebookError(ValueError):
 def read_cells(text: str) -> tuple[list[tuple[int, str]], list[str]]:
     """(cell number, source) of every code cell, and notes on what was unusual."""
     notes: list[str] = []
+    _check_size(text)
+    try:
+        raw = json.loads(text)
+    except RecursionError:
+        raise NotebookError("the notebook is nested too deeply to read") from None
+    except ValueError as exc:
+        raise NotebookError(f"the notebook is not valid JSON ({_first_line(exc)})") from None
+    if isinstance(raw, dict) and isinstance(raw.get("cells"), list) \
+            and len(raw["cells"]) > MAX_CELLS:  # before nbformat's validation, which is slow
+        raise NotebookError(f"the notebook has {len(raw['cells'])} cells; the limit is "
+                            f"{MAX_CELLS}")
+    del raw
     try:
         nb = nbformat.reads(text, as_version=4)
         nbformat.validate(nb)
@@ -45,6 +65,8 @@ def read_cells(text: str) -> tuple[list[tuple[int, str]], list[str]]:
     cells = nb.get("cells")
     if not isinstance(cells, list):
         raise NotebookError("the notebook has no list of cells")
+    if len(cells) > MAX_CELLS:
+        raise NotebookError(f"the notebook has {len(cells)} cells; the limit is {MAX_CELLS}")
     out = []
     for number, cell in enumerate(cells, start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
@@ -57,6 +79,18 @@ def read_cells(text: str) -> tuple[list[tuple[int, str]], list[str]]:
             continue
         out.append((number, source))
     return out, notes
+
+
+def _check_size(text: str) -> None:
+    """Refuse, before parsing, a notebook with more cells than MAX_CELLS (counted by their
+    "cell_type" keys) or more JSON containers than MAX_CONTAINERS (an upper bound)."""
+    cells = text.count('"cell_type"')
+    if cells > MAX_CELLS:
+        raise NotebookError(f"the notebook has {cells} cells; the limit is {MAX_CELLS}")
+    containers = text.count("{") + text.count("[")
+    if containers > MAX_CONTAINERS:
+        raise NotebookError(f"the notebook has too many parts to read ({containers} JSON "
+                            f"objects and lists; the limit is {MAX_CONTAINERS})")
 
 
 def strip_ipython(source: str) -> tuple[str | None, str | None]:

@@ -2,12 +2,13 @@
 
 Processes and what they hold:
 
-    torchgrade (parent)   finds, loads and fingerprints submissions, dispatches them, shows
+    torchgrade (parent)   finds and fingerprints submissions, dispatches them, shows
       |                   progress, writes the class outputs; never imports torch
       +- forkserver       multiprocessing's fork server: imported torch, pytest and the checks
            |              once (`PRELOAD`); each grading process is a fork of it
            +- grading process x N   one pytest session for all its submissions (grader.batch),
                 |                   its own warm worker parent; writes each submission's outputs
+                |                   (reads each submission itself: the parent parses nothing)
                 +- zygote           python -m grader.worker.zygote: imported torch once
                      +- worker      one per student module, forked in ~10 ms
 
@@ -24,7 +25,9 @@ must guard its main module with `if __name__ == "__main__":` (the fork server im
 Dispatch is one submission at a time per process, so the parent always knows which submission a
 process was grading: if a process dies (it should not; student code runs in workers, not here),
 that submission is retried once in a fresh process, then recorded as a grader failure, and the
-batch goes on. Grading processes ignore SIGINT: on Ctrl-C the parent stops them with SIGTERM
+batch goes on. Only a process that dies before its sandbox started (before it said "isolation")
+counts towards `PoolBroken`: a submission can make its grading process die only after that.
+Grading processes ignore SIGINT: on Ctrl-C the parent stops them with SIGTERM
 (which ends their pytest session as an interrupt; `write_atomic` removes any half-written temp
 file) and waits for them, and every process below dies with its parent (PR_SET_PDEATHSIG), so
 nothing is left behind even after a `kill -9` of the parent.
@@ -43,13 +46,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, model_validator
 
 import grader
 from grader.assignment import Assignment, apply_assignment
 from grader.exports import write_submission_outputs
 from grader.models import Submission, SubmissionResult
+from grader.summary import is_grader_failure
 from grader.registry import check_files
 from grader.worker.limits import WorkerLimits, die_with_parent
 
@@ -68,11 +73,22 @@ STOP_TIMEOUT = 10.0         # seconds a stopping grading process gets before SIG
 
 
 class GradeTask(BaseModel):
-    """One submission to grade, as the parent loaded it."""
+    """One submission to grade: where it is (the grading process reads it: the parent never
+    parses a student's files), or a submission already loaded."""
 
-    submission: Submission
+    student: str = ""
+    path: Path | None = None
+    submission: Submission | None = None
     fingerprint: str | None = None
     submitted_at: datetime | None = None
+
+    @model_validator(mode="after")
+    def _named(self) -> "GradeTask":
+        if self.submission is not None and not self.student:
+            self.student = self.submission.student
+        if self.submission is None and self.path is None:
+            raise ValueError("a task needs a path or a submission")
+        return self
 
 
 class PoolSettings(BaseModel):
@@ -82,6 +98,7 @@ class PoolSettings(BaseModel):
     exercises: list[str]
     assignment: Assignment
     limits: WorkerLimits | None = None
+    variants: Any = Field(None, description="a grader.bughunt.VariantManifest, or None")
 
 
 class PoolBroken(RuntimeError):
@@ -100,10 +117,78 @@ def grader_failure(task: GradeTask, reason: str) -> SubmissionResult:
     """The result of a submission the grader could not grade. It carries no fingerprint, so the
     next run grades it again, and no checks, which is how summaries recognise it."""
     return SubmissionResult(
-        student=task.submission.student, grader_version=grader.__version__,
+        student=task.student, grader_version=grader.__version__,
         submitted_at=task.submitted_at,
-        notes=[f"the grader failed on this submission ({reason}); this is not the student's "
-               "fault: run `torchgrade grade` again, and report it if it persists"])
+        notes=[f"the grader failed on this submission ({printable(reason)}); this is not the "
+               "student's fault: run `torchgrade grade` again, and report it if it persists"])
+
+
+def prepare(task: GradeTask, settings: PoolSettings) -> Submission:
+    """The task's submission, read here (in the grading process) if the parent did not; never
+    raises for anything in the student's files."""
+    from grader.submission import load_quietly
+
+    submission = task.submission
+    if submission is None:
+        submission = load_quietly(task.path, task.student, settings.exercises)
+    if settings.variants is not None:
+        from grader.commands import apply_variants
+
+        submission = apply_variants(submission, settings.variants)
+    return submission
+
+
+def finish_and_write(result: SubmissionResult, task: GradeTask, settings: PoolSettings
+                     ) -> SubmissionResult:
+    """Complete `result` and write the submission's outputs; never raises. What cannot be
+    written as it is is written with its text escaped (same verdicts, same fingerprint); when
+    not even that can be written, a grader failure (no fingerprint: the next run retries) is
+    returned, written if possible: the run then says NOT GRADED and exits 1."""
+    try:
+        if is_grader_failure(result):
+            result.submitted_at = task.submitted_at
+        else:
+            result = complete(result, task, settings)
+        write_submission_outputs(result, settings.out)
+        return result
+    except Exception as exc:  # noqa: BLE001 - one submission's outputs, never the process
+        log.exception("torchgrade: writing the results of %s failed", task.student)
+        first = exc
+    if not isinstance(first, OSError) and result.checks:
+        try:
+            safe = escaped(result)
+            safe.notes.append("some text of this result could not be written as it was "
+                              f"({type(first).__name__}): it was escaped")
+            write_submission_outputs(safe, settings.out)
+            return safe
+        except Exception:  # noqa: BLE001
+            log.exception("torchgrade: writing the escaped results of %s failed", task.student)
+    failed = grader_failure(task, "its results could not be written: "
+                                  f"{type(first).__name__}: {first}"[:400])
+    try:
+        write_submission_outputs(failed, settings.out)
+    except Exception:  # noqa: BLE001 - the parent still counts it as not graded
+        log.exception("torchgrade: even the failure note of %s could not be written", task.student)
+    return failed
+
+
+def printable(text: str) -> str:
+    """`text` as valid UTF-8 (lone surrogates and undecodable bytes shown as \\x.. escapes)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def escaped(result: SubmissionResult) -> SubmissionResult:
+    """A copy of `result` whose every string (and dict key) is valid UTF-8."""
+    def clean(value):
+        if isinstance(value, str):
+            return printable(value)
+        if isinstance(value, dict):
+            return {clean(k): clean(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [clean(v) for v in value]
+        return value
+
+    return SubmissionResult.model_validate(clean(result.model_dump()))
 
 
 # --------------------------------------------------------------------------- grading process
@@ -134,12 +219,10 @@ def serve(conn: Connection, settings: PoolSettings) -> None:
         def submissions() -> Iterable[Submission]:
             while (task := conn.recv()) is not None:
                 current[:] = [task]
-                yield task.submission
+                yield prepare(task, settings)
 
         def finish(_submission: Submission, result: SubmissionResult) -> None:
-            result = complete(result, current[0], settings)
-            write_submission_outputs(result, settings.out)
-            conn.send(("done", result))
+            conn.send(("done", finish_and_write(result, current[0], settings)))
 
         with zygote:
             grade_batch(submissions(), finish, exercises=settings.exercises,
@@ -172,6 +255,7 @@ class _Slot:
     since: float = 0.0
     done: int = 0
     finishing: bool = False
+    started: bool = False  # its sandbox started (it said so): a death now is its task's
 
 
 def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, jobs: int,
@@ -217,20 +301,28 @@ def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, jobs: i
         slots.remove(slot)
         slot.conn.close()
         slot.process.join(1)
-        if slot.done == 0:
+        task = slot.task
+        if not slot.started:
+            # Died before its sandbox was up: no submission was read there yet, so this is the
+            # machine's or the installation's problem, and its task goes back unharmed.
             early_deaths += 1
             if early_deaths > 2 * jobs + 2:
                 raise PoolBroken(f"grading processes keep dying before grading anything ({reason})")
-        task = slot.task
-        if task is not None:
-            student = task.submission.student
+            if task is not None:
+                pending.appendleft(task)
+        elif task is not None:
+            student = task.student
             attempts[student] += 1
             log.warning("torchgrade: the grading process of %s died (%s)", student, reason)
             if attempts[student] < MAX_ATTEMPTS:
                 pending.appendleft(task)
             else:
                 failed = grader_failure(task, f"its grading process died: {reason}")
-                write_submission_outputs(failed, settings.out)
+                try:
+                    write_submission_outputs(failed, settings.out)
+                except Exception:  # noqa: BLE001 - still counted (NOT GRADED, exit 1)
+                    log.exception("torchgrade: the failure note of %s could not be written",
+                                  student)
                 deliver(failed)
         if pending and len(slots) < jobs:
             slots.append(start())
@@ -263,6 +355,7 @@ def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, jobs: i
                     if kind == "broken":
                         raise PoolBroken(f"the sandbox could not start: {payload}")
                     if kind == "isolation":
+                        slot.started = True
                         if on_isolation is not None:
                             on_isolation(*payload)
                             on_isolation = None  # once per run: every process has the same

@@ -1,0 +1,483 @@
+"""Hostile intake (issue 15): what a submissions folder can hold besides code.
+
+Names the grader cannot write (non-UTF-8 bytes, class outputs' names), special files (named
+pipes, devices, sockets, links, hard links), submissions too big to parse in the parent, and an
+output folder mixed up with the submissions. Every attack is bounded: anything that could block
+runs in a subprocess with a timeout, so a regression fails instead of hanging.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import textwrap
+import struct
+import time
+import zipfile
+import zlib
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, SOLUTIONS
+from grader.exports import read_json
+
+EXERCISE = "strides_broadcasting"
+SOLUTION = (SOLUTIONS / f"{EXERCISE}.py").read_text()
+NON_UTF8 = os.fsdecode(b"caf\xe9_windows")  # what unzip leaves of a cp1252 name
+
+
+def torchgrade(*args, timeout=600, **kwargs):
+    return subprocess.run([sys.executable, "-m", "grader.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, **kwargs)
+
+
+def python(code: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """Run `code` in a fresh interpreter: a read that blocks fails by timeout, not a hung test."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=timeout, cwd=REPO)
+
+
+def honest(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{EXERCISE}.py").write_text(SOLUTION)
+    return folder
+
+
+def fifo(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    return path
+
+
+def big_notebook(cells: int) -> str:
+    """A notebook of `cells` tiny code cells (480,000 of them: 41 MB, as in the issue)."""
+    cell = '{"cell_type": "code", "metadata": {}, "source": "x = 1", "outputs": [], ' \
+           '"execution_count": null}'
+    return ('{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": ['
+            + ", ".join([cell] * cells) + "]}")
+
+
+def many_entries_zip(path: Path, entries: int, declared: int | None = None) -> Path:
+    """A valid zip of `entries` entries: the exercise, then empty files (written by hand:
+    zipfile takes a minute for 300,000 entries)."""
+    local, central = bytearray(), bytearray()
+    members = [(f"{EXERCISE}.py".encode(), SOLUTION.encode())]
+    members += [(f"d/{i}".encode(), b"") for i in range(entries - 1)]
+    for name, data in members:
+        crc = zlib.crc32(data)
+        offset = len(local)
+        local += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0, crc, len(data),
+                             len(data), len(name), 0) + name + data
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 0, 0, 0, crc,
+                               len(data), len(data), len(name), 0, 0, 0, 0, 0, offset) + name
+    # A classic end record (zipfile reads the listing by its size, whatever the count says).
+    count = min(entries, 0xFFFF) if declared is None else declared
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, count, count, len(central), len(local), 0)
+    path.write_bytes(bytes(local + central + end))
+    return path
+
+
+# ------------------------------------------------------------------- one class, every attack
+
+
+@pytest.fixture(scope="module")
+def hostile_class(tmp_path_factory):
+    """One run of `torchgrade grade` over honest students mixed with every intake attack."""
+    root = tmp_path_factory.mktemp("intake")
+    subs, out = root / "submissions", root / "out"
+    for name in ("ann", "zoe"):
+        honest(subs / name)
+    honest(subs / NON_UTF8)                                  # a name that is not UTF-8
+    honest(subs / "index.html")                              # class outputs' names
+    with zipfile.ZipFile(subs / "grades.csv.zip", "w") as z:
+        z.writestr(f"{EXERCISE}.py", SOLUTION)
+    honest(subs / ".torchgrade.lock")                        # a dot-name: not a student
+    fifo(subs / "pipe_as_exercise" / f"{EXERCISE}.py")       # named pipes, as the exercise ...
+    fifo(honest(subs / "pipe_beside") / "data.txt")          # ... beside it ...
+    fifo(honest(subs / "pipe_deep") / "hw1" / "notes.ipynb")
+    fifo(honest(subs / "pipe_timestamp") / "timestamp.txt")  # ... as the timestamp ...
+    fifo(subs / "pipe_zip.zip")                              # ... and as a student's zip
+    hardlinked = subs / "copycat" / f"{EXERCISE}.py"         # a hard link to a file elsewhere
+    hardlinked.parent.mkdir(parents=True)
+    original = root / "elsewhere.py"
+    original.write_text(SOLUTION)
+    os.link(original, hardlinked)
+    nb = subs / "huge_notebook" / f"{EXERCISE}.ipynb"
+    nb.parent.mkdir(parents=True)
+    nb.write_text(big_notebook(480_000))
+    started = time.monotonic()
+    run = torchgrade("grade", subs, "--out", out, "--exercises", EXERCISE, "-j", "2",
+                     timeout=900)
+    return subs, out, run, time.monotonic() - started
+
+
+def results(out: Path) -> dict[str, object]:
+    return {p.parent.name: read_json(p) for p in out.glob("*/results.json")}
+
+
+def test_the_run_finishes_with_every_class_output(hostile_class):
+    _, out, run, _ = hostile_class
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    assert (out / "index.html").is_file() and (out / "grades.csv").is_file()
+    assert "Traceback" not in run.stderr and "could not start" not in run.stderr
+
+
+def test_every_student_is_graded_under_a_printable_unique_id(hostile_class):
+    _, out, _, _ = hostile_class
+    graded = results(out)
+    expected = {"ann", "zoe", "caf%E9_windows", "index%2Ehtml", "grades%2Ecsv",
+                "pipe_as_exercise", "pipe_beside", "pipe_deep", "pipe_timestamp", "pipe_zip",
+                "copycat", "huge_notebook"}
+    assert set(graded) == expected
+    for sid, result in graded.items():
+        assert result.student == sid and sid.isprintable()
+        assert result.checks and result.fingerprint  # graded, not a grader failure
+    rows = (out / "grades.csv").read_text(encoding="utf-8").splitlines()
+    assert len(rows) == 1 + len(expected)
+
+
+@pytest.mark.parametrize("student", ["ann", "zoe", "caf%E9_windows", "index%2Ehtml",
+                                     "grades%2Ecsv", "pipe_beside", "pipe_deep",
+                                     "pipe_timestamp"])
+def test_honest_work_gets_full_marks_whatever_lies_beside_it(hostile_class, student):
+    _, out, _, _ = hostile_class
+    result = results(out)[student]
+    assert result.score == result.max_score > 0, [c.message for c in result.checks][:3]
+
+
+def test_the_original_name_is_kept_in_the_results(hostile_class):
+    _, out, _, _ = hostile_class
+    notes = " ".join(results(out)["caf%E9_windows"].notes)
+    assert r"caf\xe9_windows" in notes
+
+
+@pytest.mark.parametrize("student, words", [
+    ("pipe_as_exercise", "is a named pipe, not a regular file"),
+    ("pipe_zip", "is a named pipe, not a regular file"),
+    ("copycat", "is a hard link"),
+    ("huge_notebook", "the notebook has 480000 cells; the limit is 2000"),
+])
+def test_special_and_oversized_files_cost_only_their_own_checks(hostile_class, student, words):
+    _, out, _, _ = hostile_class
+    result = results(out)[student]
+    text = json.dumps(result.model_dump(mode="json"))
+    assert words in text and result.score == 0
+    assert "status 70" not in text and "crashed" not in {c.status for c in result.checks}
+
+
+def test_a_class_output_folder_is_never_graded_as_submissions(hostile_class, tmp_path):
+    _, out, _, _ = hostile_class
+    run = torchgrade("grade", out, "--out", tmp_path / "other", "--exercises", EXERCISE,
+                     timeout=120)
+    assert run.returncode == 2 and "output folder" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1 and not (tmp_path / "other").exists()
+    run = torchgrade("grade", out, "--out", out, "--exercises", EXERCISE, timeout=120)
+    assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1
+    assert results(out)["ann"].score > 0  # nothing overwritten
+
+
+# --------------------------------------------------------------------------- the output folder
+
+
+@pytest.mark.parametrize("layout", ["same", "inside", "holding", "symlink_same",
+                                    "symlink_inside"])
+def test_out_mixed_with_submissions_is_refused(tmp_path, layout):
+    subs = tmp_path / "class" / "subs"
+    honest(subs / "ann")
+    out = {"same": subs, "inside": subs / "graded", "holding": tmp_path / "class",
+           "symlink_same": tmp_path / "link", "symlink_inside": tmp_path / "link" / "graded"
+           }[layout]
+    if layout.startswith("symlink"):
+        (tmp_path / "link").symlink_to(subs)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    run = torchgrade("grade", subs, "--out", out, "--exercises", EXERCISE, timeout=120)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1 and "torchgrade: error:" in run.stderr
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+# --------------------------------------------------------------------------- ids, unit level
+
+
+def test_student_ids_are_printable_reversible_and_never_class_outputs(tmp_path):
+    from grader.commands import find_students
+
+    subs = tmp_path / "subs"
+    names = [NON_UTF8, "%E9", "index.html", "INDEX.HTML", "grades.csv", "tab\there",
+             "x" * 250, "alice", "plain name"]
+    for name in names:
+        (subs / name).mkdir(parents=True)
+    for zipped in ("alice.zip", "grades.csv.zip"):
+        with zipfile.ZipFile(subs / zipped, "w") as z:
+            z.writestr("a.py", "")
+    ids = dict(find_students(subs))
+    assert len(ids) == len(names) + 2  # unique
+    assert {"alice", "plain name", "caf%E9_windows", "%25E9", "index%2Ehtml", "INDEX%2EHTML",
+            "grades%2Ecsv", "tab%09here"} <= set(ids)
+    for sid in ids:
+        assert sid.isprintable() and not sid.startswith(".") and len(sid) <= 120
+        assert sid.lower() not in ("index.html", "grades.csv")
+        sid.encode("utf-8")  # valid text
+    assert ids["alice"].name == "alice" and ids["alice.zip"].name == "alice.zip"
+    assert ids["grades%2Ecsv"].name == "grades.csv" and ids["grades.csv.zip"].is_file()
+
+
+# --------------------------------------------------------------------------- special files
+
+
+@pytest.mark.parametrize("kind", ["fifo_exercise", "fifo_other", "device", "socket",
+                                  "symlink", "fifo_in_zip_folder"])
+def test_the_loader_and_fingerprint_never_block_on_special_files(tmp_path, kind):
+    folder = tmp_path / "student"
+    folder.mkdir()
+    exercise = folder / f"{EXERCISE}.py"
+    if kind == "fifo_exercise":
+        os.mkfifo(exercise)
+    elif kind == "fifo_other":
+        exercise.write_text(SOLUTION)
+        os.mkfifo(folder / "hw1.py")
+    elif kind == "device":
+        os.mknod(exercise, stat.S_IFCHR | 0o600, os.makedev(1, 3))  # /dev/null's numbers
+    elif kind == "socket":
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(str(exercise))
+        s.close()
+    elif kind == "symlink":
+        exercise.symlink_to(SOLUTIONS / f"{EXERCISE}.py")
+    else:
+        os.mkfifo(folder / "work.zip")
+    run = python(f"""
+        from pathlib import Path
+        from grader.fingerprint import submission_digest
+        from grader.submission import load_submission
+        from grader.assignment import read_timestamp
+        path = Path({str(folder)!r})
+        submission_digest(path)
+        try:  # the parent's scan, by names
+            from grader.submission import exercises_in
+            exercises_in(path, [{EXERCISE!r}])
+        except ImportError:  # (main, before issue 15)
+            pass
+        read_timestamp(path)
+        sub = load_submission(path, exercises=[{EXERCISE!r}])
+        module = sub.modules.get({EXERCISE!r})
+        print(repr(sub.notes), module and module.fatal, module and len(module.chunks))
+    """, timeout=60)
+    assert run.returncode == 0, run.stderr[-2000:]
+    if kind == "fifo_other":
+        assert "None 1" in run.stdout  # the real file graded
+    elif kind == "fifo_in_zip_folder":
+        assert "work.zip is a named pipe" in run.stdout
+    else:
+        word = {"fifo_exercise": "named pipe", "device": "device", "socket": "socket",
+                "symlink": "symbolic link"}[kind]
+        assert word in run.stdout and " 1" not in run.stdout.split("]")[-1]
+
+
+def test_a_hard_link_is_not_graded_as_the_students_own_file(tmp_path):
+    from grader.submission import load_submission
+
+    original = tmp_path / "classmate.py"
+    original.write_text(SOLUTION)
+    folder = tmp_path / "copycat"
+    folder.mkdir()
+    os.link(original, folder / f"{EXERCISE}.py")
+    module = load_submission(folder, exercises=[EXERCISE]).modules.get(EXERCISE)
+    assert module is None or (module.fatal and "hard link" in module.fatal)
+    if module is None:
+        notes = load_submission(folder, exercises=[EXERCISE]).notes
+        assert any("hard link" in n for n in notes)
+
+
+# --------------------------------------------------------------------------- cost in the parent
+
+
+def test_a_notebook_of_480000_cells_is_refused_quickly(tmp_path):
+    from grader.submission import load_submission
+
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / f"{EXERCISE}.ipynb").write_text(big_notebook(480_000))
+    started = time.monotonic()
+    module = load_submission(folder, exercises=[EXERCISE]).modules[EXERCISE]
+    assert time.monotonic() - started < 5
+    assert module.fatal == (f"{EXERCISE}.ipynb: the notebook has 480000 cells; the limit is "
+                            "2000")
+
+
+@pytest.mark.parametrize("text, words", [
+    # no "cell_type" to count, and the cells are counted after parsing
+    ('{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": ['
+     + ", ".join(['{"cell\\u005ftype": "code", "source": ""}'] * 3000) + "]}",
+     "the notebook has 3000 cells; the limit is 2000"),
+    # millions of tiny containers
+    ('{"cells": [' + ", ".join(["[]"] * 600_000) + "]}", "too many parts"),
+    ('{"cells": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+])
+def test_notebooks_are_bounded_before_they_are_parsed(tmp_path, text, words):
+    from grader.submission import load_submission
+
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / f"{EXERCISE}.ipynb").write_text(text)
+    started = time.monotonic()
+    module = load_submission(folder, exercises=[EXERCISE]).modules[EXERCISE]
+    assert time.monotonic() - started < 5
+    assert words in (module.fatal or ""), module.fatal
+
+
+@pytest.mark.parametrize("declared", [None, 1])  # 1: the end record lies about the count
+def test_a_zip_of_300000_entries_is_refused_before_its_listing_is_parsed(tmp_path, declared):
+    from grader.fingerprint import submission_digest
+    from grader.submission import exercises_in, load_submission
+
+    path = many_entries_zip(tmp_path / "bob.zip", 300_000, declared)
+    started = time.monotonic()
+    assert exercises_in(path, [EXERCISE]) == set()
+    submission_digest(path)
+    sub = load_submission(path, exercises=[EXERCISE])
+    assert time.monotonic() - started < 5
+    assert sub.modules == {} and any("entries or more (by its end record); the limit is 20000" in n
+                                     for n in sub.notes), sub.notes
+
+
+def test_zip_bombs_are_refused_by_declared_size_and_ratio(tmp_path):
+    from grader.submission import load_submission
+
+    path = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(f"{EXERCISE}.py", b"#" * (64 << 20))  # 64 MB of one byte: ~1000x
+    sub = load_submission(path, exercises=[EXERCISE])
+    assert sub.modules == {} and any("zip bomb" in n for n in sub.notes), sub.notes
+
+
+def test_the_parent_reads_no_submission(tmp_path, monkeypatch):
+    """`grade` lists and fingerprints; loading is the grading processes' (in parallel)."""
+    import grader.pool
+    import grader.submission
+    from grader import commands
+
+    subs = tmp_path / "subs"
+    honest(subs / "ann")
+    honest(subs / "bob")
+    loaded, tasks = [], []
+    monkeypatch.setattr(grader.submission, "read_module",
+                        lambda *a, **k: loaded.append(a) or pytest.fail("parsed in the parent"))
+
+    def fake_pool(pending, *, settings, jobs, on_result, on_isolation):
+        tasks.extend(pending)
+        return []
+
+    monkeypatch.setattr(grader.pool, "grade_in_pool", fake_pool)
+    commands.grade(subs, out=tmp_path / "out")  # exercises found by file names only
+    assert not loaded and [t.student for t in tasks] == ["ann", "bob"]
+    assert all(t.submission is None and t.path is not None for t in tasks)
+
+
+# --------------------------------------------------------------------------- survival
+
+
+class Patched:
+    """A grading process (grader.pool.serve) with one of its steps broken for some students."""
+
+    def __init__(self, how: str, victims: set[str]):
+        self.how, self.victims = how, victims
+
+    def __call__(self, conn, settings):
+        import grader.pool
+
+        complete, write = grader.pool.complete, grader.pool.write_submission_outputs
+        victims, how = self.victims, self.how
+
+        def bad_complete(result, task, settings):
+            result = complete(result, task, settings)
+            if result.student in victims:  # text no UTF-8 encoder takes
+                result.checks[0].message += " \udcff"
+                result.notes.append("\ud800")
+            return result
+
+        def bad_write(result, out):
+            if result.student in victims:
+                raise OSError(28, "No space left on device")
+            return write(result, out)
+
+        if how == "surrogates":
+            grader.pool.complete = bad_complete
+        elif how == "disk_full":
+            grader.pool.write_submission_outputs = bad_write
+        elif how == "dies":  # no sandbox needed to prove the pool's side: a fake grader
+            return dying_grader(conn, victims)
+        grader.pool.serve(conn, settings)
+
+
+def dying_grader(conn, victims: set[str]) -> None:
+    """A grading process whose sandbox starts, that dies (SIGKILL) on each task of `victims`
+    and gives every other submission full marks."""
+    from grader.models import CheckResult, SubmissionResult
+
+    conn.send(("isolation", ("full", [])))
+    while (task := conn.recv()) is not None:
+        student = task.submission.student
+        if student in victims:
+            os.kill(os.getpid(), 9)
+        check = CheckResult(id="c", exercise=EXERCISE, targets=["f"], visibility="visible",
+                            points=1, max_points=1, status="passed")
+        result = SubmissionResult(student=student, grader_version="fake", checks=[check],
+                                  fingerprint=task.fingerprint)
+        conn.send(("done", result))
+    os._exit(0)
+
+
+@pytest.mark.parametrize("how", ["surrogates", "disk_full", "dies"])
+def test_three_bad_submissions_first_cost_only_themselves(tmp_path, how):
+    from grader.assignment import from_exercises
+    from grader.pool import GradeTask, PoolSettings, grade_in_pool
+    from grader.submission import load_submission
+
+    subs = tmp_path / "subs"
+    names = ["a1", "a2", "a3", "zed"]
+    for name in names:
+        honest(subs / name)
+    # Loaded here (as tests/test_bulk.py does), so that the same test runs against main.
+    tasks = [GradeTask(submission=load_submission(subs / s, exercises=[EXERCISE], student=s),
+                       fingerprint=f"fp-{s}") for s in names]
+    settings = PoolSettings(out=tmp_path / "out", exercises=[EXERCISE],
+                            assignment=from_exercises([EXERCISE]))
+    results = {r.student: r for r in grade_in_pool(
+        tasks, settings=settings, jobs=1, serve=Patched(how, {"a1", "a2", "a3"}))}
+    assert set(results) == set(names)
+    zed = results["zed"]
+    assert zed.score == zed.max_score > 0 and zed.fingerprint == "fp-zed"
+    for name in ("a1", "a2", "a3"):
+        result = results[name]
+        if how == "surrogates":  # written, escaped, with its verdicts and fingerprint
+            on_disk = read_json(tmp_path / "out" / name / "results.json")
+            assert on_disk.score == on_disk.max_score > 0 and on_disk.fingerprint == f"fp-{name}"
+            assert "\\udcff" in on_disk.checks[0].message and "escaped" in on_disk.notes[-1]
+        else:  # not graded, no fingerprint: the next run retries; the summary counts it
+            assert not result.checks and result.fingerprint is None
+            assert "not the student's fault" in result.notes[0]
+
+
+def test_a_process_that_dies_before_its_sandbox_starts_is_the_machines_problem(tmp_path):
+    from grader.assignment import from_exercises
+    from grader.pool import GradeTask, PoolBroken, PoolSettings, grade_in_pool
+    from grader.submission import load_submission
+
+    honest(tmp_path / "subs" / "ann")
+    tasks = [GradeTask(submission=load_submission(tmp_path / "subs" / "ann",
+                                                  exercises=[EXERCISE]))]
+    settings = PoolSettings(out=tmp_path / "out", exercises=[EXERCISE],
+                            assignment=from_exercises([EXERCISE]))
+    with pytest.raises(PoolBroken, match="before grading anything"):
+        grade_in_pool(tasks, settings=settings, jobs=1, serve=dies_at_start)
+    assert not (tmp_path / "out" / "ann").exists()
+
+
+def dies_at_start(conn, settings):
+    os._exit(3)
