@@ -204,7 +204,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
         from grader.pool import PoolBroken, PoolSettings, grade_in_pool
 
         settings = PoolSettings(out=out, exercises=chosen, assignment=plan, limits=limits,
-                                variants=manifest)
+                                variants=manifest, submissions=submissions)
         try:
             grade_in_pool(tasks, settings=settings, jobs=min(jobs or default_jobs(), 64),
                           on_result=collect, on_isolation=isolation_warning)

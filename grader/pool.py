@@ -99,6 +99,8 @@ class PoolSettings(BaseModel):
     assignment: Assignment
     limits: WorkerLimits | None = None
     variants: Any = Field(None, description="a grader.bughunt.VariantManifest, or None")
+    submissions: Path | None = Field(None, description="the class folder: the zygote's start-up "
+                                     "self-test proves that no worker can see it, nor `out`")
 
 
 class PoolBroken(RuntimeError):
@@ -209,7 +211,7 @@ def serve(conn: Connection, settings: PoolSettings) -> None:
         from grader.worker.client import Zygote, ZygoteError
 
         try:
-            zygote = Zygote()
+            zygote = Zygote(hidden=[p for p in (settings.out, settings.submissions) if p])
         except ZygoteError as exc:
             conn.send(("broken", str(exc)))
             return
