@@ -26,6 +26,7 @@ from grader.assignment import (Assignment, AssignmentError, apply_assignment, fr
                                load_assignment, read_roster, read_timestamp)
 from grader.exports import (OUT_MARKER, OutLock, grades_csv, read_json, remove_stale_temp_files,
                             write_atomic, write_submission_outputs)
+from grader.files import Inode, class_hard_links, own_links
 from grader.fingerprint import fingerprint, grading_digest, submission_digest
 from grader.models import Submission, SubmissionResult
 from grader.registry import known_exercises
@@ -181,15 +182,17 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
         remove_stale_temp_files(out)  # left by a run that was killed mid-write
         write_atomic(out / OUT_MARKER, "This folder holds the results of `torchgrade grade`.\n")
         tasks = []
+        links = class_hard_links(students)
         for sid, path in students:
             # The parent reads no student file beyond fingerprints (bounded, regular files
             # only): the grading processes load the submissions, in parallel.
-            mark = fingerprint(submission_digest(path), grading)
+            with own_links(links.get(sid, ())):
+                mark = fingerprint(submission_digest(path), grading)
             previous = None if force else _previous(out / sid, mark)
             if previous is not None:
                 summary.results.append(previous)
                 continue
-            tasks.append(_task(sid, mark, path))
+            tasks.append(_task(sid, mark, path, links.get(sid, set())))
         summary.up_to_date = len(summary.results)
         if on_start is not None:
             on_start(len(students), summary.up_to_date)
@@ -261,10 +264,10 @@ def _previous(folder: Path, mark: str) -> SubmissionResult | None:
     return result if result.fingerprint == mark and (folder / "report.html").is_file() else None
 
 
-def _task(student: str, mark: str, path: Path) -> "GradeTask":
+def _task(student: str, mark: str, path: Path, links: set[Inode]) -> "GradeTask":
     from grader.pool import GradeTask
 
-    return GradeTask(student=student, path=path, fingerprint=mark,
+    return GradeTask(student=student, path=path, fingerprint=mark, own_links=sorted(links),
                      submitted_at=read_timestamp(path) if path.is_dir() else None)
 
 
@@ -355,7 +358,8 @@ def _one_submission(path: Path, exercises: list[str] | None) -> tuple[Submission
     if not path.exists():
         raise UsageError(f"{path}: no such file or folder")
     chosen = _chosen_exercises(exercises)
-    submission = load_submission(path, exercises=chosen)
+    with own_links(None):  # a student's own files, on their own machine
+        submission = load_submission(path, exercises=chosen)
     if exercises is None:
         chosen = [e for e in chosen if e in submission.modules]
         if not chosen:

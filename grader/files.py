@@ -5,14 +5,23 @@ reading blocks until a writer comes), device nodes, sockets, symbolic links to f
 hard links to a classmate's file. Every read of a submission's file goes through `open_regular`:
 O_NONBLOCK (a FIFO opens at once instead of blocking), O_NOFOLLOW (a link is refused, not
 followed), then fstat on what was actually opened (no race between a check and the open) and a
-refusal of anything that is not a regular file with exactly one link.
+refusal of anything that is not a regular file with exactly one link, unless the link is the
+student's own (`own_links`, decided for the whole class by `class_hard_links`).
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+Inode = tuple[int, int]  # (st_dev, st_ino)
+# The hard-linked files the submission being read may use as its own (see `own_links`); None:
+# every one (a student checking their own work on their own machine).
+_own_links: frozenset[Inode] | None = frozenset()
+MAX_LINK_SCAN = 50_000  # names looked at per student by `class_hard_links`
 
 
 class Refused(OSError):
@@ -38,11 +47,70 @@ def refusal(st: os.stat_result) -> str | None:
     """Why a file with this (l)stat is not read, or None when it may be."""
     if not stat.S_ISREG(st.st_mode):
         return f"is {kind_of(st.st_mode)}, not a regular file"
-    if st.st_nlink > 1:
-        # A hard link shares its bytes with another file (a classmate's, say): whose work it is
-        # cannot be told, so it is not graded as this student's.
-        return "is a hard link to another file (it has several names), not a file of its own"
+    if st.st_nlink > 1 and _own_links is not None and (st.st_dev, st.st_ino) not in _own_links:
+        # A hard link shares its bytes with another file (a classmate's, the solution): it is
+        # graded only as the work of the student who had it first (`class_hard_links`).
+        return ("is a hard link to a file that also lies elsewhere (in another student's "
+                "folder, or outside the class), not a file of its own")
     return None
+
+
+@contextmanager
+def own_links(inodes: Iterable[Inode] | None) -> Iterator[None]:
+    """While reading one submission: its hard-linked files in `inodes` are read as its own
+    (None: every hard link is, as when students check their own work)."""
+    global _own_links
+    saved = _own_links
+    _own_links = None if inodes is None else frozenset(tuple(i) for i in inodes)  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        _own_links = saved
+
+
+def class_hard_links(students: Iterable[tuple[str, Path]]) -> dict[str, set[Inode]]:
+    """Which student owns each hard-linked file of a class: {student: inodes they may read}.
+
+    A file with several names is the work of one student only when every one of its names lies
+    in this class: then of the student whose name for it sits in the folder changed least
+    recently (a link can only be made to a file that already exists, so the copy made by
+    `ln` is the later one). A file with a name outside the class (the solution, a file of
+    another course) is nobody's. Bounded: at most MAX_LINK_SCAN names per student, symbolic
+    links never followed, nothing opened."""
+    names: dict[Inode, list[tuple[int, str]]] = {}
+    links: dict[Inode, int] = {}
+    for student, path in students:
+        for full in _walk(Path(path)):
+            try:
+                st = os.lstat(full)
+                if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
+                    continue
+                folder = os.lstat(os.path.dirname(full) or ".")
+            except OSError:
+                continue
+            key = (st.st_dev, st.st_ino)
+            links[key] = st.st_nlink
+            names.setdefault(key, []).append((folder.st_mtime_ns, student))
+    owned: dict[str, set[Inode]] = {}
+    for key, found in names.items():
+        if len(found) < links[key]:
+            continue  # a name outside the class
+        owner = min(found)[1]
+        owned.setdefault(owner, set()).add(key)
+    return owned
+
+
+def _walk(path: Path) -> Iterator[str]:
+    if not path.is_dir():
+        yield str(path)
+        return
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
+        seen += len(filenames) + len(dirnames)
+        if seen > MAX_LINK_SCAN:
+            return
+        for name in filenames:
+            yield os.path.join(dirpath, name)
 
 
 def open_regular(path: Path | str) -> tuple[int, os.stat_result]:

@@ -81,6 +81,8 @@ class GradeTask(BaseModel):
     submission: Submission | None = None
     fingerprint: str | None = None
     submitted_at: datetime | None = None
+    own_links: list[tuple[int, int]] = Field([], description="hard-linked files this student "
+                                              "may hand in as their own (grader.files)")
 
     @model_validator(mode="after")
     def _named(self) -> "GradeTask":
@@ -128,11 +130,13 @@ def grader_failure(task: GradeTask, reason: str) -> SubmissionResult:
 def prepare(task: GradeTask, settings: PoolSettings) -> Submission:
     """The task's submission, read here (in the grading process) if the parent did not; never
     raises for anything in the student's files."""
+    from grader.files import own_links
     from grader.submission import load_quietly
 
     submission = task.submission
     if submission is None:
-        submission = load_quietly(task.path, task.student, settings.exercises)
+        with own_links(task.own_links):
+            submission = load_quietly(task.path, task.student, settings.exercises)
     if settings.variants is not None:
         from grader.commands import apply_variants
 

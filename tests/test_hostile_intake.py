@@ -107,6 +107,10 @@ def hostile_class(tmp_path_factory):
     original = root / "elsewhere.py"
     original.write_text(SOLUTION)
     os.link(original, hardlinked)
+    past = time.time() - 3600  # zoe handed in an hour before a classmate linked her file
+    os.utime(subs / "zoe", (past, past))
+    (subs / "linker").mkdir()
+    os.link(subs / "zoe" / f"{EXERCISE}.py", subs / "linker" / f"{EXERCISE}.py")
     nb = subs / "huge_notebook" / f"{EXERCISE}.ipynb"
     nb.parent.mkdir(parents=True)
     nb.write_text(big_notebook(480_000))
@@ -132,7 +136,7 @@ def test_every_student_is_graded_under_a_printable_unique_id(hostile_class):
     graded = results(out)
     expected = {"ann", "zoe", "caf%E9_windows", "index%2Ehtml", "grades%2Ecsv",
                 "pipe_as_exercise", "pipe_beside", "pipe_deep", "pipe_timestamp", "pipe_zip",
-                "copycat", "huge_notebook"}
+                "copycat", "linker", "huge_notebook"}
     assert set(graded) == expected
     for sid, result in graded.items():
         assert result.student == sid and sid.isprintable()
@@ -160,6 +164,7 @@ def test_the_original_name_is_kept_in_the_results(hostile_class):
     ("pipe_as_exercise", "is a named pipe, not a regular file"),
     ("pipe_zip", "is a named pipe, not a regular file"),
     ("copycat", "is a hard link"),
+    ("linker", "is a hard link"),
     ("huge_notebook", "the notebook has 480000 cells; the limit is 2000"),
 ])
 def test_special_and_oversized_files_cost_only_their_own_checks(hostile_class, student, words):
@@ -292,6 +297,42 @@ def test_a_hard_link_is_not_graded_as_the_students_own_file(tmp_path):
     if module is None:
         notes = load_submission(folder, exercises=[EXERCISE]).notes
         assert any("hard link" in n for n in notes)
+
+
+def test_a_hard_link_to_a_classmate_is_graded_as_the_classmate_s_only(tmp_path):
+    """The class decides: the file belongs to the student who had it first (a link is made
+    to a file that already exists), the copy made with `ln` is refused; a file with a name
+    outside the class is nobody's; every name inside one folder is that student's own."""
+    from grader.files import class_hard_links, own_links
+    from grader.submission import load_submission
+
+    honest = tmp_path / "honest"
+    honest.mkdir()
+    (honest / f"{EXERCISE}.py").write_text(SOLUTION)
+    past = time.time() - 3600
+    os.utime(honest, (past, past))  # the honest folder was there an hour before the copy
+    copycat = tmp_path / "copycat"
+    copycat.mkdir()
+    os.link(honest / f"{EXERCISE}.py", copycat / f"{EXERCISE}.py")
+    twice = tmp_path / "twice"
+    twice.mkdir()
+    (twice / f"{EXERCISE}.py").write_text(SOLUTION)
+    os.link(twice / f"{EXERCISE}.py", twice / "backup.py")
+    students = [("honest", honest), ("copycat", copycat), ("twice", twice)]
+    owned = class_hard_links(students)
+    assert set(owned) == {"honest", "twice"}
+
+    def module(student, folder):
+        with own_links(owned.get(student, ())):
+            return load_submission(folder, exercises=[EXERCISE]).modules.get(EXERCISE)
+
+    assert module("honest", honest) is not None and not module("honest", honest).fatal
+    assert module("twice", twice) is not None and not module("twice", twice).fatal
+    copied = module("copycat", copycat)
+    assert copied is None or (copied.fatal and "hard link" in copied.fatal)
+    # a third name outside the class: nobody owns the file any more
+    os.link(honest / f"{EXERCISE}.py", tmp_path / "outside.py")
+    assert "honest" not in class_hard_links(students)
 
 
 # --------------------------------------------------------------------------- cost in the parent
@@ -458,7 +499,12 @@ def test_three_bad_submissions_first_cost_only_themselves(tmp_path, how):
         if how == "surrogates":  # written, escaped, with its verdicts and fingerprint
             on_disk = read_json(tmp_path / "out" / name / "results.json")
             assert on_disk.score == on_disk.max_score > 0 and on_disk.fingerprint == f"fp-{name}"
-            assert "\\udcff" in on_disk.checks[0].message and "escaped" in on_disk.notes[-1]
+            # The result model makes its text valid (U+FFFD) when it is built; had it not, the
+            # writer's escaped retry would have (a visible \\udcff and a note saying so).
+            message = on_disk.checks[0].message
+            assert "\udcff" not in message
+            assert "\ufffd" in message or ("\\udcff" in message
+                                           and "escaped" in on_disk.notes[-1])
         else:  # not graded, no fingerprint: the next run retries; the summary counts it
             assert not result.checks and result.fingerprint is None
             assert "not the student's fault" in result.notes[0]
