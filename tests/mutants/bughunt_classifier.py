@@ -145,3 +145,10 @@ MUTANTS += [
         "            correct += (logits.argmax(dim=1) == yb).float().mean().item()\n"
         "            count += 1\n")]),
 ]
+# train() may rely on the script's own model (its attributes): the contract states no model
+# structure, so the train checks run it on the script's model.
+MUTANTS += [
+    M("correct_train_zeroes_own_layers", "", replace=[(
+        "            optimizer.zero_grad()\n",
+        "            model.blocks.zero_grad()\n            model.head.zero_grad()\n")]),
+]

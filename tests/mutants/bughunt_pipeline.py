@@ -122,3 +122,10 @@ MUTANTS += [
          "        return nn.functional.linear(self.body(x), w)\n")],
       diagnoses=["layer-created-in-forward"]),
 ]
+# train() may rely on the script's own model (its attributes): the contract states no model
+# structure, so the train checks run it on the script's model.
+MUTANTS += [
+    M("correct_train_zeroes_own_layers", "", replace=[(
+        "            optimizer.zero_grad()\n",
+        "            model.body.zero_grad()\n            model.out.zero_grad()\n")]),
+]
