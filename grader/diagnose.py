@@ -89,7 +89,17 @@ def flags(values: Any) -> list:
 @rule("grad-not-zeroed")
 def _grad_not_zeroed(c: CheckResult) -> bool:
     # p.grad at a step held the gradients of earlier batches too (bug hunts, training_loops).
-    return bool(ev(c, "accumulated_steps"))
+    if ev(c, "accumulated_steps"):
+        return True
+    # Gradients reset for some parameters only: no step's p.grad is a whole sum of earlier
+    # batches, but the first update (nothing to accumulate yet) used its own batch's gradient
+    # exactly and later ones, each after exactly one backward, did not.
+    backs, ratios = numbers(ev(c, "backwards_per_step")), numbers(ev(c, "grad_ratio"))
+    clean = not any(ev(c, k) for k in ("empty_grad_steps", "repeated_backward_steps",
+                                       "freed_graph_reused_steps", "params_without_grad"))
+    return (clean and len(ratios) >= 2 and backs and all(b == 1 for b in backs)
+            and math.isclose(ratios[0], 1.0, abs_tol=1e-3)
+            and any(not math.isclose(r, 1.0, abs_tol=1e-3) for r in ratios[1:]))
 
 
 @rule("zero-grad-after-backward")
@@ -119,8 +129,19 @@ def _scheduler_per_batch(c: CheckResult) -> bool:
     if not lrs or not isinstance(per_epoch, int) or per_epoch < 2:
         return False
     # The rate changed between two updates of one epoch.
-    return any(not math.isclose(lrs[i], lrs[i + 1], rel_tol=1e-9)
-               for i in range(len(lrs) - 1) if (i + 1) % per_epoch)
+    if any(not math.isclose(lrs[i], lrs[i + 1], rel_tol=1e-9)
+           for i in range(len(lrs) - 1) if (i + 1) % per_epoch):
+        return True
+    # Or stepped once per batch in a burst (a loop over the loader's length at the end of an
+    # epoch): constant within an epoch, but from one epoch to the next the rate moved by the
+    # schedule's factor to the power of the batches per epoch.
+    expected = numbers(ev(c, "expected_lr_per_epoch"))
+    firsts = lrs[::per_epoch]
+    if len(expected) < 2 or len(firsts) < 2 or not expected[0] or not firsts[0]:
+        return False
+    factor = (expected[1] / expected[0]) ** per_epoch
+    return factor != 1 and math.isclose(firsts[0], expected[0], rel_tol=1e-3) and all(
+        math.isclose(b / a, factor, rel_tol=1e-2) for a, b in zip(firsts, firsts[1:]))
 
 
 @rule("validation-without-eval")
@@ -196,12 +217,24 @@ def _layers_in_plain_list(c: CheckResult) -> bool:
 
 @rule("layer-created-in-forward")
 def _layer_created_in_forward(c: CheckResult) -> bool:
-    return bool(ev(c, "modules_created_in_forward"))
+    # A layer built in forward(), or its weight drawn there (F.linear(x, torch.randn(...))):
+    # the network is short of parameters and forward() draws random weights.
+    if ev(c, "modules_created_in_forward"):
+        return True
+    count, expected = ev(c, "parameter_count"), ev(c, "expected_parameter_count")
+    return (bool(ev(c, "weight_draws_in_eval")) and isinstance(count, int)
+            and isinstance(expected, int) and count < expected)
 
 
 @rule("tensor-not-parameter")
 def _tensor_not_parameter(c: CheckResult) -> bool:
-    return bool(ev(c, "bare_tensors")) and _unregistered(c)
+    if ev(c, "bare_tensors"):
+        return _unregistered(c)
+    # A weight held where model.parameters() does not look (a buffer, a dict, a tuple) and
+    # no module hidden anywhere: the output depends on a leaf that is no parameter.
+    return (bool(ev(c, "unregistered_leaves")) and not ev(c, "module_lists")
+            and not ev(c, "modules_created_in_forward")
+            and not ev(c, "unregistered_modules_called") and not ev(c, "weight_draws_in_eval"))
 
 
 @rule("detach-on-path")
@@ -217,7 +250,7 @@ def _dropout_always_on(c: CheckResult) -> bool:
     # Layers model.modules() cannot see (a plain list) miss model.eval() too: their dropout
     # stays on, but the cause is the registration, not F.dropout.
     return (ev(c, "eval_outputs_differ") is True and not ev(c, "modules_created_in_forward")
-            and ev(c, "linear_layers") != [])
+            and not ev(c, "weight_draws_in_eval") and ev(c, "linear_layers") != [])
 
 
 # --------------------------------------------------------------------------- set-up
@@ -232,7 +265,7 @@ def _optimizer_before_head(c: CheckResult) -> bool:
 
 @rule("backbone-not-frozen")
 def _backbone_not_frozen(c: CheckResult) -> bool:
-    return bool(ev(c, "frozen_changed"))
+    return bool(ev(c, "frozen_changed")) or bool(ev(c, "frozen_requires_grad"))
 
 
 @rule("lr-too-high")
@@ -285,8 +318,11 @@ def _unnormalised_features(c: CheckResult) -> bool:
 def _normaliser_fit_elsewhere(c: CheckResult) -> bool:
     # Standardised with the statistics of the validation split or of all the data: the
     # training features, or the validation features (each split with its own statistics).
+    # Or only one of the two statistics from elsewhere (the mean of the training split, the
+    # standard deviation of the validation split).
     elsewhere = ("validation split", "all data")
-    return ev(c, "normaliser_fit_on") in elsewhere or ev(c, "val_normaliser_fit_on") in elsewhere
+    return any(ev(c, f"{side}normaliser_{stat}") in elsewhere for side in ("", "val_")
+               for stat in ("fit_on", "mean_from", "std_from"))
 
 
 @rule("numpy-alias-mutation")

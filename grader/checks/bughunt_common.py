@@ -23,9 +23,11 @@ setting allows. Evidence keys (for diagnoses and reports):
     parameter_count, expected_parameter_count, unregistered_leaves, module_lists,
     bare_tensors, modules_created_in_forward, unregistered_modules_called
     eval_outputs_differ, train_outputs_differ, active_dropout_in_eval
+    weight_draws_in_eval                          random weights drawn in an eval forward
     feature_mean, feature_std, feature_deviation, val_feature_deviation   first-layer inputs
     normaliser_fit_on, normaliser_skips           the statistics they were standardised with
-    val_normaliser_fit_on, val_normaliser_skips   the same for the validation features
+    normaliser_mean_from, normaliser_std_from     each statistic on its own
+    val_normaliser_*                              the same for the validation features
     lr, loss_curve, diverged, lr_over_reference   a reference run at the script's settings
     single_class_batches, batches, batch_sizes, batchnorm_layers, target_dtype, error
     head_changed, optimizer_foreign_parameters, frozen_changed, params_without_grad
@@ -125,6 +127,9 @@ class TrainCase:
     loss: str | None = None
     history_keys: tuple[str, ...] = ("train_loss", "val_loss")
     call: str = ""
+    # The script's own model class and its constructor's positional arguments, for a train()
+    # that only runs on the script's model (see `grader.probes.bughunt.train_audit`).
+    own_model: list | None = None
     state: dict = field(init=False)
 
     def __post_init__(self):
@@ -139,7 +144,8 @@ class TrainCase:
         return {"model": self.model, "sizes": self.sizes, "state": self.state,
                 "train_batches": self.train_batches, "val_batches": self.val_batches,
                 "arguments": self.arguments, "optimizer": self.optimizer,
-                "scheduler": self.scheduler, "update": self.update, "loss": self.loss}
+                "scheduler": self.scheduler, "update": self.update, "loss": self.loss,
+                "own_model": self.own_model}
 
 
 def batches(seed: int, sizes: list[int], x_shape: tuple, classes: int | None,
@@ -427,7 +433,8 @@ def verify_registration(sub, cls: str, args: list, x: torch.Tensor, expected: in
                     unregistered_leaves=len(rec["unregistered_leaves"]),
                     module_lists=rec["module_lists"], bare_tensors=rec["bare_tensors"],
                     modules_created_in_forward=rec["modules_created_in_forward"],
-                    unregistered_modules_called=rec["unregistered_modules_called"])
+                    unregistered_modules_called=rec["unregistered_modules_called"],
+                    weight_draws_in_eval=rec.get("weight_draws_in_eval", 0))
     if rec["unregistered_leaves"]:
         fail(f"{call}: its output depends on {len(rec['unregistered_leaves'])} tensors that "
              f"require grad but are not in model.parameters() (shapes "
@@ -449,9 +456,12 @@ def verify_dropout(sub, cls: str, args: list, x: torch.Tensor, evidence: dict) -
     rec = model_record(sub, cls, args, x, call)
     evidence.update(eval_outputs_differ=rec["eval_outputs_differ"],
                     train_outputs_differ=rec["train_outputs_differ"],
-                    active_dropout_in_eval=rec["active_dropout_in_eval"])
-    if rec["active_dropout_in_eval"] or (rec["eval_outputs_differ"]
-                                         and not rec["modules_created_in_forward"]):
+                    active_dropout_in_eval=rec["active_dropout_in_eval"],
+                    weight_draws_in_eval=rec.get("weight_draws_in_eval", 0))
+    # Outputs that differ because forward() builds layers or draws weights afresh are the
+    # registration's fault (its own check), not dropout's.
+    fresh_weights = rec["modules_created_in_forward"] or rec.get("weight_draws_in_eval")
+    if rec["active_dropout_in_eval"] or (rec["eval_outputs_differ"] and not fresh_weights):
         fail(f"{call}: in eval mode, two forward passes of the same input gave different "
              f"outputs ({rec['active_dropout_in_eval']} dropout operations were active): "
              "predictions and validation numbers are random.", call=call,
@@ -501,8 +511,7 @@ def verify_standardized(record: dict, raw_train: torch.Tensor, raw_val: torch.Te
     # The validation side too: validation features standardised with their own statistics
     # (or all the data's) are the same leak seen from the other split.
     val_side = normalisation_statistics(val, raw_train, raw_val, raw_seen=raw_val)
-    evidence.update(val_normaliser_fit_on=val_side["normaliser_fit_on"],
-                    val_normaliser_skips=val_side["normaliser_skips"])
+    evidence.update({f"val_{k}": v for k, v in val_side.items()})
     evidence.update(feature_mean=rounded(train.double().mean(0).tolist(), 3),
                     feature_std=rounded(train.double().std(0).tolist(), 3),
                     feature_deviation=round(min(devs), 6),
@@ -538,18 +547,24 @@ def normalisation_statistics(seen: torch.Tensor, raw_train: torch.Tensor,
     s = raw.std(0) / seen.std(0).clamp_min(1e-12)
     m = raw.mean(0) - seen.mean(0) * s
     best, where = math.inf, None
+    # The mean and the scale each on their own too: a mean from one split and a standard
+    # deviation from another (`normaliser_mean_from`, `normaliser_std_from`).
+    best_m, best_s = (math.inf, None), (math.inf, None)
     train = raw_train.double()
     for name, data in (("training split", train), ("validation split", raw_val.double()),
                        ("all data", torch.cat([train, raw_val.double()]))):
         for ddof in (0, 1):
             std = data.std(0, correction=ddof)
-            gap = max(float(((m - data.mean(0)).abs() / std).max()),
-                      float((s / std - 1).abs().max()))
-            if gap < best:
-                best, where = gap, name
+            gap_m = float(((m - data.mean(0)).abs() / std).max())
+            gap_s = float((s / std - 1).abs().max())
+            best_m, best_s = min(best_m, (gap_m, name)), min(best_s, (gap_s, name))
+            if max(gap_m, gap_s) < best:
+                best, where = max(gap_m, gap_s), name
     skips = ("centring" if bool((m.abs() <= 0.02 * raw.std(0)).all()) else
              "scaling" if bool(((s - 1).abs() <= 0.02).all()) else None)
-    return {"normaliser_fit_on": where if best <= 0.02 else None, "normaliser_skips": skips}
+    return {"normaliser_fit_on": where if best <= 0.02 else None, "normaliser_skips": skips,
+            "normaliser_mean_from": best_m[1] if best_m[0] <= 0.02 else None,
+            "normaliser_std_from": best_s[1] if best_s[0] <= 0.02 else None}
 
 
 def verify_mixed_batches(record: dict, call: str, evidence: dict) -> None:
@@ -694,3 +709,54 @@ def quiet(fn, *args, **kwargs):
 
 def raised(exc: StudentRaised) -> str:
     return f"{exc.type}: {exc.raw_message}"[:500]
+
+
+# --------------------------------------------------------------------------- evaluate
+
+
+def verify_evaluate_over_samples(sub, case: TrainCase, batches_: list, loss: str, call: str,
+                                 evidence: dict) -> None:
+    """evaluate(model, loader, loss_fn) returns the loss (and, in a dict, the accuracy)
+    averaged over the samples, not over the batches: on a loader whose last batch is smaller,
+    the grader recomputes both from the outputs the model gave during the script's evaluate
+    (each forward's rows recognised by value among the loader's samples)."""
+    require(sub, "evaluate", call=call)
+    rec = probe(sub, "evaluate_audit", call, model=case.model, sizes=case.sizes,
+                state=case.state, batches=batches_, loss=loss, own_model=case.own_model)
+    from grader.probes.bughunt import column_mse, row_keys
+
+    labels = {}
+    for xb, yb in batches_:
+        labels.update(zip(row_keys(xb), yb.tolist()))
+    total, correct, count = 0.0, 0, 0
+    for x, out in rec["forwards"]:
+        keys = row_keys(x)
+        if len(out) != len(keys) or not all(k in labels for k in keys):
+            continue  # not a forward of the loader's samples
+        y = torch.tensor([labels[k] for k in keys], dtype=batches_[0][1].dtype)
+        out = out.double() if loss != "cross_entropy" else out.float()
+        if loss == "cross_entropy":
+            total += float(F.cross_entropy(out, y, reduction="sum"))
+            correct += int((out.argmax(dim=1) == y).sum())
+        else:
+            total += float(column_mse(out, y.double())) * len(y)
+        count += len(y)
+    value = rec["value"]
+    got = value.get("loss") if isinstance(value, dict) else value
+    evidence.update(samples_scored=count, returned=got if isinstance(got, (int, float)) else
+                    str(got)[:100])
+    if not count or not isinstance(got, (int, float)):
+        return  # nothing to compare: the validation checks say what went wrong
+    want = {"loss": total / count}
+    if isinstance(value, dict) and loss == "cross_entropy":
+        want["accuracy"] = correct / count
+    evidence["over_samples"] = {k: round(v, 6) for k, v in want.items()}
+    sizes = [len(b[0]) for b in batches_]
+    for key, expected in want.items():
+        returned = got if key == "loss" else value.get(key)
+        if not isinstance(returned, (int, float)) or not math.isclose(
+                returned, expected, rel_tol=1e-4, abs_tol=1e-6):
+            fail(f"{call}: returned {key} {returned!r}; averaged over the {count} samples the "
+                 f"model scored, it is {expected:.6g} (batches of {sizes}: an average of the "
+                 "batches' averages weighs the samples of the small last batch more).",
+                 call=call, expected=f"{key} {expected:.6g}", got=f"{key} {returned!r}")

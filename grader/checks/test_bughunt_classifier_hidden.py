@@ -7,10 +7,13 @@ fail. See `bughunt_common.py` for how each is judged.
 
 from __future__ import annotations
 
+import math
+from collections import Counter
+
 import torch
 
-from grader.checks.bughunt_common import (REVEAL, TIMEOUT, TrainCase, batches, reference,
-                                          setup_record, verify_dropout, verify_fresh_gradients,
+from grader.checks.bughunt_common import (verify_evaluate_over_samples, REVEAL, TIMEOUT, TrainCase, batches, fail,
+                                          reference, rounded, setup_record, verify_dropout, verify_fresh_gradients,
                                           verify_history, verify_labels, verify_log,
                                           verify_logits, verify_loss_input,
                                           verify_mixed_batches, verify_registration,
@@ -19,6 +22,7 @@ from grader.checks.bughunt_common import (REVEAL, TIMEOUT, TrainCase, batches, r
 from grader.registry import check
 
 TRAIN = TrainCase(
+    own_model=["ShapeNet", [4]],
     model="image_mlp", sizes=[64, 16, 4], seed=51,
     train_batches=batches(52, [8, 8, 8, 8], (1, 8, 8), 4),
     val_batches=batches(53, [8, 8], (1, 8, 8), 4),
@@ -34,7 +38,8 @@ TRAIN = TrainCase(
          "nn.CrossEntropyLoss()")
 PROBE_IMAGES = torch.randn(16, 1, 8, 8, generator=torch.Generator().manual_seed(54))
 PROBE_LABELS = torch.arange(16) % 4
-SETUP = dict(seed=0, first_loss=True, logits_batch=[PROBE_IMAGES, PROBE_LABELS])
+SETUP = dict(seed=0, first_loss=True, logits_batch=[PROBE_IMAGES, PROBE_LABELS],
+             schedule_epochs=8)
 SETUP_CALL = "run(seed=0)  # what run() hands to train(...)"
 
 
@@ -44,10 +49,31 @@ def test_steps_use_fresh_gradients(sub, evidence):
     verify_fresh_gradients(sub, TRAIN, evidence)
 
 
-@check(points=2, targets="train", timeout=TIMEOUT, reveal=REVEAL)
+@check(points=2, targets=["train", "run"], timeout=TIMEOUT, reveal=REVEAL)
 def test_scheduler_per_epoch(sub, evidence):
     """The learning rate follows the schedule epoch by epoch"""
     verify_schedule(sub, TRAIN, evidence)
+    verify_run_schedule(setup_record(sub, SETUP_CALL, **SETUP), evidence)
+
+
+def verify_run_schedule(record: dict, evidence: dict) -> None:
+    """The optimizer and scheduler run() builds give, stepped once per epoch, the fixed
+    script's learning rate for every epoch (LR halved every STEP_SIZE epochs)."""
+    ref = reference("classifier")
+    epochs = SETUP["schedule_epochs"]
+    want = [ref.LR * 0.5 ** (e // ref.STEP_SIZE) for e in range(epochs)]
+    schedule = record.get("schedule") or {}
+    call = (f"{SETUP_CALL}: the optimizer and scheduler it builds, the scheduler stepped once "
+            "per epoch")
+    if schedule.get("error"):
+        fail(f"{call}: {schedule['error']}", call=call)
+    got = [max(lrs) for lrs in schedule.get("lrs", [])]
+    evidence.update(run_lr_per_epoch=rounded(got, 8), run_expected_lr_per_epoch=rounded(want, 8))
+    if len(got) != len(want) or not all(math.isclose(a, b, rel_tol=1e-6)
+                                        for a, b in zip(got, want)):
+        fail(f"{call}: the learning rate per epoch is {rounded(got, 6)}; the script's schedule "
+             f"(lr {ref.LR} halved every {ref.STEP_SIZE} epochs) gives {rounded(want, 6)}.",
+             call=call, expected=str(rounded(want, 6)), got=str(rounded(got, 6)))
 
 
 @check(points=2, targets=["train", "evaluate"], timeout=TIMEOUT, reveal=REVEAL)
@@ -111,3 +137,35 @@ def test_labels_are_class_indices(sub, evidence):
 def test_training_batches_mixed(sub, evidence):
     """Training batches mix the classes"""
     verify_mixed_batches(setup_record(sub, SETUP_CALL, **SETUP), SETUP_CALL, evidence)
+
+
+@check(points=2, targets="run", timeout=TIMEOUT, reveal=REVEAL)
+def test_validates_on_the_validation_split(sub, evidence):
+    """run() validates on the validation split"""
+    record = setup_record(sub, SETUP_CALL, **SETUP)
+    ref = reference("classifier")
+    with torch.random.fork_rng(devices=[]):
+        y_val = ref.split(*ref.make_images(seed=0))[3]
+    want = Counter(float(v) for v in y_val.tolist())
+    passes = (record.get("val_loader") or {}).get("passes") or [[]]
+    got = Counter(v for b in passes[0] for v in b.get("labels", []))
+    evidence.update(val_samples=sum(got.values()), expected_val_samples=len(y_val))
+    # Recognised by value: the labels of one pass over the loader run() hands to train as
+    # val_loader are those of the validation split (every fifth image), whatever the batches.
+    if got != want:
+        fail(f"{SETUP_CALL}: the loader handed to train as val_loader yields "
+             f"{sum(got.values())} samples whose labels are not those of the validation split "
+             f"({len(y_val)} images, every fifth): the validation numbers do not measure "
+             "images the model never trained on.", call=SETUP_CALL,
+             expected=f"the {len(y_val)} validation images", got=f"{sum(got.values())} others")
+
+
+EVAL_BATCHES = batches(55, [8, 8, 3], (1, 8, 8), 4)
+EVAL_CALL = ("evaluate(model, loader, loss_fn)  # a small network, a loader of 3 batches of 8, 8 "
+             "and 3 samples")
+
+
+@check(points=2, targets="evaluate", timeout=TIMEOUT, reveal=REVEAL)
+def test_evaluate_averages_over_samples(sub, evidence):
+    """evaluate averages over the samples, not over the batches"""
+    verify_evaluate_over_samples(sub, TRAIN, EVAL_BATCHES, "cross_entropy", EVAL_CALL, evidence)

@@ -10,6 +10,7 @@ forward() itself is judged by the gradients a loss of it gives. See `bughunt_com
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import torch
@@ -24,6 +25,7 @@ from grader.checks.bughunt_common import (REVEAL, TIMEOUT, TrainCase, batches, f
 from grader.registry import check
 
 TRAIN = TrainCase(
+    own_model=["PretrainedNet", [12, 3]],
     model="two_heads", sizes=[12, 8, 3], seed=61,
     train_batches=batches(62, [8, 8, 8, 8], (12,), 3, score=True),
     val_batches=batches(63, [8, 8], (12,), 3, score=True),
@@ -113,11 +115,20 @@ def test_trainable_layers_get_gradients(sub, evidence):
              "autograd graph), so backward() cannot train anything.", call=call,
              expected="a loss with a graph", got="no graph", evidence=evidence)
     missing = sorted(n for n, g in graph["grads"].items() if not g)
-    evidence["params_without_grad"] = missing
+    # Both losses share the encoder: the score's loss alone must reach its trainable part.
+    score_grads = graph.get("score_grads", {})
+    cut = sorted(f"{n} (from the score loss)" for n, g in score_grads.items()
+                 if n.startswith(TUNED) and not g)
+    evidence["params_without_grad"] = missing + cut
     if missing:
         fail(f"{call}: after backward() the trainable parameters {missing} have no gradient "
              "(p.grad is None or zero): those layers can never learn.", call=call,
              expected="a gradient for every trainable parameter", got=f"none for {missing}")
+    if cut:
+        fail(f"{call}: the score's loss alone gives the trainable encoder layer no gradient "
+             f"({cut}): the score head's input is cut off from the encoder, so the score loss "
+             "no longer fine-tunes the shared encoder.", call=call,
+             expected="both losses reach the encoder", got="the score loss does not")
     if not any(n.startswith(TUNED) for n in graph["grads"]):
         fail(f"{call}: the second encoder layer is not trainable any more; the script "
              "fine-tunes it: keep it.", call=call)
@@ -165,6 +176,16 @@ def test_frozen_layers_stay_frozen(sub, evidence):
              got="changed")
     flags = {p["name"]: p["requires_grad"] for p in record["model"].get("parameters", [])}
     held = {n for g in record["optimizer"].get("groups", []) for n in g["names"]}
+    # adapt's contract: the first layer frozen (requires_grad False), not merely left out of
+    # the optimizer (its gradients would still be computed, and any other optimizer of the
+    # model would train it).
+    trainable_frozen = sorted(n for n in flags if n.startswith(FROZEN) and flags[n])
+    evidence["frozen_requires_grad"] = trainable_frozen
+    if trainable_frozen:
+        fail(f"{SETUP_CALL}: after adapt() the first encoder layer still requires gradients "
+             f"({trainable_frozen}): adapt is meant to freeze it (requires_grad False), not "
+             "only leave it out of the optimizer.", call=SETUP_CALL,
+             expected="encoder.0 requires_grad False", got="requires_grad True")
     tuned = [n for n in flags if n.startswith(TUNED)]
     if not tuned or not all(flags[n] and n in held for n in tuned):
         fail(f"{STEPS_CALL}: the second encoder layer (encoder.2) is not trainable, or not in "
@@ -209,3 +230,30 @@ def test_learning_rate_trains(sub, evidence):
     key = tuple(sorted(hyper.items()))
     verify_lr_trains(lambda: list(reference_curve(cls.__name__, key)), text, SETUP_CALL,
                      evidence, LR_THRESHOLD, lr=hyper.get("lr"), reference_lr=reference("finetune").LR)
+    verify_group_rates(record, evidence)
+
+
+def verify_group_rates(record: dict, evidence: dict) -> None:
+    """make_optimizer's contract: the encoder's trainable parameters learn at
+    ENCODER_LR_FACTOR times the heads' learning rate (per parameter, whatever the groups)."""
+    factor = reference("finetune").ENCODER_LR_FACTOR
+    trainable = {p["name"] for p in record["model"].get("parameters", []) if p["requires_grad"]}
+    rates: dict[str, set] = {"encoder": set(), "heads": set()}
+    for g in record["optimizer"].get("groups", []):
+        lr = g["hyper"].get("lr")
+        for n in g["names"]:
+            if n in trainable:  # a frozen parameter's rate does not matter
+                rates["encoder" if n.startswith("encoder.") else "heads"].add(lr)
+    evidence["group_lrs"] = {k: sorted(v, key=str) for k, v in rates.items()}
+    enc, heads = rates["encoder"], rates["heads"]
+    if not enc or not heads:
+        return  # a part missing from the optimizer: the freezing and head checks say so
+    ok = (len(enc) == 1 and len(heads) == 1
+          and all(isinstance(v, float) for v in enc | heads)
+          and math.isclose(next(iter(enc)), factor * next(iter(heads)), rel_tol=1e-6))
+    if not ok:
+        fail(f"{SETUP_CALL}: the optimizer's learning rates are {sorted(enc, key=str)} for the "
+             f"encoder and {sorted(heads, key=str)} for the heads; make_optimizer's contract "
+             f"has the encoder learn at {factor:g} times the heads' rate.", call=SETUP_CALL,
+             expected=f"encoder lr = {factor:g} x heads lr",
+             got=f"encoder {sorted(enc, key=str)}, heads {sorted(heads, key=str)}")

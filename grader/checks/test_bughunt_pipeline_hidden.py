@@ -22,6 +22,7 @@ from grader.compare import expect_array
 from grader.registry import check
 
 TRAIN = TrainCase(
+    own_model=["SensorNet", [6, 3, 8]],
     model="tabular", sizes=[6, 8, 3], seed=71,
     train_batches=batches(72, [8, 8, 8, 8], (6,), 3),
     val_batches=batches(73, [8, 8], (6,), 3),

@@ -13,7 +13,7 @@ from functools import lru_cache
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from grader.checks.bughunt_common import (REVEAL, TIMEOUT, TrainCase, batches, fail, probe,
+from grader.checks.bughunt_common import (verify_evaluate_over_samples, REVEAL, TIMEOUT, TrainCase, batches, fail, probe,
                                           quiet, reference, require, setup_record,
                                           verify_fresh_gradients, verify_history, verify_log,
                                           verify_lr_trains, verify_registration,
@@ -24,6 +24,7 @@ from grader.registry import check
 from grader.student import StudentRaised
 
 TRAIN = TrainCase(
+    own_model=["PriceNet", [4, 8]],
     model="mlp", sizes=[4, 8, 1], seed=11,
     train_batches=batches(12, [8, 8, 8, 8], (4,), None),
     val_batches=batches(13, [8, 8], (4,), None),
@@ -186,3 +187,14 @@ def test_features_standardized(sub, evidence):
     X_train, _, X_val, _ = ref.split_by_date(X, y)
     verify_standardized(record, X_train, X_val, SETUP_CALL, evidence)
 
+
+
+EVAL_BATCHES = batches(14, [8, 8, 3], (4,), None)
+EVAL_CALL = ("evaluate(model, loader, loss_fn)  # a small network, a loader of 3 batches of 8, 8 "
+             "and 3 samples")
+
+
+@check(points=2, targets="evaluate", timeout=TIMEOUT, reveal=REVEAL)
+def test_evaluate_averages_over_samples(sub, evidence):
+    """evaluate averages over the samples, not over the batches"""
+    verify_evaluate_over_samples(sub, TRAIN, EVAL_BATCHES, "column_mse", EVAL_CALL, evidence)

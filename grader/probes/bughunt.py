@@ -32,8 +32,11 @@ from which positional argument of a library call carries it.
 from __future__ import annotations
 
 import contextlib
+import copy
+import functools
 import inspect
 import io
+import warnings
 from typing import Any
 
 import torch
@@ -50,6 +53,12 @@ MAX_PRINTED = 4000
 DROPOUT_OPS = {F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, F.alpha_dropout,
                F.feature_alpha_dropout, torch.dropout, torch.bernoulli, torch.Tensor.bernoulli_,
                torch.rand_like, torch.rand}
+# Draws of normal or uniform numbers with no dropout meaning (dropout masks come from rand /
+# bernoulli): in a forward, they are weights drawn afresh at every call.
+WEIGHT_DRAWS = {torch.randn, torch.randn_like, torch.normal, torch.Tensor.normal_,
+                torch.Tensor.uniform_, nn.init.normal_, nn.init.uniform_, nn.init.xavier_normal_,
+                nn.init.xavier_uniform_, nn.init.kaiming_normal_, nn.init.kaiming_uniform_,
+                nn.init.trunc_normal_, nn.init.orthogonal_}
 
 
 class Stop(Exception):
@@ -331,8 +340,15 @@ def describe_history(value: Any) -> dict:
 def train_audit(module, *, model: str, sizes: list[int], state: dict, train_batches: list,
                 val_batches: list, arguments: dict, optimizer: dict | None = None,
                 scheduler: dict | None = None, update: str | None = None,
-                loss: str | None = None) -> dict:
+                loss: str | None = None, own_model: list | None = None) -> dict:
     """Call `module.train(**kwargs)` on harness objects and record what happened.
+
+    The model is a harness network of the script's shape (`model`, `sizes`, `state`). The
+    contract of train() states no model structure, so a train() that raises on it (it reads
+    the script's own attributes, `model.w1`) is run again on the script's own model,
+    `own_model = [class name, positional arguments]` built by the script's own constructor
+    under the same seed; the record says which model ran (`"model": "harness" | "script"`).
+    If that raises too, the first error stands.
 
     `arguments` maps the names of train's parameters to what to pass: "$model",
     "$train_loader", "$val_loader", "$optimizer", "$scheduler", "$loss_fn", or a plain value
@@ -340,7 +356,41 @@ def train_audit(module, *, model: str, sizes: list[int], state: dict, train_batc
     "sgd_step"), each call of it is recorded as a step and then runs the script's own
     function; if that raises or changes no parameter, the grader applies p -= lr * p.grad
     instead, so that a broken update (scored by its own check) does not stop the run."""
-    net = build_model(model, sizes, state)
+    run = functools.partial(_audited_train, module, train_batches=train_batches,
+                            val_batches=val_batches, arguments=arguments, optimizer=optimizer,
+                            scheduler=scheduler, update=update, loss=loss)
+    try:
+        return {**run(build_model(model, sizes, state)), "model": "harness"}
+    except Exception as first:  # noqa: BLE001 - re-raised unless the script's model runs
+        own = _own_model(module, own_model, sizes)
+        if own is None:
+            raise
+        try:
+            return {**run(own), "model": "script"}
+        except Exception:  # noqa: BLE001 - the harness model's error is the one to report
+            raise first from None
+
+
+def _own_model(module, spec: list | None, sizes: list[int]) -> nn.Module | None:
+    """The script's own model class built by its own constructor (`spec = [class name,
+    positional arguments]`), seeded from `sizes`, or None if there is none or it raises."""
+    if not spec:
+        return None
+    cls = getattr(module, spec[0], None)
+    if not isinstance(cls, type) or not issubclass(cls, nn.Module):
+        return None
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(sum(sizes))
+            return cls(*spec[1])
+    except Exception:  # noqa: BLE001 - a constructor that raises: no second model
+        return None
+
+
+def _audited_train(module, net: nn.Module, *, train_batches: list, val_batches: list,
+                   arguments: dict, optimizer: dict | None, scheduler: dict | None,
+                   update: str | None, loss: str | None) -> dict:
+    """One audited call of `module.train` on the model `net` (see `train_audit`)."""
     net.train()
     params = list(net.parameters())
     opt = build_optimizer(optimizer, params)
@@ -617,7 +667,8 @@ def _capture(module, seed: int) -> tuple[dict | None, str | None]:
 def setup_capture(module, *, seed: int = 0, epochs_to_iterate: int = 2,
                   first_layer: bool = False, first_loss: bool = False,
                   logits_batch: list | None = None, harness_batches: list | None = None,
-                  harness_loss: str | None = None, graph_batch: list | None = None) -> dict:
+                  harness_loss: str | None = None, graph_batch: list | None = None,
+                  schedule_epochs: int = 0) -> dict:
     """What `run(seed)` hands to `train`, and (each on request) what the first call of the
     loss receives in the script's own train, what the first layer sees of the loaders, the
     model's outputs and the script's loss on `logits_batch`, the parameters before and after
@@ -636,6 +687,8 @@ def setup_capture(module, *, seed: int = 0, epochs_to_iterate: int = 2,
         "train_loader": loader_report(args.get("train_loader"), epochs_to_iterate, seed),
         "val_loader": loader_report(args.get("val_loader"), 1, seed),
     }
+    if schedule_epochs:  # first: what follows may run the script's train on these objects
+        record["schedule"] = schedule_of(optimizer, args.get("scheduler"), schedule_epochs)
     if first_layer:
         record["first_layer"] = {
             "train": first_layer_inputs(model, args.get("train_loader")),
@@ -650,6 +703,26 @@ def setup_capture(module, *, seed: int = 0, epochs_to_iterate: int = 2,
     if graph_batch is not None and isinstance(model, nn.Module):
         record["graph"] = graph_of_loss(model, graph_batch, harness_loss)
     return record
+
+
+def schedule_of(optimizer: Any, scheduler: Any, epochs: int) -> dict:
+    """The learning rates (of every parameter group) a copy of the optimizer and scheduler
+    run() builds gives epoch by epoch, stepping the scheduler once per epoch as the contract
+    says: {"lrs": [[lr per group] per epoch]} or {"error": ...}."""
+    if not isinstance(optimizer, torch.optim.Optimizer) or scheduler is None:
+        return {"error": "no torch optimizer and scheduler"}
+    try:
+        # One deepcopy of both keeps the scheduler bound to the copied optimizer.
+        opt, sched = copy.deepcopy((optimizer, scheduler))
+        lrs = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # scheduler.step() without optimizer.step()
+            for _ in range(epochs):
+                lrs.append([float(g["lr"]) for g in opt.param_groups])
+                sched.step()
+    except Exception as exc:  # noqa: BLE001 - what it raised is the record
+        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    return {"lrs": lrs}
 
 
 def first_loss_call(module, args: dict, seed: int) -> dict:
@@ -761,6 +834,19 @@ def graph_of_loss(model: nn.Module, batch: list, loss_kind: str | None) -> dict:
         loss.backward()
         record["grads"] = {n: (None if p.grad is None else float(p.grad.abs().sum()))
                            for n, p in model.named_parameters() if p.requires_grad}
+    if loss_kind == "two_heads":
+        # The score's loss alone: the contract has both losses share the encoder, so the
+        # score's gradient must reach it too (a score head fed h.detach() cuts it off).
+        model.zero_grad(set_to_none=True)
+        torch.manual_seed(0)
+        out = model(batch[0])
+        score_loss = F.mse_loss(out[1].reshape(-1), batch[2])
+        record["score_grads"] = {}
+        if score_loss.requires_grad:
+            score_loss.backward()
+            record["score_grads"] = {
+                n: (None if p.grad is None else float(p.grad.abs().sum()))
+                for n, p in model.named_parameters() if p.requires_grad}
     model.zero_grad(set_to_none=True)
     return record
 
@@ -769,14 +855,18 @@ def graph_of_loss(model: nn.Module, batch: list, loss_kind: str | None) -> dict:
 
 
 class OpLog(TorchFunctionMode):
-    """Counts dropout-like random operations that run in training mode."""
+    """Counts dropout-like random operations that run in training mode, and draws of random
+    weights (`WEIGHT_DRAWS`)."""
 
     def __init__(self):
         super().__init__()
         self.active_dropout = 0
+        self.weight_draws = 0
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func in WEIGHT_DRAWS:
+            self.weight_draws += 1
         if func in DROPOUT_OPS:
             if func in (F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, F.alpha_dropout,
                         F.feature_alpha_dropout, torch.dropout):
@@ -889,6 +979,7 @@ def model_audit(module, *, cls: str, args: list, seed: int, x: torch.Tensor) -> 
         eval_outputs_differ=differ(eval_a, eval_b),
         train_outputs_differ=differ(train_a, train_b),
         active_dropout_in_eval=ops.active_dropout,
+        weight_draws_in_eval=ops.weight_draws,
     )
     return {
         "parameters": [{"name": n, "shape": list(p.shape), "requires_grad": bool(p.requires_grad)}
@@ -947,3 +1038,47 @@ def update_call(module, *, name: str, values: list, grads: list, lr: float) -> d
     return {"after": [p.detach().clone() for p in params],
             "leaf": [bool(p.is_leaf and p.grad_fn is None) for p in params],
             "grads_after": [None if p.grad is None else p.grad.detach().clone() for p in params]}
+
+
+# --------------------------------------------------------------------------- evaluate audit
+
+
+def evaluate_audit(module, *, model: str, sizes: list[int], state: dict, batches: list,
+                   loss: str, own_model: list | None = None) -> dict:
+    """Call `module.evaluate(model, loader, loss_fn)` on a harness model (or, if that raises,
+    the script's own model as in `train_audit`) and a loader over `batches` (of unequal
+    sizes), recording every forward's input and output: the grader then computes the loss
+    over the samples the model actually scored, whatever the script's batching or mode.
+    `loss` is "cross_entropy" (nn.CrossEntropyLoss()) or "column_mse"."""
+    loss_fn = nn.CrossEntropyLoss() if loss == "cross_entropy" else column_mse
+
+    def run(net: nn.Module) -> dict:
+        seen: list = []
+        hook = net.register_forward_hook(
+            lambda m, args, out: seen.append((_first(args), _first(out))))
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                value = module.evaluate(net, ProbeLoader(batches), loss_fn)
+        finally:
+            hook.remove()
+        forwards = [[x.detach().clone(), y.detach().clone()] for x, y in seen
+                    if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)]
+        if isinstance(value, dict):
+            value = {k: v for k, v in value.items() if isinstance(k, str)
+                     and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        elif isinstance(value, torch.Tensor) and value.numel() == 1:
+            value = float(value)
+        elif not isinstance(value, (int, float)) or isinstance(value, bool):
+            value = repr(value)[:200]
+        return {"value": value, "forwards": forwards[:64]}
+
+    try:
+        return {**run(build_model(model, sizes, state)), "model": "harness"}
+    except Exception as first:  # noqa: BLE001 - re-raised unless the script's model runs
+        own = _own_model(module, own_model, sizes)
+        if own is None:
+            raise
+        try:
+            return {**run(own), "model": "script"}
+        except Exception:  # noqa: BLE001 - the harness model's error is the one to report
+            raise first from None

@@ -122,3 +122,33 @@ VISIBLE_FAILS = {
     "catalogue_float-labels": RUN_RAISES,
     "second_float_label_tensor": RUN_RAISES,
 }
+# Held-out idiom: the scheduler stepped once per batch, all at the end of the epoch.
+MUTANTS += [
+    M("scheduler_stepped_len_loader_times", "", "scheduler_per_epoch", replace=[(
+        "        scheduler.step()\n",
+        "        for _ in range(len(train_loader)):\n            scheduler.step()\n")],
+      diagnoses=["scheduler-stepped-per-batch"]),
+]
+# Held-out wrong fixes judged against run()'s and evaluate's contract.
+MUTANTS += [
+    M("validates_on_the_training_loader", "", "validates_on_the_validation_split", replace=[(
+        "    history = train(model, train_loader, val_loader, optimizer, scheduler,\n",
+        "    history = train(model, train_loader, train_loader, optimizer, scheduler,\n")]),
+    M("step_size_changed_in_run", "", "scheduler_per_epoch", replace=[(
+        "StepLR(optimizer, step_size=STEP_SIZE, gamma=0.5)",
+        "StepLR(optimizer, step_size=1, gamma=0.5)")]),
+    M("evaluate_mean_of_batch_means", "", "evaluate_averages_over_samples", replace=[(
+        "            total += loss_fn(logits, yb).item() * len(yb)\n"
+        "            correct += (logits.argmax(dim=1) == yb).sum().item()\n"
+        "            count += len(yb)\n",
+        "            total += loss_fn(logits, yb).item()\n"
+        "            correct += (logits.argmax(dim=1) == yb).float().mean().item()\n"
+        "            count += 1\n")]),
+]
+# train() may rely on the script's own model (its attributes): the contract states no model
+# structure, so the train checks run it on the script's model.
+MUTANTS += [
+    M("correct_train_zeroes_own_layers", "", replace=[(
+        "            optimizer.zero_grad()\n",
+        "            model.blocks.zero_grad()\n            model.head.zero_grad()\n")]),
+]

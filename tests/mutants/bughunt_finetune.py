@@ -100,3 +100,28 @@ VISIBLE_FAILS = {
     "catalogue_lr-too-high": NOT_FINITE,
     "second_head_group_learning_rate": NOT_FINITE,
 }
+# Held-out wrong fixes, each judged against the fixed script's contract.
+MUTANTS += [
+    # The score loss no longer trains the shared encoder.
+    M("score_head_fed_detached_features", "", "trainable_layers_get_gradients", replace=[(
+        "        return self.head(h), self.score_head(h).squeeze(1)\n",
+        "        return self.head(h), self.score_head(h.detach()).squeeze(1)\n")],
+      diagnoses=["detach-on-path"]),
+    # make_optimizer: one learning rate for all, or the factor on the wrong group.
+    M("one_learning_rate_for_all", "", "learning_rate_trains", replace=[(
+        "    return torch.optim.SGD([{\"params\": encoder, \"lr\": LR * ENCODER_LR_FACTOR},\n"
+        "                            {\"params\": heads}], lr=LR, momentum=0.9)\n",
+        "    return torch.optim.SGD(encoder + heads, lr=LR, momentum=0.9)\n")]),
+    M("learning_rate_factor_on_the_heads", "", "learning_rate_trains", replace=[(
+        "    return torch.optim.SGD([{\"params\": encoder, \"lr\": LR * ENCODER_LR_FACTOR},\n"
+        "                            {\"params\": heads}], lr=LR, momentum=0.9)\n",
+        "    return torch.optim.SGD([{\"params\": encoder},\n"
+        "                            {\"params\": heads, \"lr\": LR * ENCODER_LR_FACTOR}], lr=LR,\n"
+        "                           momentum=0.9)\n")]),
+    # adapt leaves the first layer trainable; only the optimizer leaves it out.
+    M("frozen_only_by_the_optimizer", "", "frozen_layers_stay_frozen", replace=[
+        ("    for p in model.encoder[0].parameters():\n        p.requires_grad_(False)\n", ""),
+        ("    encoder = [p for p in model.encoder.parameters() if p.requires_grad]\n",
+         "    encoder = [p for p in model.encoder[2].parameters()]\n")],
+      diagnoses=["backbone-not-frozen"]),
+]

@@ -108,3 +108,24 @@ VISIBLE_FAILS = {
     "second_labels_as_float_tensor": RUN_RAISES,
     "second_drop_last_false": RUN_RAISES,
 }
+# Held-out idioms of the seeded faults, each diagnosed from the evidence recorded.
+MUTANTS += [
+    M("std_from_the_validation_split", "", "features_standardized", replace=[(
+        "    mean, std = fit_normalizer(X_train)\n",
+        "    mean, std = fit_normalizer(X_train)[0], fit_normalizer(X_val)[1]\n")],
+      diagnoses=["normaliser-fit-on-validation"]),
+    M("fresh_random_output_weight", "", "parameters_registered", replace=[
+        ("        self.out = nn.Linear(hidden, n_classes)\n",
+         "        self.hidden, self.n_classes = hidden, n_classes\n"),
+        ("        return self.out(self.body(x))\n",
+         "        w = torch.randn(self.n_classes, self.hidden) / self.hidden ** 0.5\n"
+         "        return nn.functional.linear(self.body(x), w)\n")],
+      diagnoses=["layer-created-in-forward"]),
+]
+# train() may rely on the script's own model (its attributes): the contract states no model
+# structure, so the train checks run it on the script's model.
+MUTANTS += [
+    M("correct_train_zeroes_own_layers", "", replace=[(
+        "            optimizer.zero_grad()\n",
+        "            model.body.zero_grad()\n            model.out.zero_grad()\n")]),
+]

@@ -160,4 +160,40 @@ VISIBLE_FAILS = {
     "second_centred_not_scaled": NOT_FINITE,
     "second_sub_underscore": RUN_RAISES,
     "second_lr_multiplied_in_run": NOT_FINITE,
+    "reset_in_update_on_a_used_generator": NOT_FINITE,
+    "inline_update_never_zeroed": NOT_FINITE,
 }
+
+# Issue 18 (held-out): train() may rely on the script's own model (its attributes): the
+# contract states no model structure, so the train checks run it on the script's model.
+MUTANTS += [
+    M("correct_train_names_own_parameters", "", replace=[(
+        "            sgd_step(model.parameters(), lr)\n",
+        "            sgd_step([model.w1, model.b1, *model.out.parameters()], lr)\n")]),
+]
+# Held-out idioms of the seeded faults, each diagnosed from the evidence already recorded.
+MUTANTS += [
+    M("weight_in_a_buffer", "", "parameters_registered", replace=[(
+        "        self.w1 = nn.Parameter(torch.randn(n_features, hidden) * (2 / n_features) ** 0.5)\n",
+        "        self.register_buffer(\"w1\", (torch.randn(n_features, hidden)\n"
+        "                                     * (2 / n_features) ** 0.5).requires_grad_())\n")],
+      diagnoses=["tensor-not-parameter"]),
+    M("weight_in_a_dict", "", "parameters_registered", replace=[
+        ("        self.w1 = nn.Parameter(torch.randn(n_features, hidden) * (2 / n_features) ** 0.5)\n",
+         "        self.params = {\"w1\": (torch.randn(n_features, hidden)\n"
+         "                               * (2 / n_features) ** 0.5).requires_grad_()}\n"),
+        ("        h = torch.relu(x @ self.w1 + self.b1)\n",
+         "        h = torch.relu(x @ self.params[\"w1\"] + self.b1)\n")],
+      diagnoses=["tensor-not-parameter"]),
+    M("grads_reset_for_biases_only", "", "steps_use_fresh_gradients", replace=[(
+        "            model.zero_grad()\n",
+        "            for p in model.parameters():\n                if p.ndim == 1:\n"
+        "                    p.grad = None\n")], diagnoses=["grad-not-zeroed"]),
+]
+MUTANTS += [
+    M("evaluate_mean_of_batch_means", "", "evaluate_averages_over_samples", replace=[(
+        "            total += loss_fn(model(xb), yb).item() * len(yb)\n"
+        "            count += len(yb)\n",
+        "            total += loss_fn(model(xb), yb).item()\n            count += 1\n")]),
+]
+VISIBLE_FAILS["grads_reset_for_biases_only"] = NOT_FINITE
