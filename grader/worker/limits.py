@@ -21,9 +21,12 @@ class WorkerLimits(BaseModel):
     call_timeout: float = Field(5.0, gt=0, description="seconds per call unless a check says otherwise")
     load_timeout: float = Field(10.0, gt=0, description="seconds to import the student's module")
     address_space: int = Field(4 * GiB, ge=GiB, description="RLIMIT_AS in bytes (torch maps ~0.7 GB)")
-    memory: int = Field(4 * GiB, ge=256 * MiB, description="everything the worker's processes "
-                        "hold (memory, shared memory, memfds, files in its tmpfs), counted by a "
-                        "cgroup where the machine has one")
+    # 1.5 GiB: every reference solution and style grades with full marks at 512 MiB (the
+    # worker's own pages: torch's, inherited from the zygote, are charged there); two hostile
+    # workers at the limit next to the grader still fit a small machine.
+    memory: int = Field(3 * GiB // 2, ge=256 * MiB, description="everything the worker's "
+                        "processes hold (memory, shared memory, memfds, files in its tmpfs), "
+                        "counted by a cgroup where the machine has one")
     cpu_seconds: int = Field(600, ge=1, description="RLIMIT_CPU over the worker's life")
     processes: int = Field(64, ge=1, description="processes/threads the worker may add (RLIMIT_NPROC)")
     file_size: int = Field(64 * MiB, ge=0, description="largest file the worker may write")
