@@ -359,6 +359,13 @@ def train_audit(module, *, model: str, sizes: list[int], state: dict, train_batc
     run = functools.partial(_audited_train, module, train_batches=train_batches,
                             val_batches=val_batches, arguments=arguments, optimizer=optimizer,
                             scheduler=scheduler, update=update, loss=loss)
+    return _on_harness_or_own_model(run, module, model, sizes, state, own_model)
+
+
+def _on_harness_or_own_model(run, module, model, sizes, state, own_model) -> dict:
+    """`run(model)` on the grader's harness model; if the script's functions do not fit it
+    (they reach attributes of the script's own model), on the script's own model class built
+    by its own constructor. The harness model's error is the one reported when neither runs."""
     try:
         return {**run(build_model(model, sizes, state)), "model": "harness"}
     except Exception as first:  # noqa: BLE001 - re-raised unless the script's model runs
@@ -1072,13 +1079,4 @@ def evaluate_audit(module, *, model: str, sizes: list[int], state: dict, batches
             value = repr(value)[:200]
         return {"value": value, "forwards": forwards[:64]}
 
-    try:
-        return {**run(build_model(model, sizes, state)), "model": "harness"}
-    except Exception as first:  # noqa: BLE001 - re-raised unless the script's model runs
-        own = _own_model(module, own_model, sizes)
-        if own is None:
-            raise
-        try:
-            return {**run(own), "model": "script"}
-        except Exception:  # noqa: BLE001 - the harness model's error is the one to report
-            raise first from None
+    return _on_harness_or_own_model(run, module, model, sizes, state, own_model)
