@@ -87,7 +87,17 @@ def find_students(submissions: Path) -> list[tuple[str, Path]]:
         raise UsageError(f"{submissions} is not a folder (use `torchgrade check` for one file)")
     students: dict[str, Path] = {}
     for entry in sorted(submissions.iterdir()):
-        if entry.name.startswith(".") or entry.name in ("__MACOSX", "__pycache__"):
+        if entry.name in ("__MACOSX", "__pycache__", OUT_MARKER):
+            continue
+        if entry.name.startswith("."):
+            log.warning("torchgrade: warning: %s is not graded (a hidden name: rename it if it "
+                        "is a student's)", safe_id(entry.name))
+            continue
+        if entry.is_symlink():
+            # A link would put a folder from outside the class (the solutions, another course)
+            # among the students, and make the class's hard-link ownership unsound.
+            log.warning("torchgrade: warning: %s is not graded: it is a symbolic link (copy "
+                        "the student's folder into %s)", safe_id(entry.name), submissions.name)
             continue
         if entry.is_dir() or entry.suffix == ".zip":
             sid = student_id_for(entry)
@@ -107,6 +117,8 @@ def check_folders(submissions: Path, out: Path) -> None:
     resolved), and a SUBMISSIONS that is itself a torchgrade output folder: grading result
     folders as students would overwrite every real grade."""
     subs, dest = Path(submissions).resolve(), Path(out).resolve()
+    if dest.exists() and not dest.is_dir():
+        raise UsageError(f"OUT {out} is a file, not a folder: give a folder for the results")
     if dest == subs:
         raise UsageError(f"OUT {out} is the submissions folder: give another folder for the "
                          "results (e.g. --out results)")

@@ -527,3 +527,28 @@ def test_a_process_that_dies_before_its_sandbox_starts_is_the_machines_problem(t
 
 def dies_at_start(conn, settings):
     os._exit(3)
+
+
+def test_a_symbolic_link_among_the_students_is_not_graded(tmp_path, caplog):
+    """A link would bring a folder from outside the class (the solutions) in as a student, and
+    with it a second name for a hard-linked solution inside the class."""
+    from grader.commands import find_students
+
+    subs = tmp_path / "subs"
+    honest(subs / "ann")
+    honest(tmp_path / "outside")
+    (subs / "linked").symlink_to(tmp_path / "outside")
+    (subs / ".hidden").mkdir()
+    with caplog.at_level("WARNING", logger="torchgrade"):
+        assert [sid for sid, _ in find_students(subs)] == ["ann"]
+    assert "symbolic link" in caplog.text and "hidden name" in caplog.text
+
+
+def test_out_that_is_a_file_is_refused(tmp_path):
+    subs = tmp_path / "subs"
+    honest(subs / "ann")
+    (tmp_path / "out").write_text("not a folder")
+    run = torchgrade("grade", subs, "--out", tmp_path / "out", "--exercises", EXERCISE,
+                     timeout=120)
+    assert run.returncode == 2 and "is a file" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
