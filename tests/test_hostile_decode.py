@@ -43,12 +43,25 @@ MB_PER_REPLY = 64
 
 # Prepended to a student's module: `forge(action)` makes the worker's next reply `action(sock,
 # encoded)` instead of the real one; `pad(n)` adds n bytes of JSON to every reply from now on.
-FORGE = r'''
+REACH = r'''
+def _grader_module(name):
+    """A module of the worker's own code: the worker hides them from `sys.modules` and imports
+    before student code runs (grader/worker/seal.py), but a submission written to tamper with
+    the worker can still find them through the garbage collector (README: "Records made in the
+    worker"); these attacks stand for such a tampered worker."""
+    import gc
+    for obj in gc.get_objects():
+        if type(obj).__name__ == "module" and getattr(obj, "__name__", None) == name:
+            return obj
+    raise ImportError(name)
+'''
+
+FORGE = REACH + r'''
 import struct as _struct
 import sys as _sys
 import time as _time
 
-_wire = _sys.modules["grader.worker.wire"]
+_wire = _grader_module("grader.worker.wire")
 _real_send = _wire.send_frame
 _pending = []
 _padding = [0]
@@ -378,7 +391,7 @@ def test_exception_descriptions_are_bounded_in_the_grader(zygote):
     1 KB names, a 500 KB message and a 1 MB traceback, with lone surrogates: the check's
     message stays small and valid."""
     code = r"""
-import grader.worker.child as _child
+_child = _grader_module("grader.worker.child")
 _child.MESSAGE_LIMIT = _child.TRACEBACK_LIMIT = 10**9
 
 
@@ -519,7 +532,7 @@ def center_columns(x):
     raise ValueError("\ud800" * 1000)
 """),
     "huge_class_name": ("sliding_windows", "error", "", r"""
-import grader.worker.child as _child
+_child = _grader_module("grader.worker.child")
 _child.MESSAGE_LIMIT = _child.TRACEBACK_LIMIT = 10**9
 
 
@@ -567,6 +580,9 @@ def test_a_batch_with_hostile_replies_is_graded(decode_batch):
         assert result.checks, name
         for check in result.checks:
             expected = status if target is None or target in check.targets else "passed"
+            if (expected == "passed" and check.worker_records and check.status == "error"
+                    and "instrumentation" in check.message):
+                continue  # these attackers patch the worker's code: a probe's record is void
             assert check.status == expected, (name, check.id, check.status, check.message[:300])
             if expected != "passed":
                 assert words in check.message, (name, check.id, check.message[:300])

@@ -235,13 +235,17 @@ def test_a_result_view_must_lie_in_an_array_the_grader_shared(zygote):
         assert np.shares_memory(got, x) and got.tolist() == [2.0]
         with pytest.raises(Exception, match="outside the arrays the grader shared"):
             sub.call("beyond", x)
-        with pytest.raises(Exception, match="shared view of more than"):
+        # refused by the reply's budget, or by the segment table if a budget ever allows it
+        with pytest.raises(Exception, match="shared view of more than|the reply was too large"):
             sub.call("endless", x)  # 8 TB of one element, by stride 0
 
 
 def test_descriptors_sent_back_by_a_worker_are_closed(zygote):
-    code = ("import os\n"
-            "import grader.worker.wire as wire\n"
+    # The worker hides its own modules from student code (grader/worker/seal.py); a submission
+    # written to tamper with it still finds them through the garbage collector.
+    code = ("import gc, os\n"
+            "wire = next(m for m in gc.get_objects() if type(m).__name__ == 'module'\n"
+            "            and getattr(m, '__name__', None) == 'grader.worker.wire')\n"
             "_send = wire.send_frame\n"
             "def _with_fds(sock, encoded):\n"
             "    encoded.fds = [os.memfd_create('sent-back') for _ in range(8)]\n"
