@@ -49,6 +49,6 @@ def test_installed_package_grades_and_renders_a_report(installed, tmp_path):
                            str(SOLUTIONS / "strides_broadcasting.py"), "--out", str(tmp_path / "o")],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    html = (tmp_path / "o" / "solutions" / "report.html").read_text()
-    assert 'Feedback for <span class="student">solutions</span>' in html
+    html = (tmp_path / "o" / "strides_broadcasting" / "report.html").read_text()  # one per exercise
+    assert 'Feedback for <span class="student">strides_broadcasting</span>' in html
     assert "Every check passed" in html
