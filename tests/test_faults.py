@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from conftest import EXERCISES, REPO, SOLUTIONS
+from conftest import EXERCISES, SOLUTIONS
 from grader import bughunt
 from grader.diagnose import RULES
 from grader.faults import bughunts, catalogue

@@ -22,7 +22,7 @@ from grader.bughunt import is_bughunt
 from grader.edition import StudentRelease
 from grader.exports import read_json
 from grader.leaks import Secret, joined, scan, secrets, statements, words
-from grader.notebooks import exercises_root, fill_solutions, stub_path
+from grader.notebooks import exercises_root, stub_path
 from grader.release import STUDENT_FAULT_FIELDS, student_catalogue
 
 try:
