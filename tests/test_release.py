@@ -133,6 +133,17 @@ def test_leak_scan_of_the_release_and_its_wheel_finds_nothing(student_release, a
                                              f"{wheel.name}!grader/probes/training_loops.py"}
 
 
+def test_a_hidden_checks_name_that_a_visible_check_also_bears_is_no_secret(all_secrets, checks):
+    """Names visible checks bear ship by design; a hidden check's own id stays a secret."""
+    visible = {c.name for c in checks if c.info.visibility != "hidden"}
+    shared = [c for c in checks if c.info.visibility == "hidden" and c.name in visible]
+    assert shared, "some hidden check shares its name with a visible one"
+    names = {s.name for s in all_secrets if s.name}
+    for check in shared:
+        assert check.name not in names and check.name.removeprefix("test_") not in names
+        assert check.id in names
+
+
 def test_leak_scan_finds_answers_however_they_are_hidden(student_release, all_secrets,
                                                          tmp_path):
     """Plant answers in a copy of the release: each must be found."""
