@@ -42,9 +42,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the mutants
 
-from grader import bughunt  # noqa: E402
-from grader.notebooks import solution_path, stub_path  # noqa: E402
-from grader.registry import check_files, known_exercises  # noqa: E402
+from grader.course import bughunt  # noqa: E402
+from grader.release.notebooks import solution_path, stub_path  # noqa: E402
+from grader.course.registry import check_files, known_exercises  # noqa: E402
 from mutants import mutants_of  # noqa: E402
 
 

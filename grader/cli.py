@@ -1,4 +1,4 @@
-"""The `torchgrade` command line: parse, call a function in `grader.commands`, print.
+"""The `torchgrade` command line: parse, then dispatch to the command's module (`COMMANDS`).
 
 Exit codes: 0 success (for `check`: every check passed; for `grade`: every submission graded,
 whatever the scores), 1 `check` found failing checks, `grade` could not grade some submission, or
@@ -8,16 +8,13 @@ the grader could not start, 2 usage error (one line on stderr), 130 interrupted 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
 from pathlib import Path
 
 import grader
-from grader import commands, terminal
-from grader.models import SubmissionResult
-from grader.progress import Progress
-from grader.report import STATUS_LABEL
-from grader.worker.limits import WorkerLimits
+from grader.errors import GraderUnavailable, UsageError
 
 
 class Parser(argparse.ArgumentParser):
@@ -134,139 +131,37 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="default deadline of each call into student code (default 5)")
 
 
-def _limits(args: argparse.Namespace) -> WorkerLimits:
-    timeout = getattr(args, "timeout", None)
-    if timeout is not None and timeout <= 0:
-        raise commands.UsageError("--timeout must be positive")
-    return WorkerLimits(call_timeout=timeout) if timeout else WorkerLimits()
-
-
-def _print_checks(result: SubmissionResult) -> None:
-    for part in result.exercises:
-        print(f"\n{part.exercise}: {part.score:g} / {part.max_score:g}"
-              + (f"  ({part.path})" if part.path else ""))
-        for note in part.notes:
-            print(f"  note: {note}")
-        for c in (c for c in result.checks if c.exercise == part.exercise):
-            label = STATUS_LABEL[c.status].upper()
-            print(f"  [{label:^9}] {c.title}  ({c.points:g}/{c.max_points:g}, {c.visibility})")
-            if c.status != "passed":
-                for line in c.message.splitlines():
-                    print(f"              {line}")
-                _print_diagnoses(c)
-
-
-def _print_diagnoses(check) -> None:
-    """The check's diagnoses, as much as it reveals (as in the HTML report)."""
-    from grader.report import diagnosis_views
-
-    for d in diagnosis_views(check):
-        if not d.known:
-            continue
-        print(f"              {'likely cause: ' + d.title if d.cause else 'known symptom'}: "
-              f"{d.symptom}")
-        if d.fix:
-            print(f"              fix: {d.fix}")
+# Each command's module (imported only when it runs: `check` never imports what `grade` needs)
+# and the function in it that runs it with the parsed arguments and prints.
+COMMANDS: dict[str, str] = {
+    "grade": "grader.commands.grade:main",
+    "check": "grader.commands.check:main",
+    "demo": "grader.commands.demo:main",
+    "variants": "grader.commands.variants:main",
+    "release": "grader.commands.release:main",
+    "notebooks": "grader.commands.notebooks:main",
+    "solution": "grader.commands.solution:main",
+    "gradescope-bundle": "grader.commands.gradescope:main_bundle",
+    "gradescope-run": "grader.commands.gradescope:main_run",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     args = build_parser().parse_args(argv)
-    progress = Progress()
+    module, function = COMMANDS[args.command].split(":")
     try:
-        if args.command == "grade":
-            print(f"Grading {args.submissions} ...", flush=True)
-            summary = commands.grade(args.submissions, out=args.out, exercises=args.exercises,
-                                     assignment=args.assignment, jobs=args.jobs,
-                                     force=args.force, limits=_limits(args),
-                                     on_start=progress.start, on_result=progress.result,
-                                     variants=args.variants)
-            progress.close()
-            print(_summary_line(summary))
-            return 1 if summary.failures else 0
-        if args.command == "check":
-            work = commands.check_work(args.path, out=args.out, exercises=args.exercises,
-                                       hidden=args.hidden, only=args.only, limits=_limits(args))
-            print(terminal.summary(work.result, pending=work.pending,
-                                   report=[str(r) for r in work.reports],
-                                   color=terminal.use_color(args.color)))
-            return 0 if work.result.all_passed else 1
-        if args.command == "demo":
-            print(f"Grading the sample class in {args.out} ...", flush=True)
-            summary = commands.demo(out=args.out, jobs=args.jobs, on_start=progress.start,
-                                    on_result=progress.result)
-            progress.close()
-            print(f"Done. Open the class index: {summary.index}")
-            return 1 if summary.failures else 0
-        if args.command == "variants":
-            manifest = commands.variants(roster=args.roster, seed=args.seed, out=args.out)
-            print(f"Bug-hunt copies for each student in {args.out}; keep the key (do not hand it "
-                  f"out): {manifest}")
-            return 0
-        if args.command == "release":
-            built = commands.release(out=args.out, exercises=args.exercises, force=args.force)
-            print(release_summary(built))
-            return 0
-        if args.command == "notebooks":
-            paths = commands.notebooks(out=args.out, exercises=args.exercises,
-                                       solutions=args.solutions)
-            print("\n".join(str(p) for p in paths))
-            return 0
-        if args.command == "solution":
-            print(commands.solution(args.exercise, attempts=args.attempts,
-                                    i_have_tried=args.i_have_tried), end="")
-            return 0
-        if args.command == "gradescope-bundle":
-            path = commands.gradescope_bundle(out=args.out, assignment=args.assignment,
-                                              exercises=args.exercises)
-            print(f"Gradescope autograder: {path}")
-            return 0
-        if args.command == "gradescope-run":
-            result, path = commands.gradescope_run(root=args.root, assignment=args.assignment)
-            _print_checks(result)
-            print(f"\nScore: {result.score:g} / {result.max_score:g}. Gradescope results: {path}")
-            return 0
-    except commands.UsageError as exc:
-        progress.close()
+        return getattr(importlib.import_module(module), function)(args)
+    except UsageError as exc:
         print(f"torchgrade: error: {exc}", file=sys.stderr)
         return 2
-    except commands.GraderUnavailable as exc:
-        progress.close()
+    except GraderUnavailable as exc:
         print(f"torchgrade: the sandbox could not start: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        progress.close()
         print("torchgrade: interrupted; what was graded is kept, run the same command again to "
               "finish", file=sys.stderr)
         return 130
-    return 2
-
-
-def release_summary(built) -> str:
-    recorded = ", ".join(f"{n} ({k} calls)" for n, k in built.recorded.items()) or "none needed"
-    lines = [f"Student release of {', '.join(built.exercises)} in {built.out}: "
-             f"{len(built.files)} files.",
-             f"  notebooks: {built.out / 'notebooks'}; stubs: {built.out / 'exercises'}",
-             f"  reference values recorded for the visible checks: {recorded}",
-             f"  hidden checks listed by title only: {built.hidden}",
-             f"  leak scan: {built.secrets} secrets (solution code, reference code, hidden "
-             "checks) looked for in every file: none found"]
-    lines += [f"  shipped on purpose: {a}" for a in built.allowed]
-    lines.append(f"Students: pip install -c {built.out / 'constraints.txt'} {built.out}  "
-                 f"(see {built.out / 'README.md'})")
-    return "\n".join(lines)
-
-
-def _summary_line(summary: commands.GradeSummary) -> str:
-    n = len(summary.results)
-    done = f"{summary.graded} graded now, {summary.up_to_date} up to date" if summary.up_to_date \
-        else f"{summary.graded} graded"
-    rate = (f", {summary.seconds / summary.graded:.2f} s each" if summary.graded else "")
-    failures = (f", {summary.failures} NOT GRADED (grader failures; run again)"
-                if summary.failures else "")
-    return (f"Graded {n} submission{'' if n == 1 else 's'} ({done}) in {summary.seconds:.1f} s"
-            f"{rate}: {summary.full_marks} with full marks{failures}. "
-            f"Class index: {summary.index}")
 
 
 if __name__ == "__main__":

@@ -187,7 +187,7 @@ class CheckResult(BaseModel):
         {}, description="plain facts the check measured (numbers, short lists): what diagnoses "
         "and report plots are made of")
     diagnoses: Annotated[list[Name], _items(100, say=False)] = Field(
-        [], description="ids of catalogued faults (grader/faults.toml) the evidence points to")
+        [], description="ids of catalogued faults (grader/course/faults.toml) the evidence points to")
     reveal: Reveal = Field("fix", description="how much of a diagnosis the student is shown")
     worker_records: Annotated[list[Name], _items(100, say=False)] = Field(
         [], description="probes (grader/probes) whose records this verdict rests on: made "
@@ -259,6 +259,32 @@ class SubmissionResult(BaseModel):
     @property
     def all_passed(self) -> bool:
         return bool(self.checks) and all(c.status == "passed" for c in self.checks)
+
+
+def is_grader_failure(result: SubmissionResult) -> bool:
+    """A result with no checks at all: the grader could not grade that submission (a graded
+    submission always has every check of its exercises, even for a file not submitted)."""
+    return not result.checks
+
+
+class ModuleRun(BaseModel):
+    """What loading one student module in a worker showed (running -> scoring)."""
+
+    notes: list[str] = Field([], description="notebook cells that raised, for the report")
+    import_output: str = Field("", description="what the module printed while imported")
+    unavailable: str | None = Field(None, description="why the module cannot run at all")
+
+
+class CheckRun(BaseModel):
+    """What running the checks of one submission gave, before it is scored: the contract
+    between the running stage and the scoring stage (`grader.scoring.results.result_of`)."""
+
+    submission: Submission
+    exercises: list[str]
+    checks: list[CheckResult]
+    modules: dict[str, ModuleRun] = {}
+    isolation: Literal["full", "reduced", "none"] = "none"
+    grading_s: float = Field(0.0, ge=0, description="wall time of the run, seconds")
 
 
 # --------------------------------------------------------------------------- the whole budget

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from grader.models import SubmissionResult
-from grader.runner import run_checks
-from grader.submission import load_submission
+from grader.running.runner import run_checks
+from grader.intake.submission import load_submission
 from grader.worker.client import Zygote
 
 REPO = Path(__file__).resolve().parents[1]
@@ -85,3 +85,12 @@ def installed_release(student_release, tmp_path_factory) -> dict[str, str]:
                     str(site), str(copy)], check=True, capture_output=True, timeout=600)
     return {**os.environ, "PYTHONPATH": str(site), "PATH": f"{site / 'bin'}{os.pathsep}"
             f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def run_and_score(submission, **kwargs):
+    """The result `torchgrade check` would give: the checks run (`grader.running.runner`),
+    then scored (`grader.scoring.results`)."""
+    from grader.running.runner import run_checks
+    from grader.scoring.results import result_of
+
+    return result_of(run_checks(submission, **kwargs))

@@ -24,9 +24,9 @@ import pytest
 
 from chromium import Chromium, find_chromium, png_pixels
 from conftest import REPO, SOLUTIONS
-from grader.commands import grade
+from grader.commands.grade import grade
 from grader.models import CheckResult, ExerciseResult, SubmissionResult
-from grader.report import render_report
+from grader.outputs.report import render_report
 from grader.worker.limits import WorkerLimits
 
 pytest.importorskip("websocket", reason="the browser tests need websocket-client "
@@ -286,7 +286,7 @@ def test_print_shows_every_section(graded, browser):
 def test_diagnoses_render_from_the_catalogue(tmp_path, browser):
     """A result carrying diagnoses (what grader/diagnose.py fills in): each is looked up in the
     fault catalogue and shown with its symptom, cause and fix; an unknown id stays plain."""
-    from grader.faults import catalogue
+    from grader.course.faults import catalogue
 
     fault = next(iter(catalogue().values()))
     check = CheckResult(

@@ -18,15 +18,16 @@ from pathlib import Path
 import pytest
 
 from conftest import EXERCISES, REPO, SOLUTIONS
-from grader.assignment import (Assignment, AssignmentError, apply_assignment, late_penalty,
+from grader.intake.assignment import (Assignment, AssignmentError, apply_assignment, late_penalty,
                                load_assignment, parse_timestamp)
-from grader.batch import grade_batch
-from grader.exports import read_json
+from grader.running.batch import grade_batch
+from grader.scoring.results import result_of
+from grader.outputs.writing import read_json
 from grader.models import CheckResult, ExerciseResult, SubmissionResult
-from grader.progress import Progress
-from grader.report import render_index
-from grader.runner import run_checks
-from grader.submission import load_submission
+from grader.outputs.progress import Progress
+from grader.outputs.report import render_index
+from conftest import run_and_score
+from grader.intake.submission import load_submission
 from mutants import mutants_of
 
 EXERCISE = "strides_broadcasting"
@@ -77,11 +78,11 @@ def test_one_session_grades_like_fresh_sessions(tmp_path, zygote):
     write_class(tmp_path, sources)
     subs = [load_submission(tmp_path / s, exercises=[EXERCISE], student=s) for s in sources]
     batch: dict[str, SubmissionResult] = {}
-    graded = grade_batch(iter(subs), lambda sub, r: batch.__setitem__(sub.student, r),
+    graded = grade_batch(iter(subs), lambda sub, run: batch.__setitem__(sub.student, result_of(run)),
                          exercises=[EXERCISE], limits=None, zygote=zygote)
     assert graded == len(sources)
     for sub in subs:
-        fresh = run_checks(sub, exercises=[EXERCISE], zygote=zygote)
+        fresh = run_and_score(sub, exercises=[EXERCISE], zygote=zygote)
         assert comparable(batch[sub.student]) == comparable(fresh), sub.student
         assert batch[sub.student].grading_s > 0
     assert batch["solution"].score == batch["solution"].max_score > 0
@@ -91,8 +92,8 @@ def test_one_session_grades_like_fresh_sessions(tmp_path, zygote):
 
 def test_one_session_grades_every_exercise_like_fresh_sessions(tmp_path, zygote):
     """Every exercise's checks (fixtures, probes, evidence) reused across submissions."""
-    from grader.bughunt import is_bughunt, student_path
-    from grader.registry import known_exercises
+    from grader.course.bughunt import is_bughunt, student_path
+    from grader.course.registry import known_exercises
 
     exercises = known_exercises()
     # a bug hunt's reference and stub: its fixed and its faulty script
@@ -111,10 +112,10 @@ def test_one_session_grades_every_exercise_like_fresh_sessions(tmp_path, zygote)
             (tmp_path / student / f"{exercise}.py").write_text(source)
     subs = [load_submission(tmp_path / s, exercises=exercises, student=s) for s in students]
     batch: dict[str, SubmissionResult] = {}
-    grade_batch(iter(subs), lambda sub, r: batch.__setitem__(sub.student, r),
+    grade_batch(iter(subs), lambda sub, run: batch.__setitem__(sub.student, result_of(run)),
                 exercises=exercises, limits=None, zygote=zygote)
     for sub in subs:
-        fresh = run_checks(sub, exercises=exercises, zygote=zygote)
+        fresh = run_and_score(sub, exercises=exercises, zygote=zygote)
         assert comparable(batch[sub.student]) == comparable(fresh), sub.student
     assert batch["all_correct"].score == batch["all_correct"].max_score > 0
 
@@ -409,21 +410,22 @@ class DyingConnection:
         self.conn.send(message)
 
 
-def serve_dying_always(conn, settings):
-    from grader.pool import serve
-    serve(DyingConnection(conn, "bob", None), settings)
+def serve_dying_always(conn, settings, steps):
+    from grader.running.pool import serve
+    serve(DyingConnection(conn, "bob", None), settings, steps)
 
 
-def serve_dying_once(conn, settings):
-    from grader.pool import serve
-    serve(DyingConnection(conn, "bob", settings.out.parent / "died-once"), settings)
+def serve_dying_once(conn, settings, steps):
+    from grader.running.pool import serve
+    serve(DyingConnection(conn, "bob", settings.out.parent / "died-once"), settings, steps)
 
 
 @pytest.mark.parametrize("serve_fn, bob_graded", [(serve_dying_always, False),
                                                   (serve_dying_once, True)])
 def test_a_dying_grading_process_costs_one_retry_not_the_batch(tmp_path, serve_fn, bob_graded):
-    from grader.assignment import from_exercises
-    from grader.pool import GradeTask, PoolSettings, grade_in_pool
+    from grader.intake.assignment import from_exercises
+    from grader.commands.grade import STEPS
+    from grader.running.pool import GradeTask, PoolSettings, grade_in_pool
 
     subs = write_class(tmp_path / "subs", {"ann": SOLUTION, "bob": SOLUTION, "cat": STUB})
     tasks = [GradeTask(submission=load_submission(subs / s, exercises=[EXERCISE], student=s),
@@ -431,8 +433,8 @@ def test_a_dying_grading_process_costs_one_retry_not_the_batch(tmp_path, serve_f
     settings = PoolSettings(out=tmp_path / "out", exercises=[EXERCISE],
                             assignment=from_exercises([EXERCISE]))
     seen = []
-    results = grade_in_pool(tasks, settings=settings, jobs=2, on_result=seen.append,
-                            serve=serve_fn)
+    results = grade_in_pool(tasks, settings=settings, steps=STEPS, jobs=2,
+                            on_result=seen.append, serve=serve_fn)
     by_student = {r.student: r for r in results}
     assert set(by_student) == {"ann", "bob", "cat"} and len(seen) == 3
     assert by_student["ann"].score == by_student["ann"].max_score > 0

@@ -10,11 +10,11 @@ import ast
 import pytest
 
 from conftest import EXERCISES, REPO, SOLUTIONS, not_passed
-from grader.bughunt import applicable, hunt, is_bughunt, render, scored_checks, student_path
-from grader.registry import check_files, exercise_of, known_exercises, visibility_of_file
-from grader.runner import run_checks
-from grader.selection import CheckSelection
-from grader.submission import load_submission
+from grader.course.bughunt import applicable, hunt, is_bughunt, render, scored_checks, student_path
+from grader.course.registry import check_files, exercise_of, known_exercises, visibility_of_file
+from conftest import run_and_score
+from grader.checking.selection import CheckSelection
+from grader.intake.submission import load_submission
 from mutants import mutants_of
 
 STYLES = REPO / "tests" / "styles"
@@ -151,7 +151,7 @@ def test_bughunt_visible_checks_reveal_no_fault(zygote, tmp_path, exercise, faul
     (root / "bughunt").mkdir(parents=True)
     (root / student_path(exercise)).write_text(render(exercise, [fault]), encoding="utf-8")
     submission = load_submission(root, exercises=[exercise])
-    result = run_checks(submission, exercises=[exercise], zygote=zygote,
+    result = run_and_score(submission, exercises=[exercise], zygote=zygote,
                         select=CheckSelection(hidden=False))
     assert result.checks and all(c.visibility == "visible" for c in result.checks)
     failed = {c.id: c for c in result.checks if c.status != "passed"}

@@ -9,7 +9,7 @@ import zipfile
 import pytest
 
 from conftest import EXERCISES, REPO, SOLUTIONS
-from grader.exports import read_json
+from grader.outputs.writing import read_json
 from grader.models import SubmissionResult
 
 EXERCISE = "strides_broadcasting"

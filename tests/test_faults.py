@@ -1,4 +1,4 @@
-"""The fault catalogue (grader/faults.toml), the diagnoses and the bug hunts' scoring.
+"""The fault catalogue (grader/course/faults.toml), the diagnoses and the bug hunts' scoring.
 
 Static: the catalogue holds every pitfall of CURRICULUM.md section 5, names checks that exist,
 has one diagnosis rule per fault; the exercise files are the fixed scripts with their seeded
@@ -18,13 +18,13 @@ import re
 import pytest
 
 from conftest import EXERCISES, SOLUTIONS
-from grader import bughunt
-from grader.diagnose import RULES
-from grader.faults import bughunts, catalogue
+from grader.course import bughunt
+from grader.scoring.diagnose import RULES
+from grader.course.faults import bughunts, catalogue
 from grader.models import CheckResult
-from grader.registry import check_files, exercise_of, known_exercises, visibility_of_file
-from grader.runner import run_checks
-from grader.submission import load_submission
+from grader.course.registry import check_files, exercise_of, known_exercises, visibility_of_file
+from conftest import run_and_score
+from grader.intake.submission import load_submission
 from mutants import mutants_of
 
 FAULTS = catalogue()
@@ -104,7 +104,7 @@ def test_every_fault_has_a_detection_to_prove():
 def test_exercise_file_is_the_fixed_script_with_its_seeded_faults(exercise):
     path = bughunt.student_path(exercise)
     text = (EXERCISES / path).read_text()
-    assert text == bughunt.render(exercise), "run `python -m grader.bughunt` to regenerate"
+    assert text == bughunt.render(exercise), "run `python -m grader.course.bughunt` to regenerate"
     assert (SOLUTIONS / path).read_text() == bughunt.fixed_source(exercise)
     n = len(bughunts()[exercise].seeded)
     assert 3 <= n <= 5 and f"This copy holds {n} faults" in text
@@ -142,7 +142,7 @@ def grade_copy(tmp_path, zygote):
         path.write_text(source, encoding="utf-8")
         submission = load_submission(root, exercises=[exercise], student="student")
         submission.modules[exercise].faults = faults
-        return run_checks(submission, exercises=[exercise], zygote=zygote)
+        return run_and_score(submission, exercises=[exercise], zygote=zygote)
 
     return grade
 
@@ -223,7 +223,7 @@ def test_report_shows_a_diagnosis_as_far_as_the_check_reveals(reveal):
     """Bug-hunt checks reveal only the symptom: the report then does not name the fault
     (its title says the cause), nor its cause or fix."""
     from grader.models import ExerciseResult, SubmissionResult
-    from grader.report import render_report
+    from grader.outputs.report import render_report
 
     fault = FAULTS["grad-not-zeroed"]
     check = CheckResult(id="bughunt_regression.steps_use_fresh_gradients",

@@ -17,13 +17,13 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from conftest import EXERCISES, SOLUTIONS
-from grader.gradescope import VISIBILITY, to_gradescope
+from grader.outputs.gradescope import VISIBILITY, to_gradescope
 from grader.models import CheckResult, ExerciseResult, SubmissionResult
 
 EXERCISE = "strides_broadcasting"
 
 
-# Gradescope's "Autograder Specifications", written down independently of grader.gradescope:
+# Gradescope's "Autograder Specifications", written down independently of grader.outputs.gradescope:
 # only the fields the specification lists, with its value sets.
 class SpecTest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import SOLUTIONS
-from grader.exports import read_json
+from grader.outputs.writing import read_json
 from hostile import EXERCISE, THREATS
 
 REPORT_LIMIT = 3 << 20

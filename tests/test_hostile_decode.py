@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from conftest import SOLUTIONS
 
-from grader.exports import read_json
+from grader.outputs.writing import read_json
 from grader.models import (
     CheckResult,
     ExerciseResult,
@@ -31,7 +31,7 @@ from grader.models import (
     SourceChunk,
     SubmissionResult,
 )
-from grader.student import StudentError, StudentModule, StudentRaised
+from grader.checking.student import StudentError, StudentModule, StudentRaised
 from grader.worker.limits import WorkerLimits
 
 FAST = WorkerLimits(call_timeout=3.0, load_timeout=10.0)

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, SOLUTIONS
-from grader.exports import read_json
+from grader.outputs.writing import read_json
 
 EXERCISE = "strides_broadcasting"
 SOLUTION = (SOLUTIONS / f"{EXERCISE}.py").read_text()
@@ -210,7 +210,7 @@ def test_out_mixed_with_submissions_is_refused(tmp_path, layout):
 
 
 def test_student_ids_are_printable_reversible_and_never_class_outputs(tmp_path):
-    from grader.commands import find_students
+    from grader.intake.students import find_students
 
     subs = tmp_path / "subs"
     names = [NON_UTF8, "%E9", "index.html", "INDEX.HTML", "grades.csv", "tab\there",
@@ -258,13 +258,13 @@ def test_the_loader_and_fingerprint_never_block_on_special_files(tmp_path, kind)
         os.mkfifo(folder / "work.zip")
     run = python(f"""
         from pathlib import Path
-        from grader.fingerprint import submission_digest
-        from grader.submission import load_submission
-        from grader.assignment import read_timestamp
+        from grader.intake.fingerprint import submission_digest
+        from grader.intake.submission import load_submission
+        from grader.intake.assignment import read_timestamp
         path = Path({str(folder)!r})
         submission_digest(path)
         try:  # the parent's scan, by names
-            from grader.submission import exercises_in
+            from grader.intake.submission import exercises_in
             exercises_in(path, [{EXERCISE!r}])
         except ImportError:  # (main, before issue 15)
             pass
@@ -285,7 +285,7 @@ def test_the_loader_and_fingerprint_never_block_on_special_files(tmp_path, kind)
 
 
 def test_a_hard_link_is_not_graded_as_the_students_own_file(tmp_path):
-    from grader.submission import load_submission
+    from grader.intake.submission import load_submission
 
     original = tmp_path / "classmate.py"
     original.write_text(SOLUTION)
@@ -303,8 +303,8 @@ def test_a_hard_link_to_a_classmate_is_graded_as_the_classmate_s_only(tmp_path):
     """The class decides: the file belongs to the student who had it first (a link is made
     to a file that already exists), the copy made with `ln` is refused; a file with a name
     outside the class is nobody's; every name inside one folder is that student's own."""
-    from grader.files import class_hard_links, own_links
-    from grader.submission import load_submission
+    from grader.intake.files import class_hard_links, own_links
+    from grader.intake.submission import load_submission
 
     honest = tmp_path / "honest"
     honest.mkdir()
@@ -339,7 +339,7 @@ def test_a_hard_link_to_a_classmate_is_graded_as_the_classmate_s_only(tmp_path):
 
 
 def test_a_notebook_of_480000_cells_is_refused_quickly(tmp_path):
-    from grader.submission import load_submission
+    from grader.intake.submission import load_submission
 
     folder = tmp_path / "s"
     folder.mkdir()
@@ -361,7 +361,7 @@ def test_a_notebook_of_480000_cells_is_refused_quickly(tmp_path):
     ('{"cells": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
 ])
 def test_notebooks_are_bounded_before_they_are_parsed(tmp_path, text, words):
-    from grader.submission import load_submission
+    from grader.intake.submission import load_submission
 
     folder = tmp_path / "s"
     folder.mkdir()
@@ -374,8 +374,8 @@ def test_notebooks_are_bounded_before_they_are_parsed(tmp_path, text, words):
 
 @pytest.mark.parametrize("declared", [None, 1])  # 1: the end record lies about the count
 def test_a_zip_of_300000_entries_is_refused_before_its_listing_is_parsed(tmp_path, declared):
-    from grader.fingerprint import submission_digest
-    from grader.submission import exercises_in, load_submission
+    from grader.intake.fingerprint import submission_digest
+    from grader.intake.submission import exercises_in, load_submission
 
     path = many_entries_zip(tmp_path / "bob.zip", 300_000, declared)
     started = time.monotonic()
@@ -388,7 +388,7 @@ def test_a_zip_of_300000_entries_is_refused_before_its_listing_is_parsed(tmp_pat
 
 
 def test_zip_bombs_are_refused_by_declared_size_and_ratio(tmp_path):
-    from grader.submission import load_submission
+    from grader.intake.submission import load_submission
 
     path = tmp_path / "bomb.zip"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
@@ -399,23 +399,23 @@ def test_zip_bombs_are_refused_by_declared_size_and_ratio(tmp_path):
 
 def test_the_parent_reads_no_submission(tmp_path, monkeypatch):
     """`grade` lists and fingerprints; loading is the grading processes' (in parallel)."""
-    import grader.pool
-    import grader.submission
-    from grader import commands
+    import grader.running.pool
+    import grader.intake.submission
+    from grader.commands.grade import grade
 
     subs = tmp_path / "subs"
     honest(subs / "ann")
     honest(subs / "bob")
     loaded, tasks = [], []
-    monkeypatch.setattr(grader.submission, "read_module",
+    monkeypatch.setattr(grader.intake.submission, "read_module",
                         lambda *a, **k: loaded.append(a) or pytest.fail("parsed in the parent"))
 
-    def fake_pool(pending, *, settings, jobs, on_result, on_isolation):
+    def fake_pool(pending, *, settings, steps, jobs, on_result, on_isolation):
         tasks.extend(pending)
         return []
 
-    monkeypatch.setattr(grader.pool, "grade_in_pool", fake_pool)
-    commands.grade(subs, out=tmp_path / "out")  # exercises found by file names only
+    monkeypatch.setattr(grader.running.pool, "grade_in_pool", fake_pool)
+    grade(subs, out=tmp_path / "out")  # exercises found by file names only
     assert not loaded and [t.student for t in tasks] == ["ann", "bob"]
     assert all(t.submission is None and t.path is not None for t in tasks)
 
@@ -424,19 +424,20 @@ def test_the_parent_reads_no_submission(tmp_path, monkeypatch):
 
 
 class Patched:
-    """A grading process (grader.pool.serve) with one of its steps broken for some students."""
+    """A grading process (grader.running.pool.serve) with one of its steps broken for some students."""
 
     def __init__(self, how: str, victims: set[str]):
         self.how, self.victims = how, victims
 
-    def __call__(self, conn, settings):
-        import grader.pool
+    def __call__(self, conn, settings, steps):
+        import grader.commands.grade
+        import grader.running.pool
 
-        complete, write = grader.pool.complete, grader.pool.write_submission_outputs
+        score, write = grader.commands.grade.result_of, grader.commands.grade.write_submission_outputs
         victims, how = self.victims, self.how
 
-        def bad_complete(result, task, settings):
-            result = complete(result, task, settings)
+        def bad_score(run, **kwargs):
+            result = score(run, **kwargs)
             if result.student in victims:  # text no UTF-8 encoder takes
                 result.checks[0].message += " \udcff"
                 result.notes.append("\ud800")
@@ -447,13 +448,14 @@ class Patched:
                 raise OSError(28, "No space left on device")
             return write(result, out)
 
+        # Patched in this grading process only (it is a fork): the steps look them up here.
         if how == "surrogates":
-            grader.pool.complete = bad_complete
+            grader.commands.grade.result_of = bad_score
         elif how == "disk_full":
-            grader.pool.write_submission_outputs = bad_write
+            grader.commands.grade.write_submission_outputs = bad_write
         elif how == "dies":  # no sandbox needed to prove the pool's side: a fake grader
             return dying_grader(conn, victims)
-        grader.pool.serve(conn, settings)
+        grader.running.pool.serve(conn, settings, steps)
 
 
 def dying_grader(conn, victims: set[str]) -> None:
@@ -476,9 +478,10 @@ def dying_grader(conn, victims: set[str]) -> None:
 
 @pytest.mark.parametrize("how", ["surrogates", "disk_full", "dies"])
 def test_three_bad_submissions_first_cost_only_themselves(tmp_path, how):
-    from grader.assignment import from_exercises
-    from grader.pool import GradeTask, PoolSettings, grade_in_pool
-    from grader.submission import load_submission
+    from grader.intake.assignment import from_exercises
+    from grader.commands.grade import STEPS
+    from grader.running.pool import GradeTask, PoolSettings, grade_in_pool
+    from grader.intake.submission import load_submission
 
     subs = tmp_path / "subs"
     names = ["a1", "a2", "a3", "zed"]
@@ -490,7 +493,7 @@ def test_three_bad_submissions_first_cost_only_themselves(tmp_path, how):
     settings = PoolSettings(out=tmp_path / "out", exercises=[EXERCISE],
                             assignment=from_exercises([EXERCISE]))
     results = {r.student: r for r in grade_in_pool(
-        tasks, settings=settings, jobs=1, serve=Patched(how, {"a1", "a2", "a3"}))}
+        tasks, settings=settings, steps=STEPS, jobs=1, serve=Patched(how, {"a1", "a2", "a3"}))}
     assert set(results) == set(names)
     zed = results["zed"]
     assert zed.score == zed.max_score > 0 and zed.fingerprint == "fp-zed"
@@ -511,9 +514,10 @@ def test_three_bad_submissions_first_cost_only_themselves(tmp_path, how):
 
 
 def test_a_process_that_dies_before_its_sandbox_starts_is_the_machines_problem(tmp_path):
-    from grader.assignment import from_exercises
-    from grader.pool import GradeTask, PoolBroken, PoolSettings, grade_in_pool
-    from grader.submission import load_submission
+    from grader.intake.assignment import from_exercises
+    from grader.commands.grade import STEPS
+    from grader.running.pool import GradeTask, PoolBroken, PoolSettings, grade_in_pool
+    from grader.intake.submission import load_submission
 
     honest(tmp_path / "subs" / "ann")
     tasks = [GradeTask(submission=load_submission(tmp_path / "subs" / "ann",
@@ -521,18 +525,18 @@ def test_a_process_that_dies_before_its_sandbox_starts_is_the_machines_problem(t
     settings = PoolSettings(out=tmp_path / "out", exercises=[EXERCISE],
                             assignment=from_exercises([EXERCISE]))
     with pytest.raises(PoolBroken, match="before grading anything"):
-        grade_in_pool(tasks, settings=settings, jobs=1, serve=dies_at_start)
+        grade_in_pool(tasks, settings=settings, steps=STEPS, jobs=1, serve=dies_at_start)
     assert not (tmp_path / "out" / "ann").exists()
 
 
-def dies_at_start(conn, settings):
+def dies_at_start(conn, settings, steps):
     os._exit(3)
 
 
 def test_a_symbolic_link_among_the_students_is_not_graded(tmp_path, caplog):
     """A link would bring a folder from outside the class (the solutions) in as a student, and
     with it a second name for a hard-linked solution inside the class."""
-    from grader.commands import find_students
+    from grader.intake.students import find_students
 
     subs = tmp_path / "subs"
     honest(subs / "ann")

@@ -22,10 +22,10 @@ from __future__ import annotations
 import pytest
 
 from conftest import SOLUTIONS
-from grader.report import render_report
-from grader.runner import run_checks
-from grader.selection import CheckSelection
-from grader.submission import load_submission
+from grader.outputs.report import render_report
+from conftest import run_and_score
+from grader.checking.selection import CheckSelection
+from grader.intake.submission import load_submission
 
 STRIDES = "strides_broadcasting"
 LOOPS = "training_loops"
@@ -328,7 +328,7 @@ def grade_only(tmp_path, zygote):
         root.mkdir()
         (root / f"{exercise}.py").write_text(source, encoding="utf-8")
         submission = load_submission(root, exercises=[exercise], student=root.name)
-        result = run_checks(submission, exercises=[exercise], zygote=zygote,
+        result = run_and_score(submission, exercises=[exercise], zygote=zygote,
                             select=CheckSelection(hidden=True, targets=targets))
         return {c.id: c for c in result.checks}, result
 

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from conftest import SOLUTIONS
-from grader.exports import read_json
+from grader.outputs.writing import read_json
 from grader.models import ModuleSource, SourceChunk
-from grader.student import StudentError, StudentModule
+from grader.checking.student import StudentError, StudentModule
 from grader.worker import cgroups, sandbox
 from grader.worker.client import Zygote
 from grader.worker.limits import GiB, WorkerLimits

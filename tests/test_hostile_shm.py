@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO, SOLUTIONS, statuses
-from grader.compare import CheckFailure
+from grader.checking.compare import CheckFailure
 from test_worker import module_of
 
 # Student code that tries to change the size and seals of every segment it was sent (through
@@ -63,7 +63,7 @@ RESIZE_GRADER = """
 import json, os, sys
 import numpy as np
 from grader.models import ModuleSource, SourceChunk
-from grader.student import StudentModule
+from grader.checking.student import StudentModule
 from grader.worker.client import Zygote
 from grader.worker.limits import WorkerLimits
 

@@ -3,7 +3,7 @@ them: the notebooks of the student release, with the release installed, top to b
 
 With the reference solutions filled in, every "check your work" cell must report its visible
 checks passed; the untouched notebooks must run to the end too (no cell may raise) and report
-what is not implemented yet. The checks run in the grader's own process (`grader.check_server`),
+what is not implemented yet. The checks run in the grader's own process (`grader.jupyter.server`),
 never in the kernel.
 """
 
@@ -16,8 +16,8 @@ import sys
 import nbformat
 import pytest
 
-from grader.notebooks import fill_solutions, solution_path, stub_path, visible_targets
-from grader.registry import known_exercises
+from grader.release.notebooks import fill_solutions, solution_path, stub_path, visible_targets
+from grader.course.registry import known_exercises
 
 nbclient = pytest.importorskip("nbclient")
 ALL = known_exercises()

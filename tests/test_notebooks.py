@@ -14,13 +14,13 @@ import sys
 import nbformat
 import pytest
 
-from grader.exports import read_json
+from grader.outputs.writing import read_json
 from grader.jupyter import check as jupyter_check
-from grader.notebook import is_check_cell, notebook_chunks
-from grader.notebooks import (escape_markdown, exercise_notebook, fill_solutions, module_parts,
+from grader.intake.notebook import is_check_cell, notebook_chunks
+from grader.release.notebooks import (escape_markdown, exercise_notebook, fill_solutions, module_parts,
                               module_path, solution_path, stub_path, visible_targets,
                               write_notebooks)
-from grader.registry import known_exercises
+from grader.course.registry import known_exercises
 
 ALL = known_exercises()
 # Exercises whose stub raises NotImplementedError until filled in (a bug hunt's stub is a whole

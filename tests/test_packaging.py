@@ -32,7 +32,7 @@ def test_wheel_ships_package_data(installed):
                      "grader/solutions/strides_broadcasting.py",
                      "grader/samples/cleo_mistakes/strides_broadcasting.py",
                      # bug hunts: the catalogue, both versions of each script, their checks
-                     "grader/faults.toml", "grader/exercises/bughunt/regression.py",
+                     "grader/course/faults.toml", "grader/exercises/bughunt/regression.py",
                      "grader/solutions/bughunt/regression.py", "grader/probes/bughunt.py",
                      "grader/checks/test_bughunt_regression_hidden.py"):
         assert required in names, required

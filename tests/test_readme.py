@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from grader.notebooks import exercises_root
+from grader.release.notebooks import exercises_root
 
 README = REPO / "README.md"
 MARKER = re.compile(r"<!--\s*readme-test:\s*(run|skip)\b(.*?)-->")

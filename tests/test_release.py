@@ -18,19 +18,19 @@ from pathlib import Path
 import pytest
 
 from conftest import EXERCISES, REPO, SOLUTIONS
-from grader.bughunt import is_bughunt
-from grader.edition import StudentRelease
-from grader.exports import read_json
-from grader.leaks import Secret, joined, scan, secrets, statements, words
-from grader.notebooks import exercises_root, stub_path
-from grader.release import STUDENT_FAULT_FIELDS, student_catalogue
+from grader.course.bughunt import is_bughunt
+from grader.checking.edition import StudentRelease
+from grader.outputs.writing import read_json
+from grader.release.leaks import Secret, joined, scan, secrets, statements, words
+from grader.release.notebooks import exercises_root, stub_path
+from grader.release.build import STUDENT_FAULT_FIELDS, student_catalogue
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
-from grader.registry import CHECKS_DIR, known_exercises
-from grader.selection import collect_checks
+from grader.course.registry import CHECKS_DIR, known_exercises
+from grader.checking.selection import collect_checks
 from mutants import mutants_of
 
 ALL = known_exercises()
@@ -184,7 +184,7 @@ def test_no_value_a_hidden_check_uses_is_shipped(student_release, tmp_path):
     """The recorded values are those of the visible checks' calls only: record what the hidden
     checks call too; the release must hold strictly less (the hidden checks call the references
     with inputs of their own), and nothing the visible checks did not call."""
-    subprocess.run([sys.executable, "-m", "grader.replay", "--hidden", str(tmp_path), *ALL],
+    subprocess.run([sys.executable, "-m", "grader.release.replay", "--hidden", str(tmp_path), *ALL],
                    check=True, capture_output=True, timeout=1800)
     recorded = student_release / "grader" / "checks" / "recorded"
     assert sorted(recorded.glob("*.json"))

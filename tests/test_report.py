@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from grader import plots
-from grader.faults import catalogue
+from grader.outputs import plots
+from grader.course.faults import catalogue
 from grader.models import CheckResult, ExerciseResult, SubmissionResult
-from grader.report import diagnosis_views, render_index, render_report, to_fix_first
+from grader.outputs.report import diagnosis_views, render_index, render_report, to_fix_first
 
 # Evidence as the checks record it (see grader/plots.py for the keys).
 EVIDENCE = {
@@ -164,7 +164,7 @@ def test_index_links_diagnoses_to_example_students():
 
 
 def test_a_report_draws_at_most_its_budget_of_pictures_fix_first_first():
-    from grader.report import PICTURES_PER_REPORT
+    from grader.outputs.report import PICTURES_PER_REPORT
 
     checks = [failed(f"ex.c{i:02d}", evidence={"grad_ratio": [1.0, 2.0]},
                      visibility="hidden" if i < 15 else "visible") for i in range(20)]
@@ -179,8 +179,8 @@ def test_not_implemented_is_its_own_state_not_an_error():
     """A stub's NotImplementedError (status `error`, reason `not_implemented`) reads "not
     implemented yet" in the report and the terminal, and is counted apart from errors; a real
     error keeps its ERROR; results without the field (older versions) still load."""
-    from grader.summary import student_row
-    from grader.terminal import summary
+    from grader.outputs.summary import student_row
+    from grader.outputs.terminal import summary
 
     todo = failed("ex.todo", status="error", reason="not_implemented",
                   message="f(x) is not implemented yet (it raises NotImplementedError).")
@@ -198,7 +198,7 @@ def test_not_implemented_is_its_own_state_not_an_error():
         c.pop("reason")
     again = SubmissionResult.model_validate(old)
     assert [c.reason for c in again.checks] == [None, None]
-    from grader.gradescope import to_gradescope
+    from grader.outputs.gradescope import to_gradescope
 
     assert [t.status for t in to_gradescope(r).tests] == ["failed", "failed"]
 

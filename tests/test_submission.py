@@ -6,8 +6,8 @@ import zipfile
 import nbformat
 import pytest
 
-from grader.notebook import strip_ipython
-from grader.submission import load_submission
+from grader.intake.notebook import strip_ipython
+from grader.intake.submission import load_submission
 
 EX = ["strides_broadcasting", "other"]
 

@@ -8,10 +8,13 @@ import json
 
 import pytest
 
-from grader import bughunt, commands
+from grader.variants import read_variants, variants
+from grader.course.bughunt import apply_variants
+from grader.errors import UsageError
+from grader.course import bughunt
 from grader.cli import main
-from grader.runner import run_checks
-from grader.submission import load_submission
+from conftest import run_and_score
+from grader.intake.submission import load_submission
 
 ROSTER = "student_id,last_name,first_name,email\nada,L,Ada,a@x\nalan,T,Alan,t@x\n" \
          "grace,H,Grace,g@x\n"
@@ -30,8 +33,8 @@ def files_of(folder):
 
 
 def test_same_roster_and_seed_write_the_same_files(tmp_path, roster):
-    a = commands.variants(roster=roster, seed=4, out=tmp_path / "a")
-    b = commands.variants(roster=roster, seed=4, out=tmp_path / "b")
+    a = variants(roster=roster, seed=4, out=tmp_path / "a")
+    b = variants(roster=roster, seed=4, out=tmp_path / "b")
     assert files_of(a.parent) == files_of(b.parent)
     manifest = json.loads(a.read_text())
     assert sorted(manifest["students"]) == ["ada", "alan", "grace"]
@@ -43,7 +46,7 @@ def test_same_roster_and_seed_write_the_same_files(tmp_path, roster):
     # Neighbours differ, and another seed gives other copies.
     copies = {s: tuple(map(tuple, d.values())) for s, d in manifest["students"].items()}
     assert len(set(copies.values())) == 3
-    other = json.loads(commands.variants(roster=roster, seed=5, out=tmp_path / "c").read_text())
+    other = json.loads(variants(roster=roster, seed=5, out=tmp_path / "c").read_text())
     assert other["students"] != manifest["students"]
 
 
@@ -58,19 +61,19 @@ def test_cli_variants_and_bad_input(tmp_path, roster, capsys):
                  str(tmp_path / "w")]) == 2
     bad = tmp_path / "bad.json"
     bad.write_text('{"seed": 1}')
-    with pytest.raises(commands.UsageError):
-        commands.read_variants(bad)
+    with pytest.raises(UsageError):
+        read_variants(bad)
     manifest = json.loads((tmp_path / "v" / "manifest.json").read_text())
     manifest["students"]["ada"]["bughunt_regression"] = ["no-such-fault"]
     bad.write_text(json.dumps(manifest))
-    with pytest.raises(commands.UsageError, match="no-such-fault"):
-        commands.read_variants(bad)
+    with pytest.raises(UsageError, match="no-such-fault"):
+        read_variants(bad)
 
 
 def test_grading_scores_each_student_on_their_own_faults(tmp_path, roster, zygote):
     """ada hands in her copy untouched, alan the fixed scripts, zoe (not on the roster) the
     exercise files: 0 on ada's own faults, full marks on alan's, zoe against the seeded ones."""
-    manifest = commands.read_variants(commands.variants(roster=roster, seed=2, out=tmp_path / "v"))
+    manifest = read_variants(variants(roster=roster, seed=2, out=tmp_path / "v"))
     exercise = "bughunt_regression"
     copies = {"ada": bughunt.render(exercise, manifest.students["ada"][exercise]),
               "alan": bughunt.fixed_source(exercise), "zoe": bughunt.render(exercise)}
@@ -79,9 +82,9 @@ def test_grading_scores_each_student_on_their_own_faults(tmp_path, roster, zygot
         path = tmp_path / "subs" / student / "bughunt" / "regression.py"
         path.parent.mkdir(parents=True)
         path.write_text(text)
-        submission = commands.apply_variants(
+        submission = apply_variants(
             load_submission(path.parent.parent, exercises=[exercise], student=student), manifest)
-        results[student] = run_checks(submission, exercises=[exercise], zygote=zygote)
+        results[student] = run_and_score(submission, exercises=[exercise], zygote=zygote)
     ada, alan, zoe = results["ada"], results["alan"], results["zoe"]
     mine = manifest.students["ada"][exercise]
     hidden = lambda r: {c.id for c in r.checks if c.visibility == "hidden"}  # noqa: E731

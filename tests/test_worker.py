@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from grader.models import ModuleSource, SourceChunk
-from grader.student import ModuleUnavailable, StudentError, StudentModule, StudentRaised
+from grader.checking.student import ModuleUnavailable, StudentError, StudentModule, StudentRaised
 from grader.worker.client import OutputBuffer
 from grader.worker.limits import WorkerLimits
 
@@ -39,7 +39,7 @@ def test_worker_sees_no_grader_internals(zygote):
                             "def cwd(): import os; return os.getcwd()\n") as sub:
         loaded = sub.call("loaded")
         assert not [m for m in loaded if m.startswith(("grader.checks", "grader.solutions",
-                                                       "grader.runner", "grader.plugin"))]
+                                                       "grader.running.runner", "grader.checking.plugin"))]
         assert sub.call("threads") == 1
         env = sub.call("env")
         assert env["OMP_NUM_THREADS"] == "1" and "PYTHONPATH" not in env

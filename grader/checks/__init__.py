@@ -1,4 +1,4 @@
 """Graded checks: `test_<exercise>.py` (visible to students) and `test_<exercise>_hidden.py`.
 
-Run by `grader.runner` or directly: `pytest grader/checks --submission PATH`.
+Run by `grader.running.runner` or directly: `pytest grader/checks --submission PATH`.
 """

@@ -10,7 +10,7 @@ checks that read it (`shared`). References come from the fixed scripts
 (`grader.solutions.bughunt.*`), run here in the grader.
 
 Messages describe what was observed (the symptom and the evidence), not the cause: the
-diagnoses that `grader.diagnose` attaches say as much about the cause as each check's `reveal`
+diagnoses that `grader.scoring.diagnose` attaches say as much about the cause as each check's `reveal`
 setting allows. Evidence keys (for diagnoses and reports):
 
     steps, backwards_per_step, grad_ratio, empty_grad_steps, accumulated_steps,
@@ -47,8 +47,8 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
-from grader.compare import CheckFailure, fail, short
-from grader.student import StudentError, StudentRaised
+from grader.checking.compare import CheckFailure, fail, short
+from grader.checking.student import StudentError, StudentRaised
 
 TIMEOUT = 30  # seconds per call: a worker's first optimizer imports torch._dynamo (seconds)
 REVEAL = "symptom"

@@ -23,8 +23,8 @@ from typing import Any
 
 import torch
 
-from grader.compare import CheckFailure, fail
-from grader.student import StudentError
+from grader.checking.compare import CheckFailure, fail
+from grader.checking.student import StudentError
 
 # The checks carry 0 points (`@check(points=0)`): a bug hunt is worth its faults (2 points each).
 RUN_TIMEOUT = 60  # seconds for run(seed=0); the fixed scripts take 1-3 s on one loaded core

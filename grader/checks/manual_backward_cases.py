@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from grader.compare import expect_array, fail, mismatch_report, short
+from grader.checking.compare import expect_array, fail, mismatch_report, short
 from grader.probes.manual_backward import VECTOR_FUNCTIONS, describe_step
 
 # --------------------------------------------------------------------------- plain numbers

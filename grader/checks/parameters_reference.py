@@ -1,6 +1,6 @@
 """The grader's own answers for the `parameters` checks that no library call gives (grader side
 only: a student release ships the values the visible checks need, recorded by
-`grader.replay`, not this code, which would be the answer to `count_parameters`)."""
+`grader.release.replay`, not this code, which would be the answer to `count_parameters`)."""
 
 from __future__ import annotations
 

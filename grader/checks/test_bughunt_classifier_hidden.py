@@ -19,7 +19,7 @@ from grader.checks.bughunt_common import (verify_evaluate_over_samples, REVEAL, 
                                           verify_mixed_batches, verify_registration,
                                           verify_schedule, verify_training_mode,
                                           verify_validation_graph, verify_validation_mode)
-from grader.registry import check
+from grader.course.registry import check
 
 TRAIN = TrainCase(
     own_model=["ShapeNet", [4]],

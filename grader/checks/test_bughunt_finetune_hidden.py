@@ -22,7 +22,7 @@ from grader.checks.bughunt_common import (REVEAL, TIMEOUT, TrainCase, batches, f
                                           verify_lr_trains, verify_registration,
                                           verify_training_mode, verify_validation_graph,
                                           verify_validation_mode)
-from grader.registry import check
+from grader.course.registry import check
 
 TRAIN = TrainCase(
     own_model=["PretrainedNet", [12, 3]],

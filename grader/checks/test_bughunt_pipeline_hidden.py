@@ -18,8 +18,8 @@ from grader.checks.bughunt_common import (REVEAL, TIMEOUT, TrainCase, batches, f
                                           verify_registration, verify_standardized,
                                           verify_training_mode, verify_validation_graph,
                                           verify_validation_mode)
-from grader.compare import expect_array
-from grader.registry import check
+from grader.checking.compare import expect_array
+from grader.course.registry import check
 
 TRAIN = TrainCase(
     own_model=["SensorNet", [6, 3, 8]],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from grader.checks.bughunt_visible import (RUN_TIMEOUT, Contract, verify_contract, verify_finite,
                                            verify_outputs, verify_runs)
-from grader.registry import check
+from grader.course.registry import check
 
 CONTRACT = Contract(keys=("model", "history", "scaler"), history=("train_loss", "val_loss"),
                     epochs=30, input_shape=(5, 4), output_shapes=((5, 1),))

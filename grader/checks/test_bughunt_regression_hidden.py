@@ -2,7 +2,7 @@
 
 One check per behaviour a seeded fault breaks (faults.toml says which check scores which
 fault); checks of faults the student's copy does not hold still run and count only if they
-fail (`grader.bughunt.select_scored`). See `bughunt_common.py` for how each is judged.
+fail (`grader.course.bughunt.select_scored`). See `bughunt_common.py` for how each is judged.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from grader.checks.bughunt_common import (verify_evaluate_over_samples, REVEAL, 
                                           verify_lr_trains, verify_registration,
                                           verify_standardized, verify_training_mode,
                                           verify_validation_graph, verify_validation_mode)
-from grader.compare import expect_array
-from grader.registry import check
-from grader.student import StudentRaised
+from grader.checking.compare import expect_array
+from grader.course.registry import check
+from grader.checking.student import StudentRaised
 
 TRAIN = TrainCase(
     own_model=["PriceNet", [4, 8]],

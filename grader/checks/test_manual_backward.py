@@ -16,7 +16,7 @@ Evidence recorded on failure: `grad_ratio` (the submission's gradient is this co
 the expected one), `nonfinite` and `max_abs_logit` (softmax_cross_entropy returned nan or inf), `loss_curve` / `reference_loss_curve` (fit_linear_gd), `eps`, `max_error`,
 `error_ratios` (the finite-difference order check, recorded whether it passes or not).
 For the report's pictures (never part of a verdict): `grad_errors` (per gradient of the case
-being checked, its worst error against the tolerance: `grader.compare.error_evidence`), and for
+being checked, its worst error against the tolerance: `grader.checking.compare.error_evidence`), and for
 fit_linear_gd's trajectory check `descent_path` / `reference_descent_path` / `loss_surface` (the
 path of the submission's gradient descent on a one-feature problem, recorded by
 `record_descent_path` after the verdict).
@@ -32,10 +32,10 @@ from grader.checks.manual_backward_cases import (
 from grader.checks.manual_backward_reference import (
     cross_entropy_reference, fit_linear_gd_reference, mlp_reference, mse_reference,
     scalar_gradient_reference, softplus_reference, vjp_reference)
-from grader.compare import error_evidence, fail, short
+from grader.checking.compare import error_evidence, fail, short
 from grader.probes.manual_backward import SCALAR_FUNCTIONS, VECTOR_FUNCTIONS, describe_step
-from grader.registry import check
-from grader.student import StudentError, StudentRaised
+from grader.course.registry import check
+from grader.checking.student import StudentError, StudentRaised
 
 RTOL, ATOL = 1e-10, 1e-12
 

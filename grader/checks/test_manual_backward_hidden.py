@@ -14,10 +14,10 @@ from grader.checks.test_manual_backward import (
     ATOL, GD_HINT, NUMGRAD_ATOL, NUMGRAD_HINT, NUMGRAD_RTOL, RTOL, VJP_HINT, check_cross_entropy,
     check_mlp, check_mse, check_value_program, compare_trajectory, mlp_case,
     numerical_gradient_call, softplus_call, vjp_call)
-from grader.compare import expect_type, fail, short
+from grader.checking.compare import expect_type, fail, short
 from grader.probes.manual_backward import SCALAR_FUNCTIONS
-from grader.registry import check
-from grader.student import StudentError, StudentRaised
+from grader.course.registry import check
+from grader.checking.student import StudentError, StudentRaised
 
 # --------------------------------------------------------------------------- mse_linear_grads
 

@@ -17,10 +17,10 @@ import numpy as np
 import torch
 
 from grader.checks import parameters_reference as reference
-from grader.compare import CheckFailure, expect_array, fail, short
+from grader.checking.compare import CheckFailure, expect_array, fail, short
 from grader.probes.parameters import build_case
-from grader.registry import check
-from grader.student import StudentError, StudentRaised
+from grader.course.registry import check
+from grader.checking.student import StudentError, StudentRaised
 
 REGISTER_HINT = ("assigning an nn.Module or nn.Parameter to an attribute registers it; a plain "
                  "Python list, a bare tensor or a layer created in forward() is invisible to "

@@ -16,8 +16,8 @@ from grader.checks.test_parameters import (DROPOUT_HINT, MLP_HINT, NORM_HINT, RE
                                            mlp_reference, mlp_shapes, parameter_count, probe,
                                            run_count_cases, seeded_normal, tied_reference,
                                            tied_values)
-from grader.compare import error_evidence, expect_array, fail
-from grader.registry import check
+from grader.checking.compare import error_evidence, expect_array, fail
+from grader.course.registry import check
 
 # --------------------------------------------------------------------------- MLP
 

@@ -29,9 +29,9 @@ from grader.checks.training_loops_cases import (AccumulatedCase, CheckpointCase,
                                                 batches_with_a_hard_tail, classifier_data,
                                                 describe_batches, describe_optimizer,
                                                 initial_state, overfitting_task, toy_batches)
-from grader.compare import expect_type, fail, mismatch_report, short
-from grader.registry import check
-from grader.student import StudentError, StudentRaised
+from grader.checking.compare import expect_type, fail, mismatch_report, short
+from grader.course.registry import check
+from grader.checking.student import StudentError, StudentRaised
 
 # Correct styles land within 3e-8 of the reference weights (see the module docstring).
 WEIGHT_RTOL, WEIGHT_ATOL = 1e-5, 1e-5

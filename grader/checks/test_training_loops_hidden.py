@@ -12,8 +12,8 @@ from grader.checks.test_training_loops import (SEED_HINT, classifier_check, fit_
 from grader.checks.training_loops_cases import (AccumulatedCase, CheckpointCase, EvaluateCase,
                                                 TrainEpochCase, batches_with_a_hard_tail,
                                                 initial_state, toy_batches)
-from grader.compare import fail
-from grader.registry import check
+from grader.checking.compare import fail
+from grader.course.registry import check
 
 # Adam through a DataLoader (batch size 8 over 27 samples: a short last batch of 3), a model
 # handed over in eval mode, a label-smoothed loss.

@@ -1,6 +1,6 @@
 """Instrumentation for the bug hunts: runs *inside the worker*, next to the student's script.
 
-A bug-hunt script is a whole training program (`grader/faults.toml` lists them). Its checks
+A bug-hunt script is a whole training program (`grader/course/faults.toml` lists them). Its checks
 look at one behaviour at a time, each through one of these probes, and always with the
 grader's own objects wherever the behaviour does not depend on the script's:
 

@@ -20,7 +20,7 @@ class Mutant:
     fails: frozenset[str]
     code: str = ""
     replace: tuple[tuple[str, str], ...] = field(default_factory=tuple)
-    # Catalogued faults (grader/faults.toml) the mutant holds: a failing check must name each
+    # Catalogued faults (grader/course/faults.toml) the mutant holds: a failing check must name each
     # in its diagnoses (test_checks_catch_mutants); empty for mutants that are no catalogued
     # fault.
     diagnoses: frozenset[str] = frozenset()
@@ -93,9 +93,9 @@ def visible_mutants(exercise: str, returned: str, *, raises_also: tuple[str, ...
 
 def catalogue_mutants(exercise: str) -> list[Mutant]:
     """A bug hunt's fixed script with one catalogued fault injected the catalogue's way
-    (grader/faults.toml `[[fault.inject]]`): it fails exactly the check that scores the fault
+    (grader/course/faults.toml `[[fault.inject]]`): it fails exactly the check that scores the fault
     there, and that check diagnoses it."""
-    from grader.faults import catalogue
+    from grader.course.faults import catalogue
 
     return [Mutant(exercise, f"catalogue_{fault.id}", frozenset({f"{exercise}.{inj.check}"}),
                    replace=tuple(tuple(pair) for pair in inj.replace),

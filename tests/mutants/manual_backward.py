@@ -515,7 +515,7 @@ def vector_jacobian_product(f, x, v):
 """),
 ]
 
-# Catalogued faults (grader/faults.toml) these mutants hold: their failing checks must say so.
+# Catalogued faults (grader/course/faults.toml) these mutants hold: their failing checks must say so.
 DIAGNOSES = {
     "ce_unstable_softmax": ["unstable-softmax"],
     "ce_log_of_stable_softmax": ["unstable-softmax"],

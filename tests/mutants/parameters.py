@@ -364,7 +364,7 @@ def replace_head(model, head, num_classes, lr):
                 "torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)")]),
 ]
 
-# Catalogued faults (grader/faults.toml) these mutants hold: their failing checks must say so.
+# Catalogued faults (grader/course/faults.toml) these mutants hold: their failing checks must say so.
 DIAGNOSES = {
     "mlp_plain_list_of_layers": ["layers-in-plain-list"],
     "mlp_final_layer_created_in_forward": ["layer-created-in-forward"],

@@ -285,7 +285,7 @@ def is_c_contiguous(shape, strides, itemsize):
 """),
 ]
 
-# Catalogued faults (grader/faults.toml) these mutants hold: their failing checks must say so.
+# Catalogued faults (grader/course/faults.toml) these mutants hold: their failing checks must say so.
 DIAGNOSES = {
     "to_tensor_always_shares": ["numpy-alias-mutation"],
 }

@@ -486,7 +486,7 @@ def train_epoch(model, loader, optimizer, loss_fn):
 """),
 ]
 
-# Catalogued faults (grader/faults.toml) these mutants hold: their failing checks must say so.
+# Catalogued faults (grader/course/faults.toml) these mutants hold: their failing checks must say so.
 DIAGNOSES = {
     "no_zero_grad": ["grad-not-zeroed"],
     "zero_grad_between_backward_and_step": ["zero-grad-after-backward"],

@@ -1,0 +1,211 @@
+"""The pytest plugin: hidden checks are ordinary pytest tests run against a submission.
+
+Two plugin objects take part in a grading session:
+
+- `GradingSession` owns the student's modules (and the workers behind them) and serves the
+  `sub` fixture, so a check reads `sub.call("c_strides", (2, 3), 8)`.
+- `ResultCollector` turns each check's report into a `CheckResult` (status from the exception
+  the check ended with); like pytest's junitxml, it writes only once, at the end.
+
+`pytest grader/checks --submission PATH` registers both from the command line (this module is a
+`pytest11` entry point; `grader.commands.pytest_results` writes `--results-json` at the end);
+`grader.running.runner.run_checks` passes them in directly.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from grader.checking.compare import CheckFailure
+from grader.models import CheckResult, ModuleRun, Submission
+from grader.course.registry import MARK, check_id, exercise_of, info_of
+from grader.checking.student import StudentError, StudentModule
+from grader.worker.client import Zygote
+from grader.worker.limits import WorkerLimits
+
+log = logging.getLogger("torchgrade")
+SESSION_KEY = pytest.StashKey["GradingSession"]()
+EVIDENCE_KEY = pytest.StashKey[dict]()
+INTERNAL_ERROR = ("the grader itself failed on this check ({}); this is not your fault, please "
+                  "tell your instructor")
+
+
+class GradingSession:
+    """The submission under test and its workers, for one pytest session."""
+
+    def __init__(self, submission: Submission, *, limits: WorkerLimits | None = None,
+                 zygote: Zygote | None = None):
+        self.submission = submission
+        self.limits = limits or WorkerLimits()
+        self._zygote = zygote
+        self._own_zygote = zygote is None
+        self.modules: dict[str, StudentModule] = {}
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.stash[SESSION_KEY] = self
+
+    def zygote(self) -> Zygote:
+        if self._zygote is None:
+            self._zygote = Zygote()
+        return self._zygote
+
+    def module(self, exercise: str) -> StudentModule:
+        if exercise not in self.modules:
+            self.modules[exercise] = StudentModule(
+                exercise, self.submission.modules.get(exercise),
+                spawn=lambda limits: self.zygote().spawn(limits), limits=self.limits)
+        return self.modules[exercise]
+
+    def module_runs(self) -> dict[str, ModuleRun]:
+        """What loading each student module showed, as plain data for scoring."""
+        return {exercise: ModuleRun(notes=list(m.notes), import_output=m.import_output,
+                                    unavailable=m.unavailable)
+                for exercise, m in self.modules.items()}
+
+    @property
+    def isolation(self) -> str:
+        """How contained this session's workers were (none started: nothing to contain)."""
+        return self._zygote.isolation if self._zygote is not None else "none"
+
+    def close(self) -> None:
+        for module in self.modules.values():
+            module.close()
+        if self._own_zygote and self._zygote is not None:
+            self._zygote.close()
+            self._zygote = None
+
+
+class ResultCollector:
+    """Receives check reports; `results` holds one `CheckResult` per check, in run order."""
+
+    def __init__(self, results_json: Path | None = None):
+        self.results: list[CheckResult] = []
+        self.results_json = results_json
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        """The report of a check, built here: its text is the student's message, never a
+        traceback of the check (which would show hidden source, and costs ~30 ms to format)."""
+        info = info_of(item)
+        if (info is None or call.when == "teardown" or (call.when == "setup" and call.excinfo is None)
+                or (call.excinfo is not None and call.excinfo.errisinstance(pytest.skip.Exception))):
+            return None  # pytest's own report
+        module = item.funcargs.get("sub") if hasattr(item, "funcargs") else None
+        records = list(module.worker_records) if isinstance(module, StudentModule) else []
+        output = module.end_check() if isinstance(module, StudentModule) else ""
+        result = make_result(item, call, output)
+        result.worker_records = records
+        result.evidence = {**item.stash.get(EVIDENCE_KEY, {}), **result.evidence}
+        self.results.append(result)
+        passed = result.status == "passed"
+        return pytest.TestReport(
+            item.nodeid, item.location, dict.fromkeys(item.keywords, 1),
+            "passed" if passed else "failed", None if passed else f"[{result.status}] {result.message}",
+            call.when, duration=call.duration, start=call.start, stop=call.stop,
+            user_properties=item.user_properties)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            log.error("torchgrade: could not collect %s:\n%s", report.nodeid, report.longreprtext)
+            exercise = exercise_of(Path(report.nodeid.split("::")[0]))
+            self.results.append(CheckResult(
+                id=f"{exercise}.collection", exercise=exercise, targets=["*"],
+                visibility="visible", points=0, max_points=0, status="error",
+                message=INTERNAL_ERROR.format("the checks could not be loaded")))
+
+
+def make_result(item: pytest.Item, call: pytest.CallInfo, output: str) -> CheckResult:
+    info = info_of(item)
+    fields = dict(id=check_id(item), exercise=exercise_of(item.path), title=info.title,
+                  targets=info.targets, visibility=info.visibility, reveal=info.reveal,
+                  max_points=info.points,
+                  points=0.0, duration_s=round(call.duration, 4), output=output)
+    exc = call.excinfo.value if call.excinfo is not None else None
+    if exc is None:
+        return CheckResult(status="passed", **{**fields, "points": info.points})
+    if isinstance(exc, CheckFailure):
+        return CheckResult(status="failed", message=str(exc), call=exc.call,
+                           expected=exc.expected, got=exc.got, hint=exc.hint,
+                           evidence=exc.evidence, **fields)
+    if isinstance(exc, StudentError):
+        return CheckResult(status=exc.status, reason=exc.reason, message=str(exc),
+                           call=exc.call, **fields)
+    if isinstance(exc, AssertionError):  # a bare assert in a check: its message only
+        return CheckResult(status="failed", message=str(exc) or "the check failed", **fields)
+    log.error("torchgrade: internal error in %s", item.nodeid, exc_info=(
+        type(exc), exc, call.excinfo.tb if call.excinfo else None))
+    return CheckResult(status="error", message=INTERNAL_ERROR.format(type(exc).__name__),
+                       **fields)
+
+
+# --------------------------------------------------------------------------- hooks and fixtures
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("torchgrade", "torchgrade grading")
+    group.addoption("--submission", metavar="PATH",
+                    help="grade this submission (a student folder, .py, .ipynb or .zip)")
+    group.addoption("--student", metavar="ID", help="student id (default: from the path)")
+    group.addoption("--results-json", metavar="FILE",
+                    help="write the submission's results.json here at the end")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{MARK}(info): a graded torchgrade check")
+    path = config.getoption("submission", None)
+    if not path or SESSION_KEY in config.stash:
+        return
+    # References single-threaded, like the workers (and like grader.running.runner.run_checks): a
+    # multi-threaded reduction differs in the last bits, which a training check can amplify.
+    import torch
+
+    torch.set_num_threads(1)
+    # Imported here: only a grading run needs them.
+    from grader.course.registry import known_exercises
+    from grader.intake.submission import load_submission
+
+    if not Path(path).exists():
+        raise pytest.UsageError(f"--submission {path}: no such file or folder")
+    submission = load_submission(Path(path), exercises=known_exercises(),
+                                 student=config.getoption("student"))
+    session = GradingSession(submission)
+    results_json = config.getoption("results_json")
+    collector = ResultCollector(Path(results_json) if results_json else None)
+    config.pluginmanager.register(session, "torchgrade-session")
+    config.pluginmanager.register(collector, "torchgrade-collector")
+    config.stash[SESSION_KEY] = session
+    config.add_cleanup(session.close)
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    collector = config.pluginmanager.get_plugin("torchgrade-collector")
+    if collector is None or not collector.results:
+        return
+    score = sum(r.points for r in collector.results)
+    total = sum(r.max_points for r in collector.results)
+    terminalreporter.write_sep("=", f"torchgrade: {score:g} / {total:g} points")
+
+
+@pytest.fixture
+def evidence(request: pytest.FixtureRequest) -> dict:
+    """A dict for facts a check measured, kept in its result even when it passes (a loss
+    curve for the report, say). Values must be JSON-able: numbers, strings, short lists."""
+    return request.node.stash.setdefault(EVIDENCE_KEY, {})
+
+
+@pytest.fixture
+def sub(request: pytest.FixtureRequest) -> StudentModule:
+    """The student's module for the exercise of the check file using it."""
+    grading = request.config.stash.get(SESSION_KEY, None)
+    if grading is None:
+        pytest.fail("torchgrade checks need a submission: run pytest with --submission PATH",
+                    pytrace=False)
+    module = grading.module(exercise_of(request.node.path))
+    info = info_of(request.node)
+    module.default_timeout = (info.timeout if info and info.timeout else
+                              grading.limits.call_timeout)
+    return module
+

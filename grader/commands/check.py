@@ -1,0 +1,103 @@
+"""`torchgrade check PATH`: a student's (or self-learner's) own check of their work, with one
+report per exercise checked."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.commands.common import (UsageError, grade_one, limits_of, one_submission, sandbox,
+                                    warn_isolation)
+from grader.models import SubmissionResult
+from grader.outputs import terminal
+from grader.outputs.folder import write_submission_outputs
+from grader.worker.limits import WorkerLimits
+
+
+@dataclass
+class CheckedWork:
+    """What `torchgrade check` shows: the result of the checks that ran, the reports (one per
+    exercise checked; `report` is the first), and the hidden checks that run at grading
+    (title, points and targets only)."""
+
+    result: SubmissionResult
+    report: Path
+    pending: list = field(default_factory=list)
+    reports: list[Path] = field(default_factory=list)
+
+
+def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
+               hidden: bool = False, only: list[str] | None = None,
+               limits: WorkerLimits | None = None, zygote=None) -> CheckedWork:
+    """A student's (or self-learner's) local check: the visible checks of the exercises found
+    in `path` (with `only`: the checks about those functions/classes), and, with `hidden` (the
+    full package only), the hidden checks too. Hidden checks left out are listed as pending.
+    `zygote`: a running worker parent to use (a notebook's check server keeps one warm)."""
+    from grader.checking.edition import hidden_in_release, student_release
+    from grader.checking.selection import CheckSelection
+
+    release = student_release()
+    if hidden and release is not None:
+        raise UsageError("the hidden checks are not part of the student release: they run when "
+                         "your work is graded")
+    submission, chosen = one_submission(path, exercises)
+    select = CheckSelection(hidden=hidden, targets=only)
+    if zygote is not None:
+        result = grade_one(submission, exercises=chosen, limits=limits, zygote=zygote,
+                           select=select)
+    else:
+        # The grader's own `import torch` (in grader.running.runner) overlaps the zygote's start-up.
+        warm = threading.Thread(target=importlib.import_module, args=("grader.running.runner",),
+                                daemon=True)
+        warm.start()
+        with sandbox() as own:
+            if release is None:  # on a student's own machine the warning is only noise
+                warn_isolation(own)
+            warm.join()
+            result = grade_one(submission, exercises=chosen, limits=limits, zygote=own,
+                               select=select)
+    if only and select.selected == 0:
+        graded = ", ".join(chosen)
+        raise UsageError(f"no visible check of {graded} is about {', '.join(only)} (give the "
+                         "name of a function or class of the exercise)")
+    pending = select.pending + hidden_in_release(chosen, set(only) if only else None)
+    reports = write_check_reports(result, Path(out), pending)
+    return CheckedWork(result=result, report=reports[0], pending=pending, reports=reports)
+
+
+def write_check_reports(result: SubmissionResult, out: Path, pending: list) -> list[Path]:
+    """One report per exercise checked, `out/<exercise>/report.html` titled by the exercise
+    (with its results.json and gradescope.json), so that checking one file never overwrites
+    the report of another. A bug hunt's report says in a note what its hidden checks are worth
+    (the terminal's `bughunt_line`). A result without exercises (the grader failed) is written
+    whole, under the submission's name."""
+    from grader.course.bughunt import is_bughunt
+    from grader.outputs.terminal import bughunt_line
+
+    if not result.exercises:
+        return [write_submission_outputs(result, out)]
+    reports = []
+    for part in result.exercises:
+        later = [p for p in pending if p.exercise == part.exercise]
+        notes = list(part.notes)
+        if later and is_bughunt(part.exercise):
+            notes.append(bughunt_line(later))
+        one = result.model_copy(update={
+            "student": part.exercise,
+            "exercises": [part.model_copy(update={"notes": notes})],
+            "checks": [c for c in result.checks if c.exercise == part.exercise]})
+        reports.append(write_submission_outputs(one, out))
+    return reports
+
+
+
+def main(args: argparse.Namespace) -> int:
+    work = check_work(args.path, out=args.out, exercises=args.exercises, hidden=args.hidden,
+                      only=args.only, limits=limits_of(args.timeout))
+    print(terminal.summary(work.result, pending=work.pending,
+                           report=[str(r) for r in work.reports],
+                           color=terminal.use_color(args.color)))
+    return 0 if work.result.all_passed else 1

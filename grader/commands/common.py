@@ -1,0 +1,140 @@
+"""What every command shares: choosing exercises and the assignment, the sandbox, one submission
+graded in a fresh pytest session. Problems with the *user's* request raise `UsageError`; problems
+with a *submission* never raise: they end up in that submission's results."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from grader.course.registry import known_exercises
+from grader.errors import GraderUnavailable, UsageError
+from grader.intake.assignment import Assignment, AssignmentError, from_exercises, load_assignment, read_roster
+from grader.intake.files import own_links
+from grader.intake.submission import load_submission
+from grader.models import Submission, SubmissionResult
+from grader.worker.limits import WorkerLimits
+
+if TYPE_CHECKING:
+    from grader.checking.selection import CheckSelection
+
+# Nothing here imports torch at module level: the parent of a bulk run only dispatches, and
+# torch's import (~1.5 s of CPU) is paid by the grading processes' fork server instead.
+
+log = logging.getLogger("torchgrade")
+
+
+
+def limits_of(timeout: float | None) -> WorkerLimits:
+    """The worker limits of a command's `--timeout` (default deadline of each call)."""
+    if timeout is not None and timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    return WorkerLimits(call_timeout=timeout) if timeout else WorkerLimits()
+
+
+def default_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def plan_of(assignment: Path | None, exercises: list[str] | None) -> Assignment | None:
+    """The assignment asked for: a file, a list of exercises, or None (those found)."""
+    if assignment is not None and exercises is not None:
+        raise UsageError("give either --assignment or --exercises, not both")
+    if assignment is not None:
+        try:
+            plan = load_assignment(assignment)
+        except AssignmentError as exc:
+            raise UsageError(str(exc)) from None
+        chosen_exercises(plan.exercise_names)
+        return plan
+    if exercises is not None:
+        return from_exercises(chosen_exercises(exercises))
+    return None
+
+
+def roster_of(plan: Assignment) -> dict:
+    if plan.roster is None:
+        return {}
+    try:
+        return read_roster(plan.roster)
+    except AssignmentError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def chosen_exercises(exercises: list[str] | None) -> list[str]:
+    known = known_exercises()
+    if exercises is None:
+        return known
+    if not exercises:
+        raise UsageError("no exercise named")
+    unknown = [e for e in exercises if e not in known]
+    if unknown:
+        raise UsageError(f"unknown exercise {unknown[0]!r}; known: {', '.join(known)}")
+    return list(exercises)
+
+
+def grade_one(submission: Submission, *, exercises: list[str], limits: WorkerLimits | None,
+              zygote, select: CheckSelection | None = None,
+              assignment: Assignment | None = None) -> SubmissionResult:
+    """Run the checks in a fresh pytest session and score them (with `assignment`: its weights
+    and late penalty); if the grader itself fails, the result says so instead of vanishing.
+    `select` runs only some checks (see `grader.checking.selection`)."""
+    from grader.running.runner import run_checks
+    from grader.scoring.results import grader_failure, result_of
+
+    try:
+        run = run_checks(submission, exercises=exercises, limits=limits, zygote=zygote,
+                         select=select)
+        return result_of(run, assignment=assignment)
+    except Exception as exc:  # noqa: BLE001
+        log.exception("torchgrade: grading %s failed", submission.student)
+        return grader_failure(submission.student, type(exc).__name__)
+
+
+def sandbox():
+    """A started worker parent, as a context manager (GraderUnavailable if it cannot start)."""
+    from grader.worker.client import Zygote, ZygoteError
+
+    try:
+        return Zygote()
+    except ZygoteError as exc:
+        raise GraderUnavailable(str(exc)) from None
+
+
+def one_submission(path: Path, exercises: list[str] | None) -> tuple[Submission, list[str]]:
+    """The submission at `path` and the exercises to grade in it: `exercises`, or those found."""
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or folder")
+    chosen = chosen_exercises(exercises)
+    with own_links(None):  # a student's own files, on their own machine
+        submission = load_submission(path, exercises=chosen)
+    if exercises is None:
+        chosen = [e for e in chosen if e in submission.modules]
+        if not chosen:
+            names = ", ".join(f"{e}.py" for e in known_exercises())
+            raise UsageError(f"no exercise file found in {path} (expected one of {names}, "
+                             "or the same names as .ipynb)")
+    return submission, chosen
+
+
+def warn_isolation(zygote) -> None:
+    isolation_warning(zygote.isolation, zygote.missing)
+
+
+def isolation_warning(isolation: str, missing) -> None:
+    if isolation != "full":
+        log.warning("torchgrade: warning: worker isolation is %s on this machine; missing: %s. "
+                    "See 'Isolation levels' in the README.", isolation, missing)
+
+
+def full_package_only(what: str) -> None:
+    from grader.checking.edition import student_release
+
+    if student_release() is not None:
+        raise UsageError(f"`torchgrade {what}` is not part of the student release")

@@ -1,0 +1,278 @@
+"""`torchgrade grade SUBMISSIONS --out OUT`: a class, graded in a pool of grading processes.
+
+The pipeline of one submission, declared as data (`STEPS`), runs in each grading process:
+intake (read the student's files), running (the checks), scoring (the result), outputs (its
+files). The parent only finds the students, fingerprints them and writes the class files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.commands.common import (GraderUnavailable, UsageError, default_jobs, isolation_warning,
+                                    limits_of, plan_of, roster_of)
+from grader.commands.variants import read_variants
+from grader.course.bughunt import apply_variants
+from grader.course.registry import known_exercises
+from grader.intake.assignment import Assignment, from_exercises, read_timestamp
+from grader.intake.files import Inode, class_hard_links, own_links
+from grader.intake.fingerprint import fingerprint, grading_digest, submission_digest
+from grader.intake.students import check_folders, find_students
+from grader.intake.submission import OUT_MARKER, exercises_in, load_quietly
+from grader.models import CheckRun, Submission, SubmissionResult, is_grader_failure
+from grader.outputs.exports import grades_csv
+from grader.outputs.progress import Progress
+from grader.outputs.report import render_index
+from grader.outputs.folder import write_submission_outputs
+from grader.outputs.writing import (OutLock, escaped, printable, read_json,
+                                    remove_stale_temp_files, write_atomic)
+from grader.running.pool import GradeTask, GradingSteps, PoolSettings
+from grader.scoring.results import grader_failure, result_of
+from grader.worker.limits import WorkerLimits
+
+log = logging.getLogger("torchgrade")
+
+
+@dataclass
+class GradeSummary:
+    out: Path
+    results: list[SubmissionResult] = field(default_factory=list)
+    exercises: list[str] = field(default_factory=list)
+    assignment: Assignment | None = None
+    graded: int = 0          # graded by this run
+    up_to_date: int = 0      # skipped: their results.json already had the same fingerprint
+    failures: int = 0        # the grader could not grade them (recorded, retried next run)
+    seconds: float = 0.0
+
+    @property
+    def index(self) -> Path:
+        return self.out / "index.html"
+
+    @property
+    def full_marks(self) -> int:
+        return sum(r.max_score > 0 and r.score == r.max_score for r in self.results)
+
+
+def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
+          assignment: Path | None = None, jobs: int | None = None, force: bool = False,
+          limits: WorkerLimits | None = None,
+          on_start: Callable[[int, int], None] | None = None,
+          on_result: Callable[[SubmissionResult], None] | None = None,
+          variants: Path | None = None) -> GradeSummary:
+    """Grade every student in `submissions` with `jobs` grading processes; write each student's
+    results.json, report.html and gradescope.json the moment they are graded, then the class
+    index and the CSV gradebook into `out`.
+
+    The exercises are those of `assignment` (a TOML file), else `exercises`, else every exercise
+    found in the submissions. A student whose `out/<student>/results.json` already carries this
+    grading's fingerprint is not graded again unless `force`. `on_start(total, up_to_date)` is
+    called once before grading, `on_result` with every result as it arrives. KeyboardInterrupt
+    stops every grading process, writes the class outputs of what was graded, and propagates.
+    With `variants` (the manifest `variants()` wrote), each student's bug hunts are scored on
+    the faults their own copy holds.
+    """
+    started = time.monotonic()
+    submissions, out = Path(submissions), Path(out)
+    check_folders(submissions, out)
+    students = find_students(submissions)
+    plan = plan_of(assignment, exercises)
+    if jobs is not None and jobs < 1:
+        raise UsageError("-j must be at least 1")
+    if plan is None:  # the exercises found in the submissions, by file names only
+        known = known_exercises()
+        found = set().union(*(exercises_in(path, known) for _, path in students))
+        plan = from_exercises([e for e in known if e in found] or known, name=submissions.name)
+    chosen = plan.exercise_names
+    roster = roster_of(plan)
+    manifest = read_variants(variants) if variants is not None else None
+    scoring = plan.scoring_key()
+    if manifest is not None:  # another key, another grading: results are not reused
+        scoring += "\nvariants " + manifest.model_dump_json()
+    grading = grading_digest(exercises=chosen, scoring=scoring,
+                             limits=(limits or WorkerLimits()).model_dump_json())
+    summary = GradeSummary(out=out, exercises=chosen, assignment=plan)
+    try:
+        lock = OutLock(out).__enter__()
+    except BlockingIOError:
+        raise UsageError(f"{out} is being written by another `torchgrade grade` run") from None
+    try:
+        remove_stale_temp_files(out)  # left by a run that was killed mid-write
+        write_atomic(out / OUT_MARKER, "This folder holds the results of `torchgrade grade`.\n")
+        tasks = []
+        links = class_hard_links(students)
+        for sid, path in students:
+            # The parent reads no student file beyond fingerprints (bounded, regular files
+            # only): the grading processes load the submissions, in parallel.
+            with own_links(links.get(sid, ())):
+                mark = fingerprint(submission_digest(path), grading)
+            previous = None if force else previous_result(out / sid, mark)
+            if previous is not None:
+                summary.results.append(previous)
+                continue
+            tasks.append(task_for(sid, mark, path, links.get(sid, set())))
+        summary.up_to_date = len(summary.results)
+        if on_start is not None:
+            on_start(len(students), summary.up_to_date)
+
+        def collect(result: SubmissionResult) -> None:
+            summary.results.append(result)
+            summary.graded += 1
+            summary.failures += is_grader_failure(result)
+            if on_result is not None:
+                on_result(result)
+
+        from grader.running.pool import PoolBroken, grade_in_pool
+
+        settings = PoolSettings(out=out, exercises=chosen, assignment=plan, limits=limits,
+                                variants=manifest, submissions=submissions)
+        try:
+            grade_in_pool(tasks, settings=settings, steps=STEPS, jobs=min(jobs or default_jobs(), 64),
+                          on_result=collect, on_isolation=isolation_warning)
+        except PoolBroken as exc:
+            raise GraderUnavailable(str(exc)) from None
+        finally:
+            remove_stale_temp_files(out)
+            summary.seconds = time.monotonic() - started
+            # On Ctrl-C a grading process may have written a result whose message never
+            # reached us: what is on disk with this grading's fingerprint counts too.
+            collected = {r.student for r in summary.results}
+            summary.results += [done for t in tasks if t.student not in collected
+                                and (done := previous_result(out / t.student,
+                                                       t.fingerprint)) is not None]
+            if summary.results:  # also on Ctrl-C: the index of what is graded so far
+                write_class_outputs(summary, roster=roster)
+    finally:
+        lock.__exit__(None, None, None)
+    return summary
+
+
+def previous_result(folder: Path, mark: str) -> SubmissionResult | None:
+    """The student's earlier result if it was graded exactly as this run would grade it (its
+    report is written before it, so it exists too)."""
+    try:
+        result = read_json(folder / "results.json")
+    except (OSError, ValueError):
+        return None
+    return result if result.fingerprint == mark and (folder / "report.html").is_file() else None
+
+
+def task_for(student: str, mark: str, path: Path, links: set[Inode]) -> GradeTask:
+    return GradeTask(student=student, path=path, fingerprint=mark, own_links=sorted(links),
+                     submitted_at=read_timestamp(path) if path.is_dir() else None)
+
+
+def write_class_outputs(summary: GradeSummary, *, roster: dict | None = None) -> None:
+    """index.html and grades.csv; a result whose text cannot be written as it is (it should
+    not happen: each was written once already) is escaped rather than lose the class files."""
+    try:
+        write_class_files(summary, summary.results, roster)
+    except (ValueError, UnicodeError):
+        log.exception("torchgrade: writing the class outputs failed; retrying with escaped text")
+        write_class_files(summary, [escaped(r) for r in summary.results], roster)
+
+
+def write_class_files(summary: GradeSummary, results: list[SubmissionResult],
+                         roster: dict | None) -> None:
+    plan = summary.assignment
+    name = plan.name if plan else ""
+    write_atomic(summary.out / "index.html",
+                 render_index(results, summary.exercises, assignment=name,
+                              title=f"torchgrade results: {name}" if name else "torchgrade results"))
+    write_atomic(summary.out / "grades.csv",
+                 grades_csv(results, summary.exercises, assignment=name,
+                            duedate=plan.due if plan else None, roster=roster))
+
+
+
+# --------------------------------------------------------------------------- one submission
+# The pipeline each grading process runs per submission (intake -> [running: the pool's
+# batch] -> scoring -> outputs), declared here as data for `grader.running.pool`.
+
+
+def read_task(task: GradeTask, settings: PoolSettings) -> Submission:
+    """The task's submission, read in the grading process (the parent never parses a student's
+    files); never raises for anything in the student's files."""
+    submission = task.submission
+    if submission is None:
+        with own_links(task.own_links):
+            submission = load_quietly(task.path, task.student, settings.exercises)
+    if settings.variants is not None:
+        submission = apply_variants(submission, settings.variants)
+    return submission
+
+
+def finish_task(outcome: CheckRun | BaseException, task: GradeTask, settings: PoolSettings
+                ) -> SubmissionResult:
+    """Score `outcome` and write the submission's outputs; never raises. What cannot be
+    written as it is is written with its text escaped (same verdicts, same fingerprint); when
+    not even that can be written, a grader failure (no fingerprint: the next run retries) is
+    returned, written if possible: the run then says NOT GRADED and exits 1."""
+    result: SubmissionResult | None = None
+    try:
+        if isinstance(outcome, BaseException):
+            result = grader_failure(task.student, type(outcome).__name__,
+                                    submitted_at=task.submitted_at)
+        else:
+            result = result_of(outcome, assignment=settings.assignment,
+                               submitted_at=task.submitted_at, fingerprint=task.fingerprint)
+        write_submission_outputs(result, settings.out)
+        return result
+    except Exception as exc:  # noqa: BLE001 - one submission's outputs, never the process
+        log.exception("torchgrade: writing the results of %s failed", task.student)
+        first = exc
+    if not isinstance(first, OSError) and result is not None and result.checks:
+        try:
+            safe = escaped(result)
+            safe.notes.append("some text of this result could not be written as it was "
+                              f"({type(first).__name__}): it was escaped")
+            write_submission_outputs(safe, settings.out)
+            return safe
+        except Exception:  # noqa: BLE001
+            log.exception("torchgrade: writing the escaped results of %s failed", task.student)
+    return fail_task(task, f"its results could not be written: {type(first).__name__}: "
+                           f"{first}"[:400], settings)
+
+
+def fail_task(task: GradeTask, reason: str, settings: PoolSettings) -> SubmissionResult:
+    """The result of a submission the grader could not grade, written if possible."""
+    failed = grader_failure(task.student, printable(reason), submitted_at=task.submitted_at)
+    try:
+        write_submission_outputs(failed, settings.out)
+    except Exception:  # noqa: BLE001 - the parent still counts it as not graded
+        log.exception("torchgrade: even the failure note of %s could not be written",
+                      task.student)
+    return failed
+
+
+STEPS = GradingSteps(read=read_task, finish=finish_task, fail=fail_task)
+
+
+def main(args: argparse.Namespace) -> int:
+    progress = Progress()
+    print(f"Grading {args.submissions} ...", flush=True)
+    try:
+        summary = grade(args.submissions, out=args.out, exercises=args.exercises,
+                        assignment=args.assignment, jobs=args.jobs, force=args.force,
+                        limits=limits_of(args.timeout), on_start=progress.start,
+                        on_result=progress.result, variants=args.variants)
+    finally:
+        progress.close()
+    print(summary_line(summary))
+    return 1 if summary.failures else 0
+
+
+def summary_line(summary: GradeSummary) -> str:
+    n = len(summary.results)
+    done = f"{summary.graded} graded now, {summary.up_to_date} up to date" if summary.up_to_date \
+        else f"{summary.graded} graded"
+    rate = (f", {summary.seconds / summary.graded:.2f} s each" if summary.graded else "")
+    failures = (f", {summary.failures} NOT GRADED (grader failures; run again)"
+                if summary.failures else "")
+    return (f"Graded {n} submission{'' if n == 1 else 's'} ({done}) in {summary.seconds:.1f} s"
+            f"{rate}: {summary.full_marks} with full marks{failures}. "
+            f"Class index: {summary.index}")

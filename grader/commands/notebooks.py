@@ -1,0 +1,43 @@
+"""`torchgrade notebooks`: one student notebook (or answer key) per exercise."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import nbformat
+
+from grader.commands.common import UsageError, chosen_exercises, full_package_only
+
+
+def notebooks(*, out: Path, exercises: list[str] | None = None,
+              solutions: bool = False) -> list[Path]:
+    """Write one student notebook per exercise into `out`; with `solutions`, answer keys (the
+    same notebooks with the reference solutions in the stub cells), for instructors."""
+    from grader.release.notebooks import (exercise_notebook, fill_solutions, solution_path,
+                                  visible_targets, write_notebooks)
+
+    full_package_only("notebooks --solutions" if solutions else "notebooks")  # (release: notebooks/)
+    chosen = chosen_exercises(exercises)
+    if not solutions:
+        return write_notebooks(Path(out), chosen)
+    targets = visible_targets(chosen)
+    paths = []
+    for exercise in chosen:
+        source = solution_path(exercise)
+        if source is None:
+            raise UsageError(f"no reference solution for {exercise}")
+        nb = fill_solutions(exercise_notebook(exercise, checks=targets[exercise]),
+                            source.read_text(encoding="utf-8"))
+        path = Path(out) / f"{exercise}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+
+def main(args: argparse.Namespace) -> int:
+    paths = notebooks(out=args.out, exercises=args.exercises, solutions=args.solutions)
+    print("\n".join(str(p) for p in paths))
+    return 0

@@ -1,0 +1,54 @@
+"""`torchgrade solution EXERCISE`: the reference solution, for a self-learner who has tried."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from grader.commands.common import UsageError, chosen_exercises, full_package_only
+
+
+def solution(exercise: str, *, attempts: Path = Path("torchgrade-check"),
+             i_have_tried: bool = False) -> str:
+    """The reference solution of `exercise`, for a self-learner who has tried it: refused
+    unless `attempts` (where `torchgrade check` writes) holds a graded attempt at it, one in
+    which some check got further than "not implemented yet", or `i_have_tried`."""
+    from grader.release.notebooks import solution_path
+
+    full_package_only("solution")
+    exercise = chosen_exercises([exercise])[0]
+    path = solution_path(exercise)
+    if path is None:
+        raise UsageError(f"there is no reference solution of {exercise}")
+    if not i_have_tried and not tried(exercise, Path(attempts)):
+        raise UsageError(f"try {exercise} first: fill in its stub and run `torchgrade check "
+                         f"{exercise}.py` (its results in {attempts} unlock the solution), or "
+                         "say --i-have-tried")
+    return path.read_text(encoding="utf-8")
+
+
+def tried(exercise: str, attempts: Path) -> bool:
+    """Whether `attempts` holds a result in which some check of `exercise` ran real code (for
+    a bug hunt, a hidden check: its visible checks pass on the untouched script too)."""
+    from grader.course.bughunt import is_bughunt
+    from grader.outputs.writing import read_json
+
+    for path in sorted(Path(attempts).glob("*/results.json")):
+        try:
+            result = read_json(path)
+        except (OSError, ValueError):
+            continue
+        for c in result.checks:
+            if is_bughunt(exercise) and c.visibility == "visible":
+                continue
+            if c.exercise == exercise and (c.status == "passed" or not any(
+                    words in c.message for words in ("not implemented yet", "file not submitted",
+                                                     "defines no "))):
+                return True
+    return False
+
+
+
+def main(args: argparse.Namespace) -> int:
+    print(solution(args.exercise, attempts=args.attempts, i_have_tried=args.i_have_tried), end="")
+    return 0

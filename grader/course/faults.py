@@ -1,0 +1,117 @@
+"""The fault catalogue: the ways training goes silently wrong, in one place.
+
+Every entry says what the student sees (symptom), why it happens (cause), what to change (fix),
+the exercises it can appear in and the checks that detect it. Diagnoses name entries by `id`;
+reports show their text. The catalogue is data (`faults.toml`, shipped with the package),
+validated by the `Fault` model when it is loaded.
+
+It also holds the bug hunts (`[[bughunt]]`: a fixed training script and the faults its
+exercise file is seeded with) and, for every fault that can be seeded into a bug hunt, how:
+`[[fault.inject]]` names the script, the check that scores the fault there, and the textual
+replacements that turn the fixed script's correct code into the faulty one. That is the one
+source of truth for each fault's wrong code: the exercise files and every per-student variant
+are the fixed scripts with some of these replacements applied (`grader.course.bughunt`).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+
+from pydantic import BaseModel, ConfigDict, Field
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+ID_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
+
+
+class Injection(BaseModel):
+    """How a fault is seeded into one bug hunt: `replace` pairs (old, new), each `old` found
+    exactly once in the fixed script; `check` is the check of that exercise whose points the
+    fault carries (faults sharing a check are alternatives: a copy holds at most one)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    exercise: str = Field(pattern=r"^bughunt_[a-z0-9_]+$")
+    check: str = Field(pattern=r"^[a-z0-9_]+$", description="check name, without the exercise")
+    replace: list[tuple[str, str]] = Field(min_length=1)
+
+
+class Fault(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=ID_PATTERN, description="stable, e.g. grad-not-zeroed")
+    title: str
+    symptom: str = Field(description="what the student sees")
+    cause: str = Field(description="why it happens")
+    fix: str = Field(description="what to change")
+    exercises: list[str] = Field(min_length=1, description="exercises it can appear in")
+    detected_by: list[str] = Field(min_length=1, description="check ids that detect it")
+    inject: list[Injection] = Field([], description="how it is seeded into bug hunts")
+    masked_by: list[str] = Field([], description="faults that hide this one's symptom (a copy "
+                                 "holding both shows only theirs): a variant never holds both")
+
+
+class BugHunt(BaseModel):
+    """A bug-hunt exercise: the fixed script `solutions/<path>`, the student file `<path>`
+    (or `<exercise>.py`), and the faults its exercise file holds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    exercise: str = Field(pattern=r"^bughunt_[a-z0-9_]+$")
+    path: str = Field(pattern=r"^bughunt/[a-z0-9_]+\.py$")
+    seeded: list[str] = Field(min_length=3, max_length=5)
+
+
+class Catalogue(BaseModel):
+    fault: list[Fault]
+    bughunt: list[BugHunt] = []
+
+
+@lru_cache(maxsize=1)
+def load() -> Catalogue:
+    """The whole catalogue, validated: ids unique, every injection into a known bug hunt
+    (which the fault's `exercises` and `detected_by` name), every seeded fault injectable."""
+    text = (resources.files("grader.course") / "faults.toml").read_text(encoding="utf-8")
+    data = Catalogue.model_validate(tomllib.loads(text))
+    ids = [f.id for f in data.fault]
+    if len(set(ids)) != len(ids):
+        raise ValueError("faults.toml: duplicate fault ids")
+    hunts = {b.exercise: b for b in data.bughunt}
+    if len(hunts) != len(data.bughunt):
+        raise ValueError("faults.toml: a bug hunt is listed twice")
+    by_id = {f.id: f for f in data.fault}
+    for fault in data.fault:
+        if set(fault.masked_by) - set(by_id):
+            raise ValueError(f"faults.toml: {fault.id} is masked_by an unknown fault")
+        seen = set()
+        for inj in fault.inject:
+            where = f"faults.toml: {fault.id} injected into {inj.exercise}"
+            if inj.exercise not in hunts:
+                raise ValueError(f"{where}: no such [[bughunt]]")
+            if inj.exercise in seen:
+                raise ValueError(f"{where} twice")
+            seen.add(inj.exercise)
+            if inj.exercise not in fault.exercises:
+                raise ValueError(f"{where}, which its `exercises` do not list")
+            if f"{inj.exercise}.{inj.check}" not in fault.detected_by:
+                raise ValueError(f"{where}: `detected_by` lacks {inj.exercise}.{inj.check}")
+    for hunt in data.bughunt:
+        for fid in hunt.seeded:
+            if fid not in by_id or hunt.exercise not in {i.exercise for i in by_id[fid].inject}:
+                raise ValueError(f"faults.toml: {hunt.exercise} is seeded with {fid}, which "
+                                 "has no injection there")
+    return data
+
+
+def catalogue() -> dict[str, Fault]:
+    """Every fault by id (validated; ids unique)."""
+    return {f.id: f for f in load().fault}
+
+
+def bughunts() -> dict[str, BugHunt]:
+    """Every bug hunt by exercise id."""
+    return {b.exercise: b for b in load().bughunt}

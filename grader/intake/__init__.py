@@ -1,0 +1,1 @@
+"""Stage 1, intake: finding, reading, decoding and fingerprinting submissions; the assignment file and roster."""

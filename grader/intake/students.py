@@ -1,0 +1,78 @@
+"""A class folder: which entries are students (and their ids), and the folders a run may use."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from grader.errors import UsageError
+from grader.intake.submission import CLASS_FILES, OUT_MARKER, safe_id, student_id_for
+
+log = logging.getLogger("torchgrade")
+
+
+def find_students(submissions: Path) -> list[tuple[str, Path]]:
+    """(student id, path) for each student folder or .zip directly inside `submissions`.
+
+    Ids are `grader.intake.submission.safe_id`s (printable, never a class output's name) and unique:
+    a second submission with the same id (alice/ and alice.zip) gets its full name, then `~2`,
+    `~3`..."""
+    if not submissions.exists():
+        raise UsageError(f"{submissions}: no such folder")
+    if not submissions.is_dir():
+        raise UsageError(f"{submissions} is not a folder (use `torchgrade check` for one file)")
+    students: dict[str, Path] = {}
+    for entry in sorted(submissions.iterdir()):
+        if entry.name in ("__MACOSX", "__pycache__", OUT_MARKER):
+            continue
+        if entry.name.startswith("."):
+            log.warning("torchgrade: warning: %s is not graded (a hidden name: rename it if it "
+                        "is a student's)", safe_id(entry.name))
+            continue
+        if entry.is_symlink():
+            # A link would put a folder from outside the class (the solutions, another course)
+            # among the students, and make the class's hard-link ownership unsound.
+            log.warning("torchgrade: warning: %s is not graded: it is a symbolic link (copy "
+                        "the student's folder into %s)", safe_id(entry.name), submissions.name)
+            continue
+        if entry.is_dir() or entry.suffix == ".zip":
+            sid = student_id_for(entry)
+            if sid in students:
+                sid = safe_id(entry.name)
+            base, n = sid, 2
+            while sid in students or sid.lower() in CLASS_FILES:
+                sid, n = f"{base}~{n}", n + 1
+            students[sid] = entry
+    if not students:
+        raise UsageError(f"{submissions} holds no student folders (one folder or .zip per student)")
+    return list(students.items())
+
+
+def check_folders(submissions: Path, out: Path) -> None:
+    """Refuse (UsageError) an OUT that is SUBMISSIONS, lies inside it or holds it (symbolic links
+    resolved), and a SUBMISSIONS that is itself a torchgrade output folder: grading result
+    folders as students would overwrite every real grade."""
+    subs, dest = Path(submissions).resolve(), Path(out).resolve()
+    if dest.exists() and not dest.is_dir():
+        raise UsageError(f"OUT {out} is a file, not a folder: give a folder for the results")
+    if dest == subs:
+        raise UsageError(f"OUT {out} is the submissions folder: give another folder for the "
+                         "results (e.g. --out results)")
+    if subs in dest.parents:
+        raise UsageError(f"OUT {out} is inside the submissions folder {submissions}: its result "
+                         "folders would be graded as students; put it elsewhere")
+    if dest in subs.parents:
+        raise UsageError(f"OUT {out} holds the submissions folder {submissions}: put the results "
+                         "in a folder of their own")
+    if is_output_folder(subs):
+        raise UsageError(f"{submissions} is a torchgrade output folder (results of an earlier "
+                         "run), not a folder of submissions")
+
+
+def is_output_folder(folder: Path) -> bool:
+    """Whether `folder` was written by `torchgrade grade`: it holds the marker every run writes
+    (or, from versions before the marker, both class outputs)."""
+    folder = Path(folder)
+    return (folder / OUT_MARKER).is_file() or all((folder / name).is_file()
+                                                   for name in CLASS_FILES)
+

@@ -1,0 +1,411 @@
+"""Find and read a student's exercise files: a folder, a single .py/.ipynb, or a .zip.
+
+`load_submission` never raises for bad student input: every problem becomes a note (grading goes
+on) or a module's `fatal` message (its checks fail with that message). Nothing is executed here;
+the grader only decodes, parses and compiles, to report syntax errors with their line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import os
+import tokenize
+import zipfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path, PurePosixPath
+
+from grader.course.bughunt import FOLDER as BUGHUNT_FOLDER, exercise_for
+from grader.intake.files import Refused, open_regular, read_regular, refusal
+from grader.models import ModuleSource, SourceChunk, Submission
+from grader.intake.notebook import NotebookError, notebook_chunks
+
+MAX_SOURCE_BYTES = 2 << 20
+MAX_NOTEBOOK_BYTES = 50 << 20
+MAX_FILES = 20_000          # files and folders looked at in one student folder
+MAX_ZIP_FILE_BYTES = 200 << 20
+MAX_ZIP_ENTRIES = 20_000    # a whole project with its .venv has fewer
+MAX_ZIP_LISTING_BYTES_PER_ENTRY = 200  # a listing larger than this per allowed entry is refused
+MAX_ZIP_BYTES = 1 << 30     # uncompressed, all entries
+MAX_ZIP_RATIO = 200         # uncompressed / compressed, per member over 1 MB
+MAX_DEPTH = 3  # a student folder, hw1/, and one more level (zip roots often add one)
+SKIP_DIRS = {"__pycache__", "__MACOSX", ".ipynb_checkpoints", ".git", "node_modules"}
+SUFFIXES = (".py", ".ipynb")
+
+log = logging.getLogger("torchgrade")
+
+
+@dataclass(frozen=True)
+class Found:
+    """A candidate exercise file: where it is and how to read at most `limit` + 1 of its bytes."""
+
+    relpath: str
+    depth: int
+    size: int
+    read: Callable[[int], bytes]
+
+
+def not_submitted(exercise: str) -> str:
+    """The message for an exercise file a submission does not hold, naming what was looked for."""
+    from grader.course.bughunt import is_bughunt, student_path
+
+    names = f"{exercise}.py or {exercise}.ipynb"
+    if is_bughunt(exercise):
+        names = f"{student_path(exercise)} (or {names})"
+    return f"file not submitted: expected {names}"
+
+
+# --------------------------------------------------------------------------- student ids
+
+# Names of the class outputs at the top of OUT (grader.outputs.exports writes them); every other name
+# there starts with "." (the lock, the marker, temporary files), which no student id does.
+CLASS_FILES = ("index.html", "grades.csv")
+# Written into OUT by every `torchgrade grade` run: `grade` refuses to take a folder holding it
+# as SUBMISSIONS (grading result folders as students would overwrite every real grade).
+OUT_MARKER = ".torchgrade-output"
+MAX_ID = 120  # characters; a longer name keeps its start and gets a digest of the whole
+
+
+def safe_id(name: str) -> str:
+    """A student id made from a folder or file name as `os.listdir` gives it: printable, valid
+    UTF-8, never a class output's name or a dot-name, and reversible (`%XX` stands for the byte
+    XX: undecodable bytes, unprintable characters, "%" itself, a leading ".", the dots of a
+    reserved name); only names over MAX_ID characters lose information (they end in a digest)."""
+    try:
+        raw = os.fsencode(name)
+    except UnicodeError:  # a lone surrogate os.listdir cannot produce; still an id
+        raw = name.encode("utf-8", "surrogatepass")
+    text = raw.decode("utf-8", "surrogateescape")
+    out = []
+    for ch in text:
+        if ch == "%" or ch in "/\\" or not ch.isprintable():
+            out += [f"%{b:02X}" for b in ch.encode("utf-8", "surrogateescape")]
+        else:
+            out.append(ch)
+    sid = "".join(out)
+    if sid.startswith("."):
+        sid = "%2E" + sid[1:]
+    if sid.lower() in CLASS_FILES:
+        sid = sid.replace(".", "%2E")
+    if len(sid) > MAX_ID:
+        sid = sid[:MAX_ID - 17] + "~" + hashlib.sha256(raw).hexdigest()[:16]
+    return sid or "student"
+
+
+def student_id_for(path: Path) -> str:
+    """The student id of a submission at `path`: a folder's name, a .zip's name without .zip,
+    a single file's folder's name; always a `safe_id`."""
+    return safe_id(_id_source(Path(path)) or "student")
+
+
+def _id_source(path: Path) -> str:
+    if path.is_dir():
+        return path.resolve().name
+    if path.suffix == ".zip":
+        return path.stem
+    return path.resolve().parent.name
+
+
+def original_name_note(path: Path, student: str) -> str | None:
+    """A note keeping the name as found when the student id had to differ from it."""
+    path = Path(path)
+    if student in (_id_source(path), path.name, "student"):
+        return None
+    return (f"graded as {student}: the submission's name as found on disk is "
+            f"{ascii(os.fsencode(path.name))[1:]} (its bytes; a student id must be printable "
+            "text, unique, and differ from the class outputs)")
+
+
+def display_path(path: Path) -> str:
+    """`path` as valid text (undecodable bytes of a name shown as \\xNN)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_submission(path: Path, *, exercises: Iterable[str], student: str | None = None
+                    ) -> Submission:
+    """Read every exercise module of `exercises` found under `path`.
+
+    A module not found is simply absent from `Submission.modules`; the caller decides what a
+    missing file costs. Only regular files are read (see `grader.intake.files`); what was skipped is
+    in the notes.
+    """
+    path = Path(path)
+    wanted = list(exercises)
+    sub = Submission(student=student or student_id_for(path), root=display_path(path))
+    note = original_name_note(path, sub.student)
+    if note:
+        sub.notes.append(note)
+    by_exercise: dict[str, list[Found]] = {}
+    for found in scan(path, wanted, sub.notes):
+        exercise = exercise_for(found.relpath, wanted)
+        if exercise is not None:
+            by_exercise.setdefault(exercise, []).append(found)
+    for exercise in wanted:
+        options = sorted(by_exercise.get(exercise, []),
+                         key=lambda f: (rank_depth(f), not f.relpath.endswith(".py"), f.relpath))
+        if not options:
+            continue
+        chosen = options[0]
+        module = read_module(exercise, chosen)
+        if len(options) > 1:
+            others = ", ".join(f.relpath for f in options[1:])
+            module.notes.append(f"graded {chosen.relpath}; also found {others} (ignored)")
+        sub.modules[exercise] = module
+    return sub
+
+
+def rank_depth(found: Found) -> int:
+    """How deep a file lies, for choosing among several files of one exercise (shallowest
+    first, then .py before .ipynb): a bug hunt's `bughunt/` folder is part of its file's name
+    (`bughunt/regression.py`), so `exercises/bughunt/regression.py` ranks with
+    `exercises/strides_broadcasting.py`, before `notebooks/bughunt_regression.ipynb` as a
+    module's `.py` comes before its notebook (a release folder holds both)."""
+    return found.depth - (PurePosixPath(found.relpath).parent.name == BUGHUNT_FOLDER)
+
+
+def load_quietly(path: Path, student: str, exercises: list[str]) -> Submission:
+    """`load_submission` that never raises: a submission that cannot be read at all is one whose
+    note says why (every check then fails with "file not submitted")."""
+    try:
+        return load_submission(path, exercises=exercises, student=student)
+    except Exception as exc:  # noqa: BLE001 - a submission must never stop the batch
+        log.exception("torchgrade: could not read %s", display_path(path))
+        return Submission(student=student, root=display_path(path), notes=[
+            f"the submission could not be read: {type(exc).__name__}: {_text(exc)}"])
+
+
+def exercises_in(path: Path, exercises: Iterable[str]) -> set[str]:
+    """The exercises of `exercises` a submission holds a file of, by names only: bounded (no
+    file is read; a zip's listing only within MAX_ZIP_ENTRIES); never raises."""
+    wanted = list(exercises)
+    try:
+        return {e for f in scan(Path(path), wanted, []) if (e := exercise_for(f.relpath, wanted))}
+    except Exception:  # noqa: BLE001 - the grading process reports the problem
+        return set()
+
+
+def scan(path: Path, wanted: list[str], notes: list[str]) -> list[Found]:
+    """The candidate exercise files of a submission (nothing is read yet)."""
+    if path.is_dir():
+        return _scan_dir(path, notes)
+    name = display_path(Path(path.name))
+    if path.suffix == ".zip":
+        return _scan_zip(path, "", notes)
+    if path.suffix in SUFFIXES:
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            notes.append(f"{name} could not be read ({exc.strerror})")
+            return []
+        # bughunt/regression.py handed in alone is still the bug hunt "bughunt_regression".
+        relpath = (f"{BUGHUNT_FOLDER}/{name}" if path.resolve().parent.name == BUGHUNT_FOLDER
+                   else name)
+        if exercise_for(relpath, wanted) is None:
+            notes.append(f"{name} is not an exercise file: name it after the exercise, "
+                         f"one of {', '.join(f'{w}.py' for w in wanted)}")
+        return [Found(relpath, 0, st.st_size, partial(read_regular, path))]
+    notes.append(f"{name} is not a .py, .ipynb or .zip file")
+    return []
+
+
+def _scan_dir(root: Path, notes: list[str]) -> list[Found]:
+    found: list[Found] = []
+    root = root.resolve()
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        rel = Path(dirpath).relative_to(root)
+        depth = len(rel.parts)
+        seen += len(dirnames) + len(filenames)
+        if seen > MAX_FILES:
+            notes.append(f"the submission holds more than {MAX_FILES} files and folders: only "
+                         "the first ones were looked at")
+            break
+        dirnames[:] = sorted(d for d in dirnames
+                             if d not in SKIP_DIRS and not d.startswith(".") and depth < MAX_DEPTH)
+        for name in sorted(filenames):
+            full = Path(dirpath) / name
+            relpath = display_path(rel / name)
+            if name.startswith(".") or not name.endswith(SUFFIXES + (".zip",)):
+                continue
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            why = refusal(st)
+            if why is not None:
+                notes.append(f"{relpath} {why}: it was skipped")
+                continue
+            if name.endswith(".zip"):
+                found += _scan_zip(full, relpath, notes, depth)
+            else:
+                found.append(Found(relpath, depth, st.st_size, partial(read_regular, full)))
+    return found
+
+
+def _scan_zip(path: Path, relname: str, notes: list[str], depth0: int = 0) -> list[Found]:
+    """The candidate files in a zip, after bounding it: at most MAX_ZIP_ENTRIES entries (counted
+    from its end record, before its listing is parsed), MAX_ZIP_BYTES uncompressed in total and
+    no member inflating more than MAX_ZIP_RATIO times (zip bombs)."""
+    label = relname or display_path(Path(path.name))
+    try:
+        fd, st = open_regular(path)
+    except Refused as exc:
+        notes.append(f"{label} {exc}: it was skipped")
+        return []
+    except OSError as exc:
+        notes.append(f"{label} could not be read ({exc.strerror})")
+        return []
+    with os.fdopen(fd, "rb") as f:
+        if st.st_size > MAX_ZIP_FILE_BYTES:
+            notes.append(f"{label} is larger than {MAX_ZIP_FILE_BYTES >> 20} MB and was not "
+                         "opened")
+            return []
+        try:
+            entries = _zip_entry_count(f)
+            if entries > MAX_ZIP_ENTRIES:
+                notes.append(f"{label} holds {entries} entries or more (by its end record); "
+                             f"the limit is {MAX_ZIP_ENTRIES}: it was not opened")
+                return []
+            infos = zipfile.ZipFile(f).infolist()
+            if len(infos) > MAX_ZIP_ENTRIES:
+                notes.append(f"{label} holds {len(infos)} entries; the limit is "
+                             f"{MAX_ZIP_ENTRIES}: it was not opened")
+                return []
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+            notes.append(f"{label} is not a readable zip file ({_text(exc)})")
+            return []
+    total = sum(i.file_size for i in infos)
+    if total > MAX_ZIP_BYTES:
+        notes.append(f"{label} would unpack to {total >> 20} MB; the limit is "
+                     f"{MAX_ZIP_BYTES >> 20} MB: it was not opened")
+        return []
+    found = []
+    for info in infos:
+        parts = PurePosixPath(info.filename).parts
+        if (info.is_dir() or not parts or any(p in SKIP_DIRS or p.startswith(".") for p in parts)
+                or not info.filename.endswith(SUFFIXES) or ".." in parts):
+            continue
+        depth = depth0 + len(parts) - 1
+        if depth > MAX_DEPTH:
+            continue
+        relpath = f"{label}/{info.filename}"
+        packed = max(info.compress_size, 1)
+        if info.file_size > (1 << 20) and info.file_size > MAX_ZIP_RATIO * packed:
+            notes.append(f"{relpath} inflates {info.file_size // packed} "
+                         f"times (a zip bomb?); the limit is {MAX_ZIP_RATIO}: it was skipped")
+            continue
+        found.append(Found(relpath, depth, info.file_size, partial(_read_member, path, info)))
+    return found
+
+
+def _zip_entry_count(f) -> int:
+    """How many entries a zip's end record declares (without parsing its listing)."""
+    end = zipfile._EndRecData(f)  # noqa: SLF001 - the stdlib's own end-record reader
+    if end is None:
+        raise zipfile.BadZipFile("no end of central directory record")
+    f.seek(0)
+    # zipfile parses the whole listing whatever count the end record states: bound its size too
+    # (an entry takes at least 46 bytes of it).
+    declared = int(end[zipfile._ECD_ENTRIES_TOTAL])  # noqa: SLF001
+    listing = int(end[zipfile._ECD_SIZE])  # noqa: SLF001
+    return max(declared, listing // MAX_ZIP_LISTING_BYTES_PER_ENTRY)
+
+
+def _read_member(path: Path, info: zipfile.ZipInfo, limit: int) -> bytes:
+    fd, _ = open_regular(path)
+    with os.fdopen(fd, "rb") as f, zipfile.ZipFile(f) as z, z.open(info) as member:
+        return member.read(limit + 1)
+
+
+def _text(exc: BaseException) -> str:
+    """An exception's message as valid, short text."""
+    return str(exc).encode("utf-8", "backslashreplace").decode("utf-8")[:300]
+
+
+def read_module(exercise: str, found: Found) -> ModuleSource:
+    """Decode and syntax-check one exercise file (never raises for bad content)."""
+    kind = "ipynb" if found.relpath.endswith(".ipynb") else "py"
+    module = ModuleSource(exercise=exercise, path=found.relpath, kind=kind)
+    limit = MAX_NOTEBOOK_BYTES if kind == "ipynb" else MAX_SOURCE_BYTES
+    if found.size > limit:
+        module.fatal = f"{found.relpath} is larger than {limit >> 20} MB and was not graded"
+        return module
+    try:
+        data = found.read(limit)
+    except Refused as exc:
+        module.fatal = f"{found.relpath} {exc}: it was not graded"
+        return module
+    except (OSError, zipfile.BadZipFile, RuntimeError, ValueError, EOFError) as exc:
+        module.fatal = f"{found.relpath} could not be read ({_text(exc)})"
+        return module
+    if len(data) > limit:
+        module.fatal = f"{found.relpath} is larger than {limit >> 20} MB and was not graded"
+        return module
+    if b"\x00" in data:
+        module.fatal = f"{found.relpath} looks like a binary file, not {'a notebook' if kind == 'ipynb' else 'Python source'}"
+        return module
+    text, note = decode_text(data, found.relpath)
+    if note:
+        module.notes.append(note)
+    if not text.strip():
+        module.notes.append(f"{found.relpath} is empty")
+    if kind == "py":
+        module.chunks = [SourceChunk(code=text, filename=found.relpath, label=found.relpath)]
+    else:
+        try:
+            module.chunks, notes = notebook_chunks(text, found.relpath)
+        except NotebookError as exc:
+            module.fatal = f"{found.relpath}: {exc}"
+            return module
+        module.notes += notes
+    usable = []
+    for chunk in module.chunks:
+        problem = syntax_problem(chunk)
+        if problem is None:
+            usable.append(chunk)
+        elif kind == "py":
+            module.fatal = problem
+            return module
+        else:
+            module.notes.append(problem + "; the cell was skipped")
+    module.chunks = usable
+    return module
+
+
+def decode_text(data: bytes, name: str) -> tuple[str, str | None]:
+    """Source text by Python's own rules (BOM, coding cookie, else UTF-8); undecodable bytes are
+    replaced and the note says where the first one was."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except (SyntaxError, LookupError):
+        encoding = "utf-8"
+    try:
+        return data.decode(encoding), None
+    except UnicodeDecodeError as exc:
+        bad = data[exc.start:exc.start + 1].hex()
+        line = data[:exc.start].count(b"\n") + 1
+        return data.decode(encoding, "replace"), (
+            f"{name} is not valid UTF-8 (byte 0x{bad} on line {line}); undecodable bytes were "
+            "replaced with \N{REPLACEMENT CHARACTER}. Save the file as UTF-8.")
+
+
+def syntax_problem(chunk: SourceChunk) -> str | None:
+    """A student-readable syntax error for the chunk, or None when it compiles."""
+    try:
+        compile(chunk.code, chunk.filename, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}" if exc.lineno else "an unknown line"
+        text = (exc.text or "").rstrip("\n")
+        caret = ""
+        if text and exc.offset:
+            caret = "\n    " + text + "\n    " + " " * (max(exc.offset, 1) - 1) + "^"
+        return f"{type(exc).__name__} in {chunk.filename}, {where}: {exc.msg}{caret}"
+    except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
+        return f"{chunk.filename} could not be compiled: {type(exc).__name__}: {exc}"
+    return None

@@ -1,0 +1,197 @@
+"""The class at a glance: what `OUT/index.html` shows, computed from the submissions' results.
+
+Pure functions of `SubmissionResult`s; `grader.outputs.report.render_index` renders the `ClassSummary`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from datetime import datetime, timezone
+
+from pydantic import BaseModel, Field
+
+import grader
+from grader.models import CheckResult, SubmissionResult, Visibility, state_of
+
+HISTOGRAM_BINS = 10
+DIAGNOSIS_EXAMPLES = 5  # students named (and linked) per diagnosis in the index
+
+
+class ExerciseCell(BaseModel):
+    score: float | None = Field(None, description="None: the exercise was not graded")
+    max_score: float = 0.0
+
+
+class StudentRow(BaseModel):
+    student: str
+    exercises: list[ExerciseCell]
+    score: float
+    max_score: float
+    late_penalty: float = 0.0
+    final: float = Field(description="score after the late penalty, never below 0")
+    percent: float
+    not_passed: int = Field(description="checks not passed")
+    broken: int = Field(description="checks whose code raised (not counting code not "
+                        "implemented yet), timed out or crashed")
+    grader_failure: bool = False
+    notes: list[str] = []
+
+
+class HistogramBin(BaseModel):
+    low: float = Field(description="percent of the maximum, inclusive")
+    high: float = Field(description="percent, exclusive (the last bin includes 100)")
+    count: int
+
+
+class CheckStat(BaseModel):
+    id: str
+    exercise: str
+    title: str
+    visibility: Visibility
+    max_points: float
+    passed: int
+    graded: int
+    broken: int = Field(0, description="submissions whose check raised, timed out or crashed")
+    diagnoses: list[str] = Field([], description="fault ids seen on this check, most frequent "
+                                 "first (at most three)")
+
+    @property
+    def rate(self) -> float:
+        return self.passed / self.graded if self.graded else 0.0
+
+
+class DiagnosisStat(BaseModel):
+    diagnosis: str
+    count: int = Field(description="checks (over all students) that carried it")
+    students: int
+    checks: list[str]
+    examples: list[str] = Field([], description="a few of the students, for links")
+
+
+class ExerciseStat(BaseModel):
+    exercise: str
+    graded: int = Field(description="submissions with this exercise graded")
+    mean_percent: float | None = None
+    full_marks: int = 0
+
+
+class ClassSummary(BaseModel):
+    title: str
+    assignment: str = ""
+    generated_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    grader_version: str = grader.__version__
+    exercises: list[str]
+    rows: list[StudentRow]
+    histogram: list[HistogramBin]
+    mean_percent: float | None = None
+    median_percent: float | None = None
+    full_marks: int = 0
+    grader_failures: int = 0
+    checks: list[CheckStat]
+    diagnoses: list[DiagnosisStat]
+    exercise_stats: list[ExerciseStat] = []
+
+
+def is_grader_failure(result: SubmissionResult) -> bool:
+    """A result with no checks at all: the grader could not grade that submission (a graded
+    submission always has every check of its exercises, even for a file not submitted)."""
+    return not result.checks
+
+
+def is_broken(check: CheckResult) -> bool:
+    """The check's code raised, timed out or crashed; a stub not implemented yet is no error."""
+    return check.status in ("error", "timeout", "crashed") and state_of(check) != "todo"
+
+
+def student_row(result: SubmissionResult, exercises: list[str]) -> StudentRow:
+    per = {e.exercise: e for e in result.exercises}
+    final = max(0.0, result.score - result.late_penalty)
+    return StudentRow(
+        student=result.student,
+        exercises=[ExerciseCell(score=per[e].score, max_score=per[e].max_score) if e in per
+                   else ExerciseCell() for e in exercises],
+        score=result.score, max_score=result.max_score, late_penalty=result.late_penalty,
+        final=round(final, 6),
+        percent=round(100 * final / result.max_score, 2) if result.max_score else 0.0,
+        not_passed=sum(c.status != "passed" for c in result.checks),
+        broken=sum(is_broken(c) for c in result.checks),
+        grader_failure=is_grader_failure(result), notes=list(result.notes))
+
+
+def histogram(percents: list[float], bins: int = HISTOGRAM_BINS) -> list[HistogramBin]:
+    width = 100 / bins
+    counts = [0] * bins
+    for p in percents:
+        counts[min(int(p // width), bins - 1) if p >= 0 else 0] += 1
+    return [HistogramBin(low=round(i * width, 2), high=round((i + 1) * width, 2), count=n)
+            for i, n in enumerate(counts)]
+
+
+def check_stats(results: list[SubmissionResult]) -> list[CheckStat]:
+    """Pass counts of every check, in the order checks ran (curriculum order)."""
+    stats: dict[str, CheckStat] = {}
+    seen: dict[str, Counter[str]] = {}
+    for result in results:
+        for c in result.checks:
+            stat = stats.get(c.id)
+            if stat is None:
+                stat = stats[c.id] = CheckStat(id=c.id, exercise=c.exercise, title=c.title or c.id,
+                                               visibility=c.visibility, max_points=c.max_points,
+                                               passed=0, graded=0)
+            stat.graded += 1
+            stat.passed += c.status == "passed"
+            stat.broken += is_broken(c)
+            seen.setdefault(c.id, Counter()).update(dict.fromkeys(c.diagnoses, 1))
+    for check_id, stat in stats.items():
+        stat.diagnoses = [d for d, _ in seen[check_id].most_common(3)]
+    return list(stats.values())
+
+
+def exercise_stats(rows: list[StudentRow], exercises: list[str]) -> list[ExerciseStat]:
+    """Mean score (percent of the exercise's maximum) and full marks, per exercise."""
+    out = []
+    for i, exercise in enumerate(exercises):
+        cells = [r.exercises[i] for r in rows if not r.grader_failure
+                 and r.exercises[i].score is not None and r.exercises[i].max_score > 0]
+        percents = [100 * c.score / c.max_score for c in cells]
+        out.append(ExerciseStat(
+            exercise=exercise, graded=len(cells),
+            mean_percent=round(statistics.fmean(percents), 2) if percents else None,
+            full_marks=sum(c.score == c.max_score for c in cells)))
+    return out
+
+
+def diagnosis_stats(results: list[SubmissionResult]) -> list[DiagnosisStat]:
+    """Every diagnosis seen in the class, most frequent first, with the checks that carried
+    them. All of them: the catalogue is a few dozen faults, and the check table links to each."""
+    count: Counter[str] = Counter()
+    students: dict[str, set[str]] = {}
+    checks: dict[str, list[str]] = {}
+    for result in results:
+        for c in result.checks:
+            for d in c.diagnoses:
+                count[d] += 1
+                students.setdefault(d, set()).add(result.student)
+                if c.id not in checks.setdefault(d, []):
+                    checks[d].append(c.id)
+    return [DiagnosisStat(diagnosis=d, count=n, students=len(students[d]), checks=checks[d],
+                          examples=sorted(students[d])[:DIAGNOSIS_EXAMPLES])
+            for d, n in count.most_common()]
+
+
+def summarize(results: list[SubmissionResult], exercises: list[str], *,
+              title: str = "torchgrade results", assignment: str = "") -> ClassSummary:
+    results = sorted(results, key=lambda r: r.student)
+    rows = [student_row(r, exercises) for r in results]
+    graded = [row for row in rows if not row.grader_failure]
+    percents = [row.percent for row in graded]
+    return ClassSummary(
+        title=title, assignment=assignment, exercises=exercises, rows=rows,
+        histogram=histogram(percents),
+        mean_percent=round(statistics.fmean(percents), 2) if percents else None,
+        median_percent=round(statistics.median(percents), 2) if percents else None,
+        full_marks=sum(r.max_score > 0 and r.score == r.max_score for r in results),
+        grader_failures=len(rows) - len(graded),
+        checks=check_stats(results), diagnoses=diagnosis_stats(results),
+        exercise_stats=exercise_stats(rows, exercises))

@@ -1,0 +1,192 @@
+"""The terminal summary of `torchgrade check`: one line per check, why it failed, what runs later.
+
+Plain ANSI codes, only when asked for or when stdout is a terminal (and `NO_COLOR` is unset):
+eight codes do not justify a dependency students must install, and a status word in brackets
+(`[ FAILED  ]`) says the same without colour, for screen readers, logs and pipes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from typing import Literal, TextIO
+
+from grader.models import CheckResult, SubmissionResult, state_of
+from grader.outputs.report import STATUS_LABEL
+from grader.checking.selection import PendingCheck
+
+ColorMode = Literal["auto", "always", "never"]
+MAX_MESSAGE_LINES = 14  # the rest is in the HTML report
+INDENT = " " * 14
+NOT_IMPLEMENTED = "not implemented yet"
+LABEL = {"todo": "TODO"}  # a state whose label does not fit the 9 columns of `[ PASSED  ]`
+
+_CODES = {"passed": "32", "failed": "31", "error": "33", "timeout": "33", "crashed": "35",
+          "todo": "36", "bold": "1", "dim": "2", "heading": "1;36"}
+
+
+def use_color(mode: ColorMode, stream: TextIO | None = None) -> bool:
+    """Whether to colour: `always`, `never`, or (`auto`) when the stream is a terminal and the
+    user did not set NO_COLOR (https://no-color.org) or TERM=dumb."""
+    if mode != "auto":
+        return mode == "always"
+    stream = stream or sys.stdout
+    return (hasattr(stream, "isatty") and stream.isatty() and "NO_COLOR" not in os.environ
+            and os.environ.get("TERM") != "dumb")
+
+
+class Painter:
+    def __init__(self, color: bool):
+        self.color = color
+
+    def __call__(self, text: str, style: str) -> str:
+        return f"\033[{_CODES[style]}m{text}\033[0m" if self.color else text
+
+
+def summary(result: SubmissionResult, *, pending: Iterable[PendingCheck] = (),
+            report: str | list[str] | None = None, color: bool = False) -> str:
+    """The whole summary: per exercise its score and each check, then the hidden checks that
+    run at grading (by title only; a bug hunt's as one line, `bughunt_line`), then the total
+    and where the report is (or the reports, one per exercise)."""
+    paint = Painter(color)
+    pending = list(pending)
+    lines: list[str] = []
+    for note in result.notes:
+        lines.append(f"note: {note}")
+    for part in result.exercises:
+        checks = [c for c in result.checks if c.exercise == part.exercise]
+        later = [p for p in pending if p.exercise == part.exercise]
+        where = f"  ({part.path})" if part.path else ""
+        passed = sum(c.status == "passed" for c in checks)
+        lines.append("")
+        lines.append(paint(f"{part.exercise}: {part.score:g} / {part.max_score:g} points, "
+                           f"{passed} of {len(checks)} checks passed", "heading") + where)
+        for note in part.notes:
+            lines.append(f"  note: {note}")
+        lines += [line for c in checks for line in _check_lines(c, paint)]
+        if later and is_bughunt(part.exercise):
+            lines.append(paint(f"  {bughunt_line(later)}", "bold"))
+        elif later:
+            total = pending_points(later)
+            counted = ("" if all(p.counted for p in later) else
+                       "; those for the faults your copy holds count, any other only if it "
+                       "fails")
+            lines.append(paint(f"  Hidden checks: {len(later)} more ({_points(total)}) run when "
+                               f"your work is graded{counted}:", "bold"))
+            lines += [f"  [ HIDDEN  ] {p.title}  ({_points(p.points)}"
+                      f"{'' if p.counted else ' if it fails'})" for p in later]
+    lines.append("")
+    lines.append(total_line(result, pending, paint) + _reports(report))
+    return "\n".join(lines)
+
+
+def _reports(report: str | list[str] | None) -> str:
+    reports = [report] if isinstance(report, str) else list(report or [])
+    if len(reports) > 1:
+        return " Reports: " + ", ".join(str(r) for r in reports)
+    return f" Report: {reports[0]}" if reports else ""
+
+
+def is_bughunt(exercise: str) -> bool:
+    from grader.course.bughunt import is_bughunt as hunt
+
+    return hunt(exercise)
+
+
+def bughunt_line(later: list[PendingCheck]) -> str:
+    """What a bug hunt's hidden checks are, in one line that names none of them: each counted
+    one looks for one fault of the copy (a copy's other checks count only if they fail)."""
+    faults = sum(p.counted for p in later)
+    return (f"{faults} fault{'' if faults == 1 else 's'} to find, "
+            f"{_points(pending_points(later))}, graded when you hand in (breaking what works "
+            "costs points too).")
+
+
+def pending_points(pending: list[PendingCheck]) -> float:
+    """What hidden checks are worth at grading: a bug hunt's check for a fault the copy does not
+    hold counts only if it fails, so it adds nothing here."""
+    return sum(p.points for p in pending if p.counted)
+
+
+def _points(n: float) -> str:
+    return f"{n:g} point" + ("" if n == 1 else "s")
+
+
+def total_line(result: SubmissionResult, pending: list[PendingCheck], paint: Painter) -> str:
+    ran = len(result.checks)
+    failing = sum(c.status != "passed" for c in result.checks)
+    verdict = (paint("Every check passed.", "passed") if ran and not failing
+               else paint(f"{failing} of {ran} checks not passed.", "failed") if ran
+               else paint("No check ran.", "error"))
+    hidden = (f" Hidden checks, {_points(pending_points(pending))}, run at grading."
+              if pending else "")
+    return f"Score: {result.score:g} / {result.max_score:g}. {verdict}{hidden}"
+
+
+def _check_lines(c: CheckResult, paint: Painter) -> list[str]:
+    state = state_of(c)
+    label = f"[{LABEL.get(state, STATUS_LABEL[state].upper()):^9}]"
+    head = f"  {paint(label, state)} {c.title}  ({c.points:g}/{c.max_points:g})"
+    if c.status == "passed":
+        return [head]
+    if state == "todo":
+        return [f"{head}  {paint(NOT_IMPLEMENTED, 'dim')}"]
+    body = c.message.rstrip().splitlines() or ["(no message)"]
+    if c.hint and c.hint not in c.message:
+        body.append(f"Hint: {c.hint}")
+    if len(body) > MAX_MESSAGE_LINES:
+        body = body[:MAX_MESSAGE_LINES] + [f"... ({len(body) - MAX_MESSAGE_LINES} more lines "
+                                           "in the report)"]
+    lines = [head]
+    for line in body:
+        style = "dim" if line.startswith("Hint:") else None
+        lines.append(INDENT + (paint(line, style) if style else line))
+    for title in _diagnosis_titles(c):
+        lines.append(INDENT + paint(f"Likely cause: {title} (see the report)", "bold"))
+    if c.output.strip():
+        shown = c.output.strip().splitlines()
+        lines.append(INDENT + paint(f"your code printed {len(shown)} line(s); see the report",
+                                    "dim"))
+    return lines
+
+
+def _diagnosis_titles(c: CheckResult) -> list[str]:
+    """Titles of the diagnosed faults the check may name (as in the report: a check revealing
+    symptoms only, a bug hunt's, names none; an id the catalogue lacks is named by its id)."""
+    if not c.diagnoses:
+        return []
+    from grader.outputs.report import diagnosis_views
+
+    try:
+        views = diagnosis_views(c)
+    except Exception:  # noqa: BLE001 - a summary line is not worth failing a check run over
+        return []
+    return [d.title for d in views if d.cause or not d.known]
+
+
+def checks_text(result: SubmissionResult) -> str:
+    """Every check of `result` per exercise, with its message and diagnoses when it did not
+    pass (what `torchgrade gradescope-run` prints into Gradescope's log)."""
+    from grader.outputs.report import STATUS_LABEL, diagnosis_views
+
+    lines: list[str] = []
+    for part in result.exercises:
+        lines.append(f"\n{part.exercise}: {part.score:g} / {part.max_score:g}"
+                     + (f"  ({part.path})" if part.path else ""))
+        lines += [f"  note: {note}" for note in part.notes]
+        for c in (c for c in result.checks if c.exercise == part.exercise):
+            label = STATUS_LABEL[c.status].upper()
+            lines.append(f"  [{label:^9}] {c.title}  ({c.points:g}/{c.max_points:g}, "
+                         f"{c.visibility})")
+            if c.status == "passed":
+                continue
+            lines += [f"              {line}" for line in c.message.splitlines()]
+            for d in diagnosis_views(c):
+                if not d.known:
+                    continue
+                lines.append(f"              {'likely cause: ' + d.title if d.cause else 'known symptom'}: "
+                             f"{d.symptom}")
+                if d.fix:
+                    lines.append(f"              fix: {d.fix}")
+    return "\n".join(lines)

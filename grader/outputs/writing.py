@@ -1,0 +1,105 @@
+"""Writing a result: results.json, a submission's files, each written atomically (a temporary
+file renamed into place) so that an interrupted run never leaves a half-written result behind;
+the lock a `torchgrade grade` run holds on OUT. Writers never change the result they write."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from grader.models import SubmissionResult
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide reports from a web server or a TA
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def results_json(result: SubmissionResult) -> str:
+    return result.model_dump_json(indent=2)
+
+
+def write_json(result: SubmissionResult, path: Path) -> None:
+    write_atomic(path, results_json(result))
+
+
+def read_json(path: Path) -> SubmissionResult:
+    return SubmissionResult.model_validate_json(Path(path).read_text(encoding="utf-8"))
+
+
+def remove_stale_temp_files(out: Path) -> int:
+    """Delete the temporary files `write_atomic` leaves when its process is killed mid-write
+    (in OUT and OUT/<student>/); only while no other run writes into OUT (see `OutLock`)."""
+    removed = 0
+    out = Path(out)
+    for pattern in (".*.tmp", "*/.*.tmp"):
+        for path in out.glob(pattern):
+            try:
+                path.unlink()
+                removed += 1
+            except OSError:
+                pass
+    return removed
+
+
+class OutLock:
+    """An exclusive lock on OUT for one `torchgrade grade` run (flock: released by the kernel
+    even when the run is killed)."""
+
+    NAME = ".torchgrade.lock"
+
+    def __init__(self, out: Path):
+        self.path = Path(out) / self.NAME
+        self.fd: int | None = None
+
+    def __enter__(self) -> "OutLock":
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.fd is not None:
+            try:
+                self.path.unlink()
+            except OSError:
+                pass
+            os.close(self.fd)
+            self.fd = None
+
+
+def printable(text: str) -> str:
+    """`text` as valid UTF-8 (lone surrogates and undecodable bytes shown as \\x.. escapes)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def escaped(result: SubmissionResult) -> SubmissionResult:
+    """A copy of `result` whose every string (and dict key) is valid UTF-8."""
+    def clean(value):
+        if isinstance(value, str):
+            return printable(value)
+        if isinstance(value, dict):
+            return {clean(k): clean(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [clean(v) for v in value]
+        return value
+
+    return SubmissionResult.model_validate(clean(result.model_dump()))
+

@@ -1,0 +1,137 @@
+"""Grade many submissions in one pytest session: collect the checks once, run them per submission.
+
+`grader.running.runner.run_checks` starts a pytest session per submission; about half of its cost beyond
+the checks themselves is pytest configuring itself and collecting the check modules again
+(~25 ms of ~50 ms per submission with one exercise, growing with every exercise added). A grading
+process of a bulk run instead runs one session whose run loop (`BatchRunner`, a pytest plugin)
+takes submissions one after another and runs the same collected items for each, through pytest's
+own `pytest_runtest_protocol` hook: fixtures, marks, reports and `grader.checking.plugin` behave exactly as
+in a fresh session (pytest supports re-running an item; `pytest-rerunfailures` relies on it), and
+every submission gets its own `GradingSession` and its own workers. The last item of each
+submission is torn down with `nextitem=None`, so no fixture outlives a submission.
+`tests/test_bulk.py` checks that results equal those of `run_checks`, check by check.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import logging
+import time
+from concurrent.futures import Executor, ThreadPoolExecutor
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import pytest
+import torch
+
+
+from grader.models import CheckResult, CheckRun, ModuleRun, Submission
+from grader.checking.plugin import EVIDENCE_KEY, SESSION_KEY, GradingSession, ResultCollector
+from grader.course.registry import CHECKS_DIR, check_files
+from grader.running.runner import PYTEST_OPTIONS
+from grader.worker.client import Zygote
+from grader.worker.limits import WorkerLimits
+
+
+log = logging.getLogger("torchgrade")
+# Receives each submission's run as soon as it is over (or the exception the grader itself
+# raised on it); the caller scores and writes it.
+Finish = Callable[[Submission, "CheckRun | BaseException"], None]
+
+
+class BatchRunner:
+    """pytest plugin: the session's run loop, grading each submission of `submissions` and
+    handing its result to `finish` before taking the next one."""
+
+    def __init__(self, submissions: Iterable[Submission], finish: Finish, *,
+                 exercises: list[str], limits: WorkerLimits | None, zygote: Zygote,
+                 collector: ResultCollector):
+        self.submissions = submissions
+        self.finish = finish
+        self.exercises = exercises
+        self.limits = limits
+        self.zygote = zygote
+        self.collector = collector
+        self.graded = 0
+        self.modules: dict[str, ModuleRun] = {}  # what the last submission's modules showed
+        self.isolation = "none"  # and how contained its workers were
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        # Checks that could not be collected are reported once by the collector; every
+        # submission carries them.
+        collection_errors = list(self.collector.results)
+        items = list(session.items)
+        # torch, pytest and the checks are loaded for good: keep the garbage collector's passes
+        # off their ~200,000 objects (and off the pages this process shares with its fork
+        # server). Measured: 20 ms less collection per submission.
+        gc.freeze()
+        # Stopping a submission's workers (kill, and removing their scratch folders, which
+        # costs ~8 ms each under the sandbox's mount namespaces) happens in the background
+        # while the next submission is graded: nothing of it changes a result.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchgrade-close") as closer:
+            for submission in self.submissions:
+                started = time.perf_counter()
+                outcome: CheckRun | BaseException
+                try:
+                    checks = collection_errors + self.run_items(session, items, submission,
+                                                                closer)
+                    outcome = CheckRun(submission=submission, exercises=self.exercises,
+                                       checks=checks, modules=self.modules,
+                                       isolation=self.isolation,
+                                       grading_s=time.perf_counter() - started)
+                except Exception as exc:  # noqa: BLE001 - costs this submission, not the batch
+                    log.exception("torchgrade: grading %s failed", submission.student)
+                    outcome = exc
+                self.graded += 1
+                self.finish(submission, outcome)
+        return True
+
+    def run_items(self, session: pytest.Session, items: list[pytest.Item],
+                  submission: Submission, closer: Executor | None = None) -> list[CheckResult]:
+        grading = GradingSession(submission, limits=self.limits, zygote=self.zygote)
+        session.config.stash[SESSION_KEY] = grading
+        self.collector.results = []
+        try:
+            for i, item in enumerate(items):
+                # What a check measured belongs to the submission it measured.
+                if EVIDENCE_KEY in item.stash:
+                    del item.stash[EVIDENCE_KEY]
+                item.user_properties.clear()
+                nextitem = items[i + 1] if i + 1 < len(items) else None
+                item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        finally:
+            self.modules = grading.module_runs()
+            self.isolation = grading.isolation
+            if closer is not None:
+                closer.submit(_close_quietly, grading)
+            else:
+                grading.close()
+        return self.collector.results
+
+
+def _close_quietly(grading: GradingSession) -> None:
+    try:
+        grading.close()
+    except Exception:  # noqa: BLE001 - a worker that will not close must not stop the batch
+        log.exception("torchgrade: closing the workers of %s failed", grading.submission.student)
+
+
+def grade_batch(submissions: Iterable[Submission], finish: Finish, *, exercises: list[str],
+                limits: WorkerLimits | None, zygote: Zygote,
+                checks_dir: Path = CHECKS_DIR) -> int:
+    """Grade every submission `submissions` yields in one pytest session (student code only in
+    workers forked by `zygote`); `finish(submission, run)` receives each run as soon as it
+    is over. Returns how many were graded. Never raises for anything a submission does."""
+    torch.set_num_threads(1)  # references single-threaded, like the workers (see runner)
+    collector = ResultCollector()
+    runner = BatchRunner(submissions, finish, exercises=exercises, limits=limits,
+                         zygote=zygote, collector=collector)
+    files = check_files(exercises, checks_dir=checks_dir)
+    args = [str(f) for f in files] + ["-c", str(checks_dir / "pytest.ini"),
+                                      "--rootdir", str(checks_dir), *PYTEST_OPTIONS]
+    with contextlib.redirect_stdout(io.StringIO()):
+        pytest.main(args, plugins=[runner, collector])
+    return runner.graded

@@ -1,0 +1,343 @@
+"""The pool of grading processes behind `torchgrade grade -j N`.
+
+Processes and what they hold:
+
+    torchgrade (parent)   finds and fingerprints submissions, dispatches them, shows
+      |                   progress, writes the class outputs; never imports torch
+      +- forkserver       multiprocessing's fork server: imported torch, pytest and the checks
+           |              once (`PRELOAD`); each grading process is a fork of it
+           +- grading process x N   one pytest session for all its submissions (grader.running.batch),
+                |                   its own warm worker parent; writes each submission's outputs
+                |                   (reads each submission itself: the parent parses nothing)
+                +- zygote           python -m grader.worker.zygote: imported torch once
+                     +- worker      one per student module, forked in ~10 ms
+
+One zygote per grading process: a zygote's control socket serves one client (its `Zygote`
+object is not process-safe), and sharing one would need a broker in front of it (passing every
+worker's socket between processes, and its exit notes back). Measured, a zygote costs ~3 s of
+CPU at start-up (torch and torch._dynamo, in parallel with the other grading processes') and
+~220 MB of private memory (USS); a grading process ~75 MB of its own beside the pages it shares
+with the fork server. A shared zygote would save (N - 1) of each.
+
+Like any multiprocessing program, a script that calls `grade_in_pool` (or `commands.grade`)
+must guard its main module with `if __name__ == "__main__":` (the fork server imports it).
+
+Dispatch is one submission at a time per process, so the parent always knows which submission a
+process was grading: if a process dies (it should not; student code runs in workers, not here),
+that submission is retried once in a fresh process, then recorded as a grader failure, and the
+batch goes on. Only a process that dies before its sandbox started (before it said "isolation")
+counts towards `PoolBroken`: a submission can make its grading process die only after that.
+Grading processes ignore SIGINT: on Ctrl-C the parent stops them with SIGTERM
+(which ends their pytest session as an interrupt; `write_atomic` removes any half-written temp
+file) and waits for them, and every process below dies with its parent (PR_SET_PDEATHSIG), so
+nothing is left behind even after a `kill -9` of the parent.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import signal
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, model_validator
+
+from grader.course.registry import check_files
+from grader.intake.assignment import Assignment
+from grader.models import CheckRun, Submission, SubmissionResult
+from grader.worker.limits import WorkerLimits, die_with_parent
+
+log = logging.getLogger("torchgrade")
+
+# Imported once in the fork server, shared copy-on-write by every grading process (the check
+# modules are added by name: pytest finds them already imported). torch._dynamo: the first
+# torch.optim optimizer a check builds imports it (2 s), as the zygote does for the workers.
+# matplotlib: the first report picture imports it (0.6 s); grader.outputs.plots imports it lazily so that
+# a `torchgrade check` without failures never pays for it.
+PRELOAD = ["grader.running.batch", "grader.commands.grade", "torch._dynamo", "matplotlib.figure",
+           "matplotlib.backends.backend_svg", "matplotlib.patches", "grader.outputs.plots"]
+MAX_ATTEMPTS = 2            # a submission whose grading process died twice is a grader failure
+TASK_TIMEOUT = 30 * 60.0    # a grading process busy this long on one submission is stuck
+STOP_TIMEOUT = 10.0         # seconds a stopping grading process gets before SIGKILL
+
+
+class GradeTask(BaseModel):
+    """One submission to grade: where it is (the grading process reads it: the parent never
+    parses a student's files), or a submission already loaded."""
+
+    student: str = ""
+    path: Path | None = None
+    submission: Submission | None = None
+    fingerprint: str | None = None
+    submitted_at: datetime | None = None
+    own_links: list[tuple[int, int]] = Field([], description="hard-linked files this student "
+                                              "may hand in as their own (grader.intake.files)")
+
+    @model_validator(mode="after")
+    def _named(self) -> "GradeTask":
+        if self.submission is not None and not self.student:
+            self.student = self.submission.student
+        if self.submission is None and self.path is None:
+            raise ValueError("a task needs a path or a submission")
+        return self
+
+
+class PoolSettings(BaseModel):
+    """What every grading process needs besides its tasks."""
+
+    out: Path
+    exercises: list[str]
+    assignment: Assignment
+    limits: WorkerLimits | None = None
+    variants: Any = Field(None, description="a grader.course.bughunt.VariantManifest, or None")
+    submissions: Path | None = Field(None, description="the class folder: the zygote's start-up "
+                                     "self-test proves that no worker can see it, nor `out`")
+
+
+class PoolBroken(RuntimeError):
+    """The grading processes cannot run at all (an installation problem, not a submission's)."""
+
+
+@dataclass(frozen=True)
+class GradingSteps:
+    """What a grading process does with each task: the pipeline of one submission, declared
+    by the command that runs the pool (`grader.commands.grade.STEPS`). Each is a module-level
+    function: they travel to the grading processes by reference.
+
+    - `read(task, settings)`: the task's submission (intake); never raises for anything in the
+      student's files;
+    - `finish(outcome, task, settings)`: the run of its checks (or the exception the grader
+      raised on it) scored and written (scoring, outputs); returns the result as written;
+      never raises;
+    - `fail(task, reason, settings)`: the result of a submission whose grading process died,
+      written if possible (no fingerprint: the next run grades it again).
+    """
+
+    read: Callable[[GradeTask, PoolSettings], Submission]
+    finish: Callable[[CheckRun | BaseException, GradeTask, PoolSettings], SubmissionResult]
+    fail: Callable[[GradeTask, str, PoolSettings], SubmissionResult]
+
+
+# --------------------------------------------------------------------------- grading process
+
+
+def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None:
+    """A grading process: start a zygote, then grade the tasks `conn` brings (None ends) in one
+    pytest session, writing each submission's outputs and sending back its result."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _interrupt)
+    die_with_parent()
+    # Stray output of the grading process (a library warning) must not break the progress bar.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    try:
+        from grader.running.batch import grade_batch
+        from grader.worker.client import Zygote, ZygoteError
+
+        try:
+            zygote = Zygote(hidden=[p for p in (settings.out, settings.submissions) if p])
+        except ZygoteError as exc:
+            conn.send(("broken", str(exc)))
+            return
+        conn.send(("isolation", (zygote.isolation, zygote.missing)))
+        current: list[GradeTask] = []
+
+        def submissions() -> Iterable[Submission]:
+            while (task := conn.recv()) is not None:
+                current[:] = [task]
+                yield steps.read(task, settings)
+
+        def finish(_submission: Submission, outcome: CheckRun | BaseException) -> None:
+            conn.send(("done", steps.finish(outcome, current[0], settings)))
+
+        with zygote:
+            grade_batch(submissions(), finish, exercises=settings.exercises,
+                        limits=settings.limits, zygote=zygote)
+            # Every worker is closed and the zygote has nothing left to do: its graceful exit
+            # is an interpreter tearing down torch (about a second, which the run's last
+            # grading process would add to every run). Its workers die with it anyway.
+            process = getattr(zygote, "process", None)
+            if process is not None:
+                process.kill()
+    except (KeyboardInterrupt, EOFError, BrokenPipeError):
+        pass  # stopped by the parent, or the parent is gone
+    # Everything is written (atomically) and the zygote is closed: skip the interpreter's
+    # teardown of torch and pytest (up to a second the parent would wait for).
+    os._exit(0)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+# --------------------------------------------------------------------------- parent side
+
+
+@dataclass
+class _Slot:
+    process: multiprocessing.process.BaseProcess
+    conn: Connection
+    task: GradeTask | None = None
+    since: float = 0.0
+    done: int = 0
+    finishing: bool = False
+    started: bool = False  # its sandbox started (it said so): a death now is its task's
+
+
+def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, steps: GradingSteps,
+                  jobs: int,
+                  on_result: Callable[[SubmissionResult], None] | None = None,
+                  on_isolation: Callable[[str, list[str]], None] | None = None,
+                  serve: Callable[[Connection, PoolSettings, GradingSteps], None] = serve
+                  ) -> list[SubmissionResult]:
+    """Grade `tasks` in `jobs` grading processes; every result (graded, or a grader failure
+    written here when a process died twice on it) goes to `on_result` as it arrives, and the
+    isolation level of the first sandbox started (level, what is missing) to `on_isolation`.
+
+    Raises `PoolBroken` when grading processes cannot start; KeyboardInterrupt stops every
+    process before it propagates.
+    """
+    pending = deque(tasks)
+    if not pending:
+        return []
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD + [f"grader.checks.{f.stem}"
+                                          for f in check_files(settings.exercises)])
+    attempts: Counter[str] = Counter()
+    results: list[SubmissionResult] = []
+    slots: list[_Slot] = []       # grading, or ready to
+    finishing: list[_Slot] = []   # told to finish: no work left for them
+    early_deaths = 0
+
+    def start() -> _Slot:
+        ours, theirs = ctx.Pipe()
+        process = ctx.Process(target=serve, args=(theirs, settings, steps), name="torchgrade-grading",
+                              daemon=True)
+        process.start()
+        theirs.close()
+        return _Slot(process, ours)
+
+    def deliver(result: SubmissionResult) -> None:
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+
+    def lost(slot: _Slot, reason: str) -> None:
+        """`slot`'s process is gone: retry or give up on its task, replace the process."""
+        nonlocal early_deaths
+        slots.remove(slot)
+        slot.conn.close()
+        slot.process.join(1)
+        task = slot.task
+        if not slot.started:
+            # Died before its sandbox was up: no submission was read there yet, so this is the
+            # machine's or the installation's problem, and its task goes back unharmed.
+            early_deaths += 1
+            if early_deaths > 2 * jobs + 2:
+                raise PoolBroken(f"grading processes keep dying before grading anything ({reason})")
+            if task is not None:
+                pending.appendleft(task)
+        elif task is not None:
+            student = task.student
+            attempts[student] += 1
+            log.warning("torchgrade: the grading process of %s died (%s)", student, reason)
+            if attempts[student] < MAX_ATTEMPTS:
+                pending.appendleft(task)
+            else:
+                deliver(steps.fail(task, f"its grading process died: {reason}", settings))
+        if pending and len(slots) < jobs:
+            slots.append(start())
+
+    try:
+        for _ in range(min(jobs, len(pending))):
+            slots.append(start())
+        while pending or any(s.task is not None for s in slots):
+            for slot in list(slots):
+                if slot.task is None and pending:
+                    slot.task, slot.since = pending.popleft(), time.monotonic()
+                    slot.conn.send(slot.task)
+                elif slot.task is None:
+                    # Nothing left for it: let it wind down (its zygote's exit takes a while)
+                    # while the others finish their last submissions.
+                    _tell_to_finish(slot)
+                    slots.remove(slot)
+                    finishing.append(slot)
+            now = time.monotonic()
+            busy = [s.since + TASK_TIMEOUT - now for s in slots if s.task is not None]
+            ready = wait([s.conn for s in slots] + [s.process.sentinel for s in slots],
+                         timeout=max(min(busy), 0.0) if busy else None)
+            for slot in list(slots):
+                if slot.conn in ready:
+                    try:
+                        kind, payload = slot.conn.recv()
+                    except (EOFError, OSError):
+                        lost(slot, _death(slot.process))
+                        continue
+                    if kind == "broken":
+                        raise PoolBroken(f"the sandbox could not start: {payload}")
+                    if kind == "isolation":
+                        slot.started = True
+                        if on_isolation is not None:
+                            on_isolation(*payload)
+                            on_isolation = None  # once per run: every process has the same
+                        continue
+                    slot.task, slot.done = None, slot.done + 1
+                    deliver(payload)
+                elif slot.process.sentinel in ready:
+                    lost(slot, _death(slot.process))
+                elif slot.task is not None and time.monotonic() - slot.since > TASK_TIMEOUT:
+                    slot.process.kill()
+                    lost(slot, f"stuck for {TASK_TIMEOUT:g} s")
+    except BaseException:
+        _stop(slots + finishing, interrupt=True)
+        raise
+    _stop(slots + finishing, interrupt=False)
+    return results
+
+
+def _death(process: multiprocessing.process.BaseProcess) -> str:
+    process.join(1)
+    code = process.exitcode
+    if code is None:
+        return "it stopped answering"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
+
+
+def _tell_to_finish(slot: _Slot) -> None:
+    if not slot.finishing:
+        slot.finishing = True
+        try:
+            slot.conn.send(None)
+        except (OSError, ValueError):
+            pass
+
+
+def _stop(slots: list[_Slot], *, interrupt: bool) -> None:
+    """End every grading process: idle ones are told to finish, busy ones (on interrupt) get
+    SIGTERM; any still running after STOP_TIMEOUT is killed."""
+    for slot in slots:
+        if interrupt and slot.task is not None:
+            slot.process.terminate()
+        else:
+            _tell_to_finish(slot)
+    deadline = time.monotonic() + STOP_TIMEOUT
+    for slot in slots:
+        slot.process.join(max(deadline - time.monotonic(), 0.0))
+        if slot.process.is_alive():
+            slot.process.kill()
+            slot.process.join()
+        slot.conn.close()

@@ -1,0 +1,344 @@
+"""Diagnoses: which catalogued faults the evidence of a failing check points to.
+
+A pipeline step between the checks and the outputs, for every exercise: `diagnose(result)`
+fills `CheckResult.diagnoses` of every check that did not pass with the ids of the faults whose
+rule matches it. A rule is a plain function of one `CheckResult` (its evidence, status, message
+and targets), registered under a fault id of `grader/course/faults.toml`; a test keeps rules and
+catalogue in step, and proves every fault is diagnosed on a faulty variant of a reference.
+
+Rules read facts the checks measured (their evidence keys are documented next to the checks:
+`grader/checks/bughunt_common.py`, `test_training_loops.py`, `test_parameters.py` ...) or, for
+faults whose symptom is an error raised by torch, the text of that error. They are specific:
+a rule fires on the measurement that characterises its fault, not on a failure in general, so
+that a failing check without such evidence gets no diagnosis rather than a wrong one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from grader.models import CheckResult, SubmissionResult
+
+Rule = Callable[[CheckResult], bool]
+RULES: dict[str, Rule] = {}
+
+
+def rule(fault_id: str) -> Callable[[Rule], Rule]:
+    def register(fn: Rule) -> Rule:
+        if fault_id in RULES:
+            raise ValueError(f"two rules for {fault_id}")
+        RULES[fault_id] = fn
+        return fn
+    return register
+
+
+def diagnose(result: SubmissionResult) -> SubmissionResult:
+    """`result` with the diagnoses of every check that did not pass filled in (in place; the
+    same object is returned). Passed checks get none."""
+    for check in result.checks:
+        check.diagnoses = [] if check.status == "passed" else diagnose_check(check)
+    return result
+
+
+def diagnose_check(check: CheckResult) -> list[str]:
+    """The ids of the faults whose rules match `check`, in catalogue order of the rules."""
+    return [fid for fid, matches in RULES.items() if _safe(matches, check)]
+
+
+def _safe(matches: Rule, check: CheckResult) -> bool:
+    try:
+        return bool(matches(check))
+    except (TypeError, ValueError, KeyError, AttributeError, ZeroDivisionError):
+        return False  # evidence of another shape than the rule expects: no diagnosis
+
+
+# --------------------------------------------------------------------------- reading evidence
+
+
+def ev(check: CheckResult, key: str, default: Any = None) -> Any:
+    return check.evidence.get(key, default)
+
+
+def says(check: CheckResult, *phrases: str) -> bool:
+    """The check's message or recorded error contains one of `phrases` (torch's own error
+    texts, which are stable)."""
+    text = f"{check.message}\n{ev(check, 'error', '')}"
+    return any(p in text for p in phrases)
+
+
+def numbers(values: Any) -> list[float]:
+    """The numbers of a flat evidence list (non-numbers skipped)."""
+    if not isinstance(values, Iterable) or isinstance(values, (str, bytes, dict)):
+        return []
+    return [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+
+
+def targets(check: CheckResult, name: str) -> bool:
+    return name in check.targets
+
+
+def flags(values: Any) -> list:
+    return list(values) if isinstance(values, list) else []
+
+
+# --------------------------------------------------------------------------- the training loop
+
+
+@rule("grad-not-zeroed")
+def _grad_not_zeroed(c: CheckResult) -> bool:
+    # p.grad at a step held the gradients of earlier batches too (bug hunts, training_loops).
+    if ev(c, "accumulated_steps"):
+        return True
+    # Gradients reset for some parameters only: no step's p.grad is a whole sum of earlier
+    # batches, but the first update (nothing to accumulate yet) used its own batch's gradient
+    # exactly and later ones, each after exactly one backward, did not.
+    backs, ratios = numbers(ev(c, "backwards_per_step")), numbers(ev(c, "grad_ratio"))
+    clean = not any(ev(c, k) for k in ("empty_grad_steps", "repeated_backward_steps",
+                                       "freed_graph_reused_steps", "params_without_grad"))
+    return (clean and len(ratios) >= 2 and backs and all(b == 1 for b in backs)
+            and math.isclose(ratios[0], 1.0, abs_tol=1e-3)
+            and any(not math.isclose(r, 1.0, abs_tol=1e-3) for r in ratios[1:]))
+
+
+@rule("zero-grad-after-backward")
+def _zero_grad_after_backward(c: CheckResult) -> bool:
+    # p.grad empty at a step right after a backward; a step with no backward before it at all
+    # is another mistake (step() before backward()), which also leaves p.grad empty.
+    backs = numbers(ev(c, "backwards_per_step"))
+    return bool(ev(c, "empty_grad_steps")) and 0 not in backs
+
+
+@rule("double-backward")
+def _double_backward(c: CheckResult) -> bool:
+    if says(c, "Trying to backward through the graph a second time"):
+        return True
+    if ev(c, "repeated_backward_steps") or ev(c, "freed_graph_reused_steps"):
+        return True
+    # training_loops: two backward passes before a step, and p.grad twice the newest one.
+    backs = numbers(ev(c, "backwards_per_step"))
+    ratios = numbers(ev(c, "grad_ratio"))
+    return any(b >= 2 for b in backs) and any(abs(r - 2) < 0.05 for r in ratios)
+
+
+@rule("scheduler-stepped-per-batch")
+def _scheduler_per_batch(c: CheckResult) -> bool:
+    lrs = numbers(ev(c, "lr_per_step"))
+    per_epoch = ev(c, "steps_per_epoch")
+    if not lrs or not isinstance(per_epoch, int) or per_epoch < 2:
+        return False
+    # The rate changed between two updates of one epoch.
+    if any(not math.isclose(lrs[i], lrs[i + 1], rel_tol=1e-9)
+           for i in range(len(lrs) - 1) if (i + 1) % per_epoch):
+        return True
+    # Or stepped once per batch in a burst (a loop over the loader's length at the end of an
+    # epoch): constant within an epoch, but from one epoch to the next the rate moved by the
+    # schedule's factor to the power of the batches per epoch.
+    expected = numbers(ev(c, "expected_lr_per_epoch"))
+    firsts = lrs[::per_epoch]
+    if len(expected) < 2 or len(firsts) < 2 or not expected[0] or not firsts[0]:
+        return False
+    factor = (expected[1] / expected[0]) ** per_epoch
+    return factor != 1 and math.isclose(firsts[0], expected[0], rel_tol=1e-3) and all(
+        math.isclose(b / a, factor, rel_tol=1e-2) for a, b in zip(firsts, firsts[1:]))
+
+
+@rule("validation-without-eval")
+def _validation_without_eval(c: CheckResult) -> bool:
+    if any(m is not False for m in flags(ev(c, "val_forward_modes"))):
+        return True
+    # training_loops.evaluate: forward_modes are [training, grad_enabled] pairs.
+    modes = flags(ev(c, "forward_modes"))
+    return targets(c, "evaluate") and any(isinstance(m, list) and m[0] is not False
+                                          for m in modes)
+
+
+@rule("validation-without-no-grad")
+def _validation_without_no_grad(c: CheckResult) -> bool:
+    if any(flags(ev(c, "val_forward_grad_enabled"))):
+        return True
+    modes = flags(ev(c, "forward_modes"))
+    return targets(c, "evaluate") and any(isinstance(m, list) and m[1] is True for m in modes)
+
+
+@rule("train-mode-not-restored")
+def _train_mode_not_restored(c: CheckResult) -> bool:
+    if any(m is not True for m in flags(ev(c, "train_forward_modes"))):
+        return True
+    modes = flags(ev(c, "forward_modes"))
+    return targets(c, "train_epoch") and any(isinstance(m, list) and m[0] is not True
+                                             for m in modes)
+
+
+@rule("loss-history-tensors")
+def _loss_history_tensors(c: CheckResult) -> bool:
+    return bool(ev(c, "history_tensor_entries")) or ev(c, "returned_tensor") is True
+
+
+@rule("print-tensor-logging")
+def _print_tensor_logging(c: CheckResult) -> bool:
+    return ev(c, "printed_tensors") is True
+
+
+@rule("manual-update-rebinds")
+def _manual_update_rebinds(c: CheckResult) -> bool:
+    return ev(c, "params_changed") is False
+
+
+@rule("inplace-update-outside-no-grad")
+def _inplace_update(c: CheckResult) -> bool:
+    return says(c, "a leaf Variable that requires grad is being used in an in-place operation")
+
+
+# --------------------------------------------------------------------------- the model
+
+
+@rule("softmax-before-cross-entropy")
+def _softmax_before_cross_entropy(c: CheckResult) -> bool:
+    if ev(c, "loss_input_probabilities") or ev(c, "loss_applies_softmax") is True:
+        return True
+    loss, as_logits = ev(c, "loss"), ev(c, "loss_if_logits")
+    return (ev(c, "outputs_are_probabilities") is True and isinstance(loss, (int, float))
+            and isinstance(as_logits, (int, float))
+            and math.isclose(loss, as_logits, rel_tol=1e-3))
+
+
+def _unregistered(c: CheckResult) -> bool:
+    count, expected = ev(c, "parameter_count"), ev(c, "expected_parameter_count")
+    short = isinstance(count, int) and isinstance(expected, int) and count < expected
+    return short or bool(ev(c, "unregistered_leaves"))
+
+
+@rule("layers-in-plain-list")
+def _layers_in_plain_list(c: CheckResult) -> bool:
+    return bool(ev(c, "module_lists")) and _unregistered(c)
+
+
+@rule("layer-created-in-forward")
+def _layer_created_in_forward(c: CheckResult) -> bool:
+    # A layer built in forward(), or its weight drawn there (F.linear(x, torch.randn(...))):
+    # the network is short of parameters and forward() draws random weights.
+    if ev(c, "modules_created_in_forward"):
+        return True
+    count, expected = ev(c, "parameter_count"), ev(c, "expected_parameter_count")
+    return (bool(ev(c, "weight_draws_in_eval")) and isinstance(count, int)
+            and isinstance(expected, int) and count < expected)
+
+
+@rule("tensor-not-parameter")
+def _tensor_not_parameter(c: CheckResult) -> bool:
+    if ev(c, "bare_tensors"):
+        return _unregistered(c)
+    # A weight held where model.parameters() does not look (a buffer, a dict, a tuple) and
+    # no module hidden anywhere: the output depends on a leaf that is no parameter.
+    return (bool(ev(c, "unregistered_leaves")) and not ev(c, "module_lists")
+            and not ev(c, "modules_created_in_forward")
+            and not ev(c, "unregistered_modules_called") and not ev(c, "weight_draws_in_eval"))
+
+
+@rule("detach-on-path")
+def _detach_on_path(c: CheckResult) -> bool:
+    return bool(ev(c, "params_without_grad")) or says(
+        c, "does not require grad and does not have a grad_fn")
+
+
+@rule("dropout-always-on")
+def _dropout_always_on(c: CheckResult) -> bool:
+    if ev(c, "active_dropout_in_eval"):
+        return True
+    # Layers model.modules() cannot see (a plain list) miss model.eval() too: their dropout
+    # stays on, but the cause is the registration, not F.dropout.
+    return (ev(c, "eval_outputs_differ") is True and not ev(c, "modules_created_in_forward")
+            and not ev(c, "weight_draws_in_eval") and ev(c, "linear_layers") != [])
+
+
+# --------------------------------------------------------------------------- set-up
+
+
+@rule("optimizer-before-head-replaced")
+def _optimizer_before_head(c: CheckResult) -> bool:
+    if ev(c, "problem") == "old_head_in_optimizer":
+        return True
+    return bool(ev(c, "optimizer_foreign_parameters")) and ev(c, "head_changed") is False
+
+
+@rule("backbone-not-frozen")
+def _backbone_not_frozen(c: CheckResult) -> bool:
+    return bool(ev(c, "frozen_changed")) or bool(ev(c, "frozen_requires_grad"))
+
+
+@rule("lr-too-high")
+def _lr_too_high(c: CheckResult) -> bool:
+    # A reference run at the script's settings, on well-scaled data, diverged, or failed to
+    # train with a learning rate above the fixed script's.
+    ratio = ev(c, "lr_over_reference")
+    return ev(c, "diverged") is True or (isinstance(ratio, (int, float)) and ratio > 1.5)
+
+
+# --------------------------------------------------------------------------- losses
+
+
+@rule("loss-broadcast")
+def _loss_broadcast(c: CheckResult) -> bool:
+    return bool(ev(c, "broadcast_shapes")) or ev(c, "matches_broadcast_loss") is True
+
+
+@rule("float-labels")
+def _float_labels(c: CheckResult) -> bool:
+    dtype = ev(c, "target_dtype")
+    return (isinstance(dtype, str) and dtype.startswith(("float", "double", "half"))) or says(
+        c, "expected target dtype to be Long", "expected scalar type Long")
+
+
+@rule("unstable-softmax")
+def _unstable_softmax(c: CheckResult) -> bool:
+    return ev(c, "nonfinite") is True and ev(c, "max_abs_logit", 0) >= 100
+
+
+# --------------------------------------------------------------------------- the data
+
+
+def _feature_scale(c: CheckResult) -> float | None:
+    values = numbers(ev(c, "feature_std")) + [abs(v) for v in numbers(ev(c, "feature_mean"))]
+    return max(values) if values else None
+
+
+@rule("unnormalised-features")
+def _unnormalised_features(c: CheckResult) -> bool:
+    # Raw scales reach the model, or the standardisation leaves out its centring or scaling.
+    # Either split counts: training features standardised but validation ones left raw (or
+    # only centred, or only scaled) is the same fault seen from the validation side.
+    scale = _feature_scale(c)
+    return ((scale is not None and scale > 5.0) or ev(c, "normaliser_skips") is not None
+            or ev(c, "val_normaliser_skips") is not None)
+
+
+@rule("normaliser-fit-on-validation")
+def _normaliser_fit_elsewhere(c: CheckResult) -> bool:
+    # Standardised with the statistics of the validation split or of all the data: the
+    # training features, or the validation features (each split with its own statistics).
+    # Or only one of the two statistics from elsewhere (the mean of the training split, the
+    # standard deviation of the validation split).
+    elsewhere = ("validation split", "all data")
+    return any(ev(c, f"{side}normaliser_{stat}") in elsewhere for side in ("", "val_")
+               for stat in ("fit_on", "mean_from", "std_from"))
+
+
+@rule("numpy-alias-mutation")
+def _numpy_alias(c: CheckResult) -> bool:
+    return ev(c, "input_modified") is True or ev(c, "shares_memory_with_input") is True
+
+
+@rule("batchnorm-batch-of-one")
+def _batchnorm_batch_of_one(c: CheckResult) -> bool:
+    sizes = numbers(ev(c, "batch_sizes"))
+    if 1 in sizes and ev(c, "batchnorm_layers"):
+        return True
+    return says(c, "Expected more than 1 value per channel when training")
+
+
+@rule("no-shuffle-sorted-data")
+def _no_shuffle(c: CheckResult) -> bool:
+    single, total = ev(c, "single_class_batches"), ev(c, "batches")
+    return isinstance(single, int) and isinstance(total, int) and total and single > total / 2
