@@ -57,7 +57,7 @@ def transpose_view(a: np.ndarray) -> np.ndarray:
 
 
 def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    """The shape that these shapes broadcast to, by NumPy's rule.
+    """The shape that any number of shapes broadcast to, by NumPy's rule.
 
     Align the shapes from the right; on each axis the sizes must be equal, or one of them 1, or
     missing. Raise ValueError when they are incompatible. Agrees with np.broadcast_shapes.
@@ -99,7 +99,7 @@ def sliding_windows(x: np.ndarray, window: int, step: int = 1) -> np.ndarray:
 
 
 def center_columns(x: np.ndarray) -> np.ndarray:
-    """`x` (N, D) minus the mean of each column; `x` itself is not modified.
+    """`x` (N, D) minus the mean of each column, shape (N, D); `x` itself is not modified.
 
     >>> center_columns(np.array([[1.0, 10.0], [3.0, 30.0]]))
     array([[ -1., -10.],

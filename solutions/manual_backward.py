@@ -1,4 +1,7 @@
-"""Gradients by hand, then by autograd: reference solution (CURRICULUM.md section 2)."""
+"""Gradients by hand, then by autograd: reference solution.
+
+Its contract: CURRICULUM.md, `manual_backward`.
+"""
 
 from __future__ import annotations
 

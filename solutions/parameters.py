@@ -1,4 +1,4 @@
-"""Reference solution for `parameters` (CURRICULUM.md section 3)."""
+"""Reference solution for `parameters` (its contract: CURRICULUM.md, `parameters`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Memory layout, views and broadcasting: reference solution (CURRICULUM.md section 1)."""
+"""Memory layout, views and broadcasting: reference solution.
+
+Its contract: CURRICULUM.md, `strides_broadcasting`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The training loop, in the right order: reference solution (CURRICULUM.md section 4)."""
+"""The training loop, in the right order: reference solution.
+
+Its contract: CURRICULUM.md, `training_loops`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Visible checks for `manual_backward` (CURRICULUM.md section 2).
+"""Visible checks for `manual_backward` (its contract: CURRICULUM.md, `manual_backward`).
 
 Every gradient is compared with torch autograd in float64, computed here in the grader (see
 `manual_backward_cases.py`). Functions that take a Python function or build live objects

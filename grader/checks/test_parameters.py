@@ -1,4 +1,4 @@
-"""Visible checks for `parameters` (CURRICULUM.md section 3).
+"""Visible checks for `parameters` (its contract: CURRICULUM.md, `parameters`).
 
 The student's modules can only be built in the worker: probes (`grader/probes/parameters.py`)
 build them with torch seeded, run them on inputs chosen here and send back plain records. The

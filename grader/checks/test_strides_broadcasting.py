@@ -1,4 +1,4 @@
-"""Visible checks for `strides_broadcasting` (CURRICULUM.md section 1).
+"""Visible checks for `strides_broadcasting` (its contract: CURRICULUM.md, `strides_broadcasting`).
 
 numpy and torch in the grader are the answer key; arrays whose memory matters are placed in
 memory shared with the worker (`sub.shared`) so that views and copies are told apart here.

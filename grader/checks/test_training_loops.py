@@ -1,4 +1,4 @@
-"""Visible checks for `training_loops` (CURRICULUM.md section 4).
+"""Visible checks for `training_loops` (its contract: CURRICULUM.md, `training_loops`).
 
 Every check builds its objects inside the worker through a probe (`grader/probes/
 training_loops.py`), which calls the student's function and records what hooks saw; the verdict

@@ -69,6 +69,9 @@ class BugHunt(BaseModel):
 class Catalogue(BaseModel):
     fault: list[Fault]
     bughunt: list[BugHunt] = []
+    # CURRICULUM.md, "Pitfalls the fault catalogue holds", is generated from this list.
+    pitfalls: list[str] = Field([], description="fault ids the curriculum promises the catalogue "
+                                "holds; a student release ships none")
 
 
 @lru_cache(maxsize=1)

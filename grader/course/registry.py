@@ -16,7 +16,8 @@ from grader.models import CheckInfo, Reveal, Visibility
 
 CHECKS_DIR = Path(__file__).resolve().parent.parent / "checks"
 MARK = "check"
-# Curriculum order (CURRICULUM.md); exercises found in checks/ but not listed sort after these.
+# Curriculum order (CURRICULUM.md follows it); exercises found in checks/ but not listed sort
+# after these.
 CURRICULUM_ORDER = ["strides_broadcasting", "manual_backward", "parameters", "training_loops",
                     "bughunt_regression", "bughunt_classifier", "bughunt_finetune",
                     "bughunt_pipeline"]
