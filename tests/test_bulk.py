@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from conftest import EXERCISES, REPO, SOLUTIONS
-from grader.intake.assignment import (Assignment, AssignmentError, apply_assignment, late_penalty,
-                               load_assignment, parse_timestamp)
+from grader.intake.assignment import Assignment, AssignmentError, load_assignment, parse_timestamp
+from grader.scoring.assignment import apply_assignment, late_penalty
 from grader.running.batch import grade_batch
 from grader.scoring.results import result_of
 from grader.outputs.writing import read_json

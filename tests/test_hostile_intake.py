@@ -463,7 +463,9 @@ def dying_grader(conn, victims: set[str]) -> None:
     and gives every other submission full marks."""
     from grader.models import CheckResult, SubmissionResult
 
-    conn.send(("isolation", ("full", [])))
+    from grader.running.pool import Graded, SandboxStarted
+
+    conn.send(SandboxStarted("full", ""))
     while (task := conn.recv()) is not None:
         student = task.submission.student
         if student in victims:
@@ -472,7 +474,7 @@ def dying_grader(conn, victims: set[str]) -> None:
                             points=1, max_points=1, status="passed")
         result = SubmissionResult(student=student, grader_version="fake", checks=[check],
                                   fingerprint=task.fingerprint)
-        conn.send(("done", result))
+        conn.send(Graded(result))
     os._exit(0)
 
 

@@ -33,6 +33,27 @@ INTERNAL_ERROR = ("the grader itself failed on this check ({}); this is not your
                   "tell your instructor")
 
 
+# pytest as a check runner: only the plugins grading needs. Each one left out saves work on
+# every check (warnings, skipping, debugging wrap every test), or at session end
+# (unraisableexception and threadexception collect garbage: 0.1 s each with torch loaded).
+# `-s`: the grader's own stdout is not the student's (theirs is captured by the worker).
+PYTEST_OPTIONS = [
+    "--disable-plugin-autoload", "-p", "grader.checking.plugin", "-s",
+    *[arg for plugin in ("terminal", "cacheprovider", "faulthandler", "pastebin", "junitxml",
+                         "doctest", "legacypath", "logging", "unraisableexception",
+                         "threadexception", "warnings", "skipping", "debugging", "stepwise",
+                         "setuponly", "setupplan", "python_path")
+      for arg in ("-p", f"no:{plugin}")],
+]
+
+
+def session_args(files: list[Path], checks_dir: Path, *, collect_only: bool = False) -> list[str]:
+    """The arguments of every pytest session over check files (grading one submission, a batch,
+    collecting checks): the checks' own pytest.ini and rootdir, and only this plugin."""
+    return [str(f) for f in files] + (["--collect-only"] if collect_only else []) + [
+        "-c", str(checks_dir / "pytest.ini"), "--rootdir", str(checks_dir), *PYTEST_OPTIONS]
+
+
 class GradingSession:
     """The submission under test and its workers, for one pytest session."""
 

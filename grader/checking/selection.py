@@ -19,6 +19,7 @@ import pytest
 from pydantic import BaseModel
 
 from grader.models import CheckInfo
+from grader.checking.plugin import session_args
 from grader.course.registry import CHECKS_DIR, check_files, check_id, exercise_of, info_of
 
 
@@ -97,12 +98,10 @@ def collect_checks(exercises: list[str] | None = None, *,
     """Every check of `exercises` (default: all) as pytest collects it, without running any:
     what a check file declares, including checks it generates or parametrizes."""
     collector = _Collector()
-    files = [str(f) for f in check_files(exercises, checks_dir=checks_dir)]
+    files = check_files(exercises, checks_dir=checks_dir)
     if not files:
         return []
-    args = files + ["--collect-only", "-c", str(checks_dir / "pytest.ini"), "--rootdir",
-                    str(checks_dir), "--disable-plugin-autoload", "-p", "grader.checking.plugin",
-                    "-p", "no:terminal", "-p", "no:cacheprovider"]
+    args = session_args(files, checks_dir, collect_only=True)
     with contextlib.redirect_stdout(io.StringIO()):
         code = pytest.main(args, plugins=[collector])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):

@@ -28,9 +28,9 @@ import torch
 
 
 from grader.models import CheckResult, CheckRun, ModuleRun, Submission
-from grader.checking.plugin import EVIDENCE_KEY, SESSION_KEY, GradingSession, ResultCollector
+from grader.checking.plugin import (EVIDENCE_KEY, SESSION_KEY, GradingSession, ResultCollector,
+                                    session_args)
 from grader.course.registry import CHECKS_DIR, check_files
-from grader.running.runner import PYTEST_OPTIONS
 from grader.worker.client import Zygote
 from grader.worker.limits import WorkerLimits
 
@@ -129,9 +129,7 @@ def grade_batch(submissions: Iterable[Submission], finish: Finish, *, exercises:
     collector = ResultCollector()
     runner = BatchRunner(submissions, finish, exercises=exercises, limits=limits,
                          zygote=zygote, collector=collector)
-    files = check_files(exercises, checks_dir=checks_dir)
-    args = [str(f) for f in files] + ["-c", str(checks_dir / "pytest.ini"),
-                                      "--rootdir", str(checks_dir), *PYTEST_OPTIONS]
+    args = session_args(check_files(exercises, checks_dir=checks_dir), checks_dir)
     with contextlib.redirect_stdout(io.StringIO()):
         pytest.main(args, plugins=[runner, collector])
     return runner.graded

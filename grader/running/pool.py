@@ -102,6 +102,27 @@ class PoolSettings(BaseModel):
                                      "self-test proves that no worker can see it, nor `out`")
 
 
+# What a grading process tells the parent, in this order: its sandbox could not start, or it
+# started (isolation level, what is missing); then one `Graded` per task it was sent.
+@dataclass(frozen=True)
+class SandboxBroken:
+    reason: str
+
+
+@dataclass(frozen=True)
+class SandboxStarted:
+    isolation: str
+    missing: str  # what the sandbox lacks, in words ("" for full isolation)
+
+
+@dataclass(frozen=True)
+class Graded:
+    result: SubmissionResult
+
+
+ProcessMessage = SandboxBroken | SandboxStarted | Graded
+
+
 class PoolBroken(RuntimeError):
     """The grading processes cannot run at all (an installation problem, not a submission's)."""
 
@@ -146,9 +167,9 @@ def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None
         try:
             zygote = Zygote(hidden=[p for p in (settings.out, settings.submissions) if p])
         except ZygoteError as exc:
-            conn.send(("broken", str(exc)))
+            conn.send(SandboxBroken(str(exc)))
             return
-        conn.send(("isolation", (zygote.isolation, zygote.missing)))
+        conn.send(SandboxStarted(zygote.isolation, zygote.missing))
         current: list[GradeTask] = []
 
         def submissions() -> Iterable[Submission]:
@@ -157,7 +178,7 @@ def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None
                 yield steps.read(task, settings)
 
         def finish(_submission: Submission, outcome: CheckRun | BaseException) -> None:
-            conn.send(("done", steps.finish(outcome, current[0], settings)))
+            conn.send(Graded(steps.finish(outcome, current[0], settings)))
 
         with zygote:
             grade_batch(submissions(), finish, exercises=settings.exercises,
@@ -196,7 +217,7 @@ class _Slot:
 def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, steps: GradingSteps,
                   jobs: int,
                   on_result: Callable[[SubmissionResult], None] | None = None,
-                  on_isolation: Callable[[str, list[str]], None] | None = None,
+                  on_isolation: Callable[[str, str], None] | None = None,
                   serve: Callable[[Connection, PoolSettings, GradingSteps], None] = serve
                   ) -> list[SubmissionResult]:
     """Grade `tasks` in `jobs` grading processes; every result (graded, or a grader failure
@@ -278,20 +299,20 @@ def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, steps: 
             for slot in list(slots):
                 if slot.conn in ready:
                     try:
-                        kind, payload = slot.conn.recv()
+                        message: ProcessMessage = slot.conn.recv()
                     except (EOFError, OSError):
                         lost(slot, _death(slot.process))
                         continue
-                    if kind == "broken":
-                        raise PoolBroken(f"the sandbox could not start: {payload}")
-                    if kind == "isolation":
+                    if isinstance(message, SandboxBroken):
+                        raise PoolBroken(f"the sandbox could not start: {message.reason}")
+                    if isinstance(message, SandboxStarted):
                         slot.started = True
                         if on_isolation is not None:
-                            on_isolation(*payload)
+                            on_isolation(message.isolation, message.missing)
                             on_isolation = None  # once per run: every process has the same
                         continue
                     slot.task, slot.done = None, slot.done + 1
-                    deliver(payload)
+                    deliver(message.result)
                 elif slot.process.sentinel in ready:
                     lost(slot, _death(slot.process))
                 elif slot.task is not None and time.monotonic() - slot.since > TASK_TIMEOUT:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 import torch
 
-from grader.checking.plugin import GradingSession, ResultCollector
+from grader.checking.plugin import GradingSession, ResultCollector, session_args
 from grader.course.registry import CHECKS_DIR, check_files
 from grader.models import CheckRun, Submission
 from grader.worker.client import Zygote
@@ -20,20 +20,6 @@ from grader.worker.limits import WorkerLimits
 
 if TYPE_CHECKING:
     from grader.checking.selection import CheckSelection
-
-
-# pytest as a check runner: only the plugins grading needs. Each one left out saves work on
-# every check (warnings, skipping, debugging wrap every test), or at session end
-# (unraisableexception and threadexception collect garbage: 0.1 s each with torch loaded).
-# `-s`: the grader's own stdout is not the student's (theirs is captured by the worker).
-PYTEST_OPTIONS = [
-    "--disable-plugin-autoload", "-p", "grader.checking.plugin", "-s",
-    *[arg for plugin in ("terminal", "cacheprovider", "faulthandler", "pastebin", "junitxml",
-                         "doctest", "legacypath", "logging", "unraisableexception",
-                         "threadexception", "warnings", "skipping", "debugging", "stepwise",
-                         "setuponly", "setupplan", "python_path")
-      for arg in ("-p", f"no:{plugin}")],
-]
 
 
 def run_checks(submission: Submission, *, exercises: list[str],
@@ -51,9 +37,7 @@ def run_checks(submission: Submission, *, exercises: list[str],
     torch.set_num_threads(1)
     session = GradingSession(submission, limits=limits, zygote=zygote)
     collector = ResultCollector()
-    files = check_files(exercises, checks_dir=checks_dir)
-    args = [str(f) for f in files] + ["-c", str(checks_dir / "pytest.ini"),
-                                      "--rootdir", str(checks_dir), *PYTEST_OPTIONS]
+    args = session_args(check_files(exercises, checks_dir=checks_dir), checks_dir)
     started = time.perf_counter()
     try:
         with contextlib.redirect_stdout(io.StringIO()):
