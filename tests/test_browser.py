@@ -284,7 +284,7 @@ def test_print_shows_every_section(graded, browser):
 
 
 def test_diagnoses_render_from_the_catalogue(tmp_path, browser):
-    """A result carrying diagnoses (what grader/diagnose.py fills in): each is looked up in the
+    """A result carrying diagnoses (what grader/scoring/diagnose.py fills in): each is looked up in the
     fault catalogue and shown with its symptom, cause and fix; an unknown id stays plain."""
     from grader.course.faults import catalogue
 

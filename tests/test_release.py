@@ -65,7 +65,7 @@ def test_release_holds_what_a_student_needs(student_release):
     for required in ("README.md", "pyproject.toml", "constraints.txt",
                      "grader/checks/pytest.ini", "grader/student_release.json",
                      "grader/templates/report.html.j2", "grader/worker/zygote.py",
-                     "grader/cli.py", "grader/jupyter.py", "grader/check_server.py"):
+                     "grader/cli.py", "grader/jupyter/__init__.py", "grader/jupyter/server.py"):
         assert required in files, required
     for exercise in ALL:
         stub = stub_path(exercise).relative_to(EXERCISES).as_posix()  # bug hunts: a subfolder
@@ -88,7 +88,7 @@ def test_release_holds_nothing_grader_only(student_release):
     # Probes only hidden checks call stay out (tracing counts the steps of pairwise_sq_dists
     # for a hidden check).
     assert "grader/probes/tracing.py" not in files
-    catalogue = tomllib.loads((student_release / "grader" / "faults.toml").read_text())
+    catalogue = tomllib.loads((student_release / "grader" / "course" / "faults.toml").read_text())
     assert set(catalogue) == {"fault"} and catalogue["fault"]
     assert all(set(f) <= set(STUDENT_FAULT_FIELDS) for f in catalogue["fault"])
     shipped_checks = {Path(f).name for f in files if f.startswith("grader/checks/")}

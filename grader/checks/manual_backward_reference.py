@@ -1,7 +1,7 @@
 """The answer key of the `manual_backward` checks: torch autograd in float64, computed in the
 grader. It never derives a gradient by hand, but it does the exercises' work (a gradient descent,
 a vector-Jacobian product, a stable softplus), so like every `*_reference.py` it stays out of a
-student release, which replays the values the visible checks need (`grader/replay.py`).
+student release, which replays the values the visible checks need (`grader/release/replay.py`).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ import torch
 from grader.checks.manual_backward_cases import (
     as_number, as_number_list, as_tuple, away_from_relu_kinks, expect_close, expect_values,
     linear_problem, mirror_program, mlp_params, program_text, ratio_note, vector_output_shape)
-# In a student release this module is a stand-in that replays recorded values (grader/replay.py).
+# In a student release this module is a stand-in that replays recorded values (grader/release/replay.py).
 from grader.checks.manual_backward_reference import (
     cross_entropy_reference, fit_linear_gd_reference, mlp_reference, mse_reference,
     scalar_gradient_reference, softplus_reference, vjp_reference)

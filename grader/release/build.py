@@ -7,7 +7,7 @@ the `torchgrade` command) and runs as-is from its root (`python -m grader check 
     pyproject.toml       the `torchgrade-student` distribution: the grader package below
     constraints.txt      the torch version the recorded reference values were computed with
     exercises/           the stubs to fill in (bug hunts keep their subfolder)
-    notebooks/           one notebook per exercise module (grader/notebooks.py)
+    notebooks/           one notebook per exercise module (grader/release/notebooks.py)
     grader/              the grader without anything grader-only:
       checks/            the visible checks, the helper modules they import, pytest.ini, and
                          recorded/<name>_reference.json instead of each reference module
@@ -16,9 +16,9 @@ the `torchgrade` command) and runs as-is from its root (`python -m grader check 
 Left out: the reference solutions, the hidden checks (and helper modules only they import),
 the grader-side reference implementations (`grader/checks/*_reference.py`, replaced by the
 values the visible checks need, recorded from a run of the visible checks on the solutions:
-see `grader/replay.py`), the sample submissions, the tests with their mutants and styles, and
+see `grader/release/replay.py`), the sample submissions, the tests with their mutants and styles, and
 of the fault catalogue everything but the student-facing text of the faults visible checks
-detect (no links to hidden checks, no bug-hunt injections: they hold the fixes). The release is then scanned (`grader/leaks.py`)
+detect (no links to hidden checks, no bug-hunt injections: they hold the fixes). The release is then scanned (`grader/release/leaks.py`)
 for solution code, reference code and hidden checks; a leak fails the build.
 """
 
