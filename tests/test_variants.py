@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from grader.variants import read_variants, variants
+from grader.commands.variants import read_variants, variants
 from grader.course.bughunt import apply_variants
 from grader.errors import UsageError
 from grader.course import bughunt
