@@ -256,8 +256,7 @@ def to_fix_first(checks: list[CheckResult], n: int = FIX_FIRST) -> list[list[Che
     groups = fix_groups(checks)
     # A file not sent in is one line to act on, not a bug to understand: what the student's
     # code got wrong comes first, however many points the missing file carries.
-    return sorted(groups, key=lambda g: (any("file not submitted" in (c.message or "")
-                                             for c in g),
+    return sorted(groups, key=lambda g: (any(c.reason == "not_submitted" for c in g),
                                          all(c.visibility != "visible" for c in g),
                                          -sum(c.max_points for c in g), order[id(g[0])]))[:n]
 
