@@ -21,6 +21,7 @@ from urllib.parse import quote
 import jinja2
 import markupsafe
 
+from grader.evidence import KEYS
 from grader.models import CheckResult, SubmissionResult, state_of
 
 # Keyed by what a check shows (`grader.models.state_of`): its status, or "todo" for code that
@@ -154,10 +155,7 @@ class CheckView:
 
 
 # Evidence the pictures draw (not repeated as text facts).
-DRAWN = {"loss_curve", "reference_loss_curve", "val_loss_curve", "reference_val_loss_curve",
-         "lr_per_step", "reference_lr_per_step", "grad_ratio", "grad_errors", "descent_path",
-         "reference_descent_path", "loss_surface", "shapes", "shape_labels", "expected_shape",
-         "got_shape", "expected_strides", "got_strides"}
+DRAWN = frozenset(key.name for key in KEYS.values() if key.drawn)
 
 
 def evidence_facts(evidence: dict[str, Any]) -> list[tuple[str, str]]:
