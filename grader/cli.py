@@ -15,8 +15,8 @@ from pathlib import Path
 import grader
 from grader import commands, terminal
 from grader.models import SubmissionResult
+from grader.outcomes import OUTCOMES
 from grader.progress import Progress
-from grader.report import STATUS_LABEL
 from grader.worker.limits import WorkerLimits
 
 
@@ -148,7 +148,7 @@ def _print_checks(result: SubmissionResult) -> None:
         for note in part.notes:
             print(f"  note: {note}")
         for c in (c for c in result.checks if c.exercise == part.exercise):
-            label = STATUS_LABEL[c.status].upper()
+            label = OUTCOMES[c.status].word
             print(f"  [{label:^9}] {c.title}  ({c.points:g}/{c.max_points:g}, {c.visibility})")
             if c.status != "passed":
                 for line in c.message.splitlines():

@@ -4,7 +4,8 @@
   report pictures, report facts) names is declared once, in `grader.evidence.E`, with the
   modules that write it; a value of another type, or an undeclared key, is caught where a
   check's evidence is recorded (`grader.plugin.check_evidence`);
-- decisions about why a check did not pass read `CheckResult.reason`, never message text.
+- decisions about why a check did not pass read `CheckResult.reason`, never message text;
+- one table (`grader.outcomes`) says how each outcome is shown in terminal, reports, summary.
 
 The scan reads the source (ast), so that a key written on a path no test grades is found too;
 `check_evidence` catches at run time what the scan cannot see (keys made at run time).
@@ -353,3 +354,41 @@ def test_no_decision_reads_message_words():
         text = path.read_text(encoding="utf-8")
         for phrase in ("not implemented yet\" in", "file not submitted\" in", "\"defines no \""):
             assert phrase not in text, f"{path.name} matches message words: {phrase}"
+
+
+# --------------------------------------------------------------------------- one status table
+
+
+def test_one_table_shows_every_outcome():
+    from typing import get_args
+
+    from grader.models import Status
+    from grader.outcomes import OUTCOMES
+
+    assert set(OUTCOMES) == set(get_args(Status)) | {"todo"}
+    assert all(len(o.word) <= 9 for o in OUTCOMES.values())  # `[ PASSED  ]`
+    # display words are spelled in the table only
+    words = [o.word for o in OUTCOMES.values()] + [o.mark for o in OUTCOMES.values()] + [
+        "raised an error"]
+    for path in sources():
+        if path.name == "outcomes.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        spelled = [w for w in words if f'"{w}"' in text or f"'{w}'" in text]
+        assert not spelled, f"{path.name} spells outcome displays itself: {spelled}"
+
+
+def test_terminal_report_and_summary_show_the_table(monkeypatch):
+    from grader import outcomes, summary, terminal
+    from grader.models import ExerciseResult, SubmissionResult
+    from grader.report import render_report
+
+    monkeypatch.setitem(outcomes.OUTCOMES, "timeout", outcomes.Outcome(
+        "ran out of time", "SLOW", "33", "*", "ran out of time", False, "timeout"))
+    check = failing(status="timeout", message="f(x) timed out after 5 s.")
+    result = SubmissionResult(student="s", grader_version="t", checks=[check],
+                              exercises=[ExerciseResult(exercise="ex", score=0, max_score=2)])
+    assert "[  SLOW   ]" in terminal.summary(result)
+    html = render_report(result, draw=False)
+    assert "ran out of time" in html and "1 ran out of time" in html
+    assert not summary.is_broken(check)
