@@ -29,10 +29,13 @@ from pydantic import (
 from grader.worker.text import valid_text
 
 Status = Literal["passed", "failed", "error", "timeout", "crashed"]
-# Why a check did not pass, when the status alone does not say it: "not_implemented" is an
-# `error` whose code raised NotImplementedError (a stub not filled in yet), which terminal and
-# reports show as its own state, "todo" (see `state_of`).
-Reason = Literal["not_implemented"]
+# Why a check did not pass, when the status alone does not say it (decisions read this, never
+# the message's words): "not_implemented" is an `error` whose code raised NotImplementedError
+# (a stub not filled in yet), which terminal and reports show as its own state, "todo" (see
+# `state_of`); "not_submitted": the exercise's file is not in the submission; "not_defined":
+# the module does not define a name the check calls. None of them is a bug in code that ran.
+Reason = Literal["not_implemented", "not_submitted", "not_defined"]
+NOT_STARTED: tuple[Reason, ...] = ("not_implemented", "not_submitted", "not_defined")
 Visibility = Literal["visible", "hidden"]
 # How much of a diagnosed fault a failing check shows the student: its symptom only (bug
 # hunts: finding the cause is the exercise), or also its cause, or also the fix.
@@ -175,8 +178,9 @@ class CheckResult(BaseModel):
     max_points: float
     status: Status
     reason: Reason | None = Field(None, description="`not_implemented`: the code raised "
-                                  "NotImplementedError (status `error`); absent in results of "
-                                  "versions before it")
+                                  "NotImplementedError (status `error`); `not_submitted`: no "
+                                  "file for the exercise; `not_defined`: a name the check calls "
+                                  "is missing; absent in results of versions before them")
     message: Message = ""
     call: Line | None = Field(None, description="the call that failed, as the student would write it")
     expected: Line | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,10 @@ from grader.models import SubmissionResult
 from grader.running.runner import run_checks
 from grader.intake.submission import load_submission
 from grader.worker.client import Zygote
+
+# A check that records an evidence key not declared in grader.evidence fails (as an internal
+# error) in every grading these tests do, subprocesses included (grader.checking.plugin.check_evidence).
+os.environ.setdefault("TORCHGRADE_STRICT_EVIDENCE", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 SOLUTIONS = REPO / "solutions"

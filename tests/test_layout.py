@@ -12,7 +12,8 @@ GRADER = Path(__file__).resolve().parents[1] / "grader"
 
 # The order of the pipeline. A module may import its own stage and earlier ones only.
 STAGES = [
-    ("grader", "grader.errors", "grader.models", "grader.worker", "grader.probes"),  # foundations
+    ("grader", "grader.errors", "grader.models", "grader.evidence", "grader.worker",
+     "grader.probes"),  # foundations: the types between stages, the sandbox
     ("grader.course",),     # what is graded: exercises, checks registry, fault catalogue
     ("grader.intake",),     # submissions found, read, fingerprinted; assignments
     ("grader.checking",),   # the checks' plugin, student proxy, comparisons, selection
@@ -30,7 +31,8 @@ def stage_of(module: str) -> int:
     best, rank = "", None
     for i, prefixes in enumerate(STAGES):
         for p in prefixes:
-            if (module == p or module.startswith(p + ".")) and len(p) > len(best):
+            inside = module == p or (p != "grader" and module.startswith(p + "."))
+            if inside and len(p) > len(best):
                 best, rank = p, i
     assert rank is not None, f"{module} is in no stage of the floor plan"
     return rank
@@ -107,3 +109,5 @@ def test_the_floor_plan_catches_an_arrow_back_up():
     """The check itself can fail: a running module importing an output is caught."""
     assert stage_of("grader.outputs.report") > stage_of("grader.running.pool")
     assert stage_of("grader.course.registry") < stage_of("grader.intake.submission")
+    with pytest.raises(AssertionError, match="no stage"):
+        stage_of("grader.somewhere_new")

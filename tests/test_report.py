@@ -116,7 +116,8 @@ def test_report_replaces_control_characters_and_marks_code():
 
 def test_fix_first_groups_checks_failing_for_one_reason():
     missing = [failed(f"b.c{i}", exercise="b", status="error", targets=[f"g{i}"],
-                      message="file not submitted: expected b.py", call=None)
+                      reason="not_submitted", message="file not submitted: expected b.py",
+                      call=None)
                for i in range(3)]
     wrong = [failed("a.values", exercise="a", max_points=3),
              failed("a.hidden", exercise="a", visibility="hidden", max_points=9,

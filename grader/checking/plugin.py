@@ -15,20 +15,24 @@ Two plugin objects take part in a grading session:
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import pytest
 
 from grader.checking.compare import CheckFailure
-from grader.models import CheckResult, ModuleRun, Submission
-from grader.course.registry import MARK, check_id, exercise_of, info_of
 from grader.checking.student import StudentError, StudentModule
+from grader.course.registry import MARK, check_id, exercise_of, info_of
+from grader.evidence import problems as evidence_problems
+from grader.evidence import undeclared
+from grader.models import CheckResult, ModuleRun, Submission
 from grader.worker.client import Zygote
 from grader.worker.limits import WorkerLimits
 
 log = logging.getLogger("torchgrade")
 SESSION_KEY = pytest.StashKey["GradingSession"]()
 EVIDENCE_KEY = pytest.StashKey[dict]()
+STRICT_EVIDENCE = "TORCHGRADE_STRICT_EVIDENCE"  # set: an undeclared evidence key is an error
 INTERNAL_ERROR = ("the grader itself failed on this check ({}); this is not your fault, please "
                   "tell your instructor")
 
@@ -120,6 +124,7 @@ class ResultCollector:
         result = make_result(item, call, output)
         result.worker_records = records
         result.evidence = {**item.stash.get(EVIDENCE_KEY, {}), **result.evidence}
+        result = check_evidence(result)
         self.results.append(result)
         passed = result.status == "passed"
         return pytest.TestReport(
@@ -136,6 +141,26 @@ class ResultCollector:
                 id=f"{exercise}.collection", exercise=exercise, targets=["*"],
                 visibility="visible", points=0, max_points=0, status="error",
                 message=INTERNAL_ERROR.format("the checks could not be loaded")))
+
+
+def check_evidence(result: CheckResult) -> CheckResult:
+    """`result`, its evidence checked against the declared keys (`grader.evidence`) where it is
+    recorded. A key not declared or a value of another type is the grader's own bug: logged,
+    and the result kept as it is (evidence is never part of a verdict, and values copied from a
+    worker's record may be anything). With TORCHGRADE_STRICT_EVIDENCE set (the grader's own
+    tests set it) an undeclared key makes the check an internal error, so that it cannot pass
+    unnoticed; a value's type is only logged there too, since student code may supply it."""
+    found = evidence_problems(result.evidence)
+    if not found:
+        return result
+    log.warning("torchgrade: %s recorded evidence not as declared in grader.evidence: %s",
+                result.id, "; ".join(found))
+    missing = undeclared(result.evidence)
+    if not missing or not os.environ.get(STRICT_EVIDENCE):
+        return result
+    return result.model_copy(update=dict(
+        status="error", reason=None, points=0.0,
+        message=INTERNAL_ERROR.format(f"undeclared evidence {', '.join(missing)}")))
 
 
 def make_result(item: pytest.Item, call: pytest.CallInfo, output: str) -> CheckResult:
@@ -213,7 +238,8 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
 @pytest.fixture
 def evidence(request: pytest.FixtureRequest) -> dict:
     """A dict for facts a check measured, kept in its result even when it passes (a loss
-    curve for the report, say). Values must be JSON-able: numbers, strings, short lists."""
+    curve for the report, say). Keys are declared in `grader.evidence.E` (name, type, meaning,
+    writers); values must be JSON-able: numbers, strings, short lists."""
     return request.node.stash.setdefault(EVIDENCE_KEY, {})
 
 

@@ -88,7 +88,7 @@ class StudentModule:
             raise self._failure
         if self.source is None:
             self._failure = ModuleUnavailable(
-                not_submitted(self.exercise))
+                not_submitted(self.exercise), reason="not_submitted")
             raise self._failure
         if self.source.fatal:
             self._failure = ModuleUnavailable(self.source.fatal)
@@ -163,7 +163,8 @@ class StudentModule:
         worker = self._load()
         if name not in self.names:
             raise StudentError(f"{self.filename} defines no {name}: check its spelling and that "
-                               "it is defined at the top level of the file.", call=text())
+                               "it is defined at the top level of the file.", call=text(),
+                               reason="not_defined")
         return self._request(worker, {"op": "call", "name": name, "args": list(args),
                                       "kwargs": kwargs}, text, timeout)
 

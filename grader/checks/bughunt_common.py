@@ -87,7 +87,8 @@ def require(sub, *names: str, call: str) -> None:
     for name in names:
         if not sub.has(name):
             raise StudentError(f"{sub.filename} defines no {name}: the script's docstring lists "
-                               "the names the grader calls; keep them.", call=call)
+                               "the names the grader calls; keep them.", call=call,
+                               reason="not_defined")
 
 
 def probe(sub, probe_name: str, call: str, **kwargs) -> Any:

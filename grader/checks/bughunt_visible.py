@@ -55,7 +55,7 @@ def run_record(sub, contract: Contract) -> dict:
         if not sub.has("run"):
             _RECORDS[sub] = (False, StudentError(
                 f"{sub.filename} defines no run: the script's docstring lists the names the "
-                "grader calls; keep them.", call=CALL))
+                "grader calls; keep them.", call=CALL, reason="not_defined"))
         else:
             x = torch.randn(contract.input_shape, generator=torch.Generator().manual_seed(7))
             try:

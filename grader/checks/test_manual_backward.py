@@ -63,7 +63,8 @@ def require(sub, name: str) -> None:
     """The message sub.call gives for a missing name, for the names probes use."""
     if not sub.has(name):
         raise StudentError(f"{sub.filename} defines no {name}: check its spelling and that it is "
-                           "defined at the top level of the file.", call=name)
+                           "defined at the top level of the file.", call=name,
+                           reason="not_defined")
 
 
 def record_grad_errors(evidence: dict, pairs) -> None:

@@ -75,7 +75,8 @@ def probe(sub, name: str, *args, target: str, label: str, hint: str | None = Non
     check with its message (NotImplementedError and timeouts pass through unchanged)."""
     if not sub.has(target):
         raise StudentError(f"{sub.filename} defines no {target}: check its spelling and that it "
-                           "is defined at the top level of the file.", call=label)
+                           "is defined at the top level of the file.", call=label,
+                           reason="not_defined")
     try:
         return sub.probe(f"parameters:{name}", *args, label=label, **kwargs)
     except StudentRaised as exc:

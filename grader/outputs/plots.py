@@ -15,17 +15,9 @@ made fit for inlining in an HTML page that holds many of them:
 
 Output is deterministic: same evidence, same bytes (fixed hash salt, no date, fixed sizes).
 
-Evidence read (keys written by the checks; see their docstrings):
-    loss_curve, reference_loss_curve            loss per batch / step: yours against the reference
-    val_loss_curve, reference_val_loss_curve    validation loss per epoch
-    lr_per_step, reference_lr_per_step          learning rate each optimizer step used
-    grad_ratio                                  p.grad at each step in units of the right gradient
-                                                (a list, or one list per case)
-    grad_errors                                 [{name, error, allowed, ...}] per parameter
-    descent_path, reference_descent_path,       (w, b) after each gradient-descent step on a
-    loss_surface                                one-feature problem, and that problem's moments
-    shapes, expected_shape, got_shape,          broadcasting: the shapes aligned from the right
-    expected_strides, got_strides
+Evidence read: the keys of `grader.evidence.E` declared `drawn` (loss, validation-loss and
+learning-rate curves against the reference's, `grad_ratio`, `grad_errors`, the descent path on
+its loss surface, broadcasting shapes and strides), read through that declaration.
 Anything malformed (student numbers can be NaN, huge, missing) is drawn as far as it is
 meaningful or skipped; a figure never breaks a report.
 """
@@ -40,6 +32,8 @@ import re
 from typing import Any
 
 from pydantic import BaseModel
+
+from grader.evidence import E
 
 log = logging.getLogger("torchgrade")
 
@@ -269,10 +263,10 @@ def comparison_words(yours: list[float], reference: list[float] | None, what: st
 
 
 def loss_picture(evidence: dict):
-    yours = numbers(evidence.get("loss_curve"))
+    yours = numbers(E.loss_curve.get(evidence))
     if yours is None or len(yours) < 2:
         return None
-    reference = numbers(evidence.get("reference_loss_curve"))
+    reference = numbers(E.reference_loss_curve.get(evidence))
     fig = curves_figure(yours, reference, xlabel="step", ylabel="loss")
     if fig is None:
         return None
@@ -281,10 +275,10 @@ def loss_picture(evidence: dict):
 
 
 def val_loss_picture(evidence: dict):
-    yours = numbers(evidence.get("val_loss_curve"))
+    yours = numbers(E.val_loss_curve.get(evidence))
     if yours is None:
         return None
-    reference = numbers(evidence.get("reference_val_loss_curve"))
+    reference = numbers(E.reference_val_loss_curve.get(evidence))
     fig = curves_figure(yours, reference, xlabel="epoch", ylabel="validation loss")
     if fig is None:
         return None
@@ -297,10 +291,10 @@ def val_loss_picture(evidence: dict):
 
 
 def lr_picture(evidence: dict):
-    yours = numbers(evidence.get("lr_per_step"))
+    yours = numbers(E.lr_per_step.get(evidence))
     if yours is None or len(yours) < 2:
         return None
-    reference = numbers(evidence.get("reference_lr_per_step"))
+    reference = numbers(E.reference_lr_per_step.get(evidence))
     fig = new_figure(WIDTH, 2.1)
     ax = fig.axes[0]
     ax.step(range(1, len(yours) + 1), yours, where="mid", color=YOURS, linewidth=2.4,
@@ -327,7 +321,7 @@ def lr_picture(evidence: dict):
 
 
 def grad_ratio_picture(evidence: dict):
-    raw = evidence.get("grad_ratio")
+    raw = E.grad_ratio.get(evidence)
     if not isinstance(raw, list) or not raw:
         return None
     # One list (train_epoch) or one list per case (train_accumulated): the first case that
@@ -366,7 +360,7 @@ def grad_ratio_picture(evidence: dict):
 
 
 def grad_errors_picture(evidence: dict):
-    entries = evidence.get("grad_errors")
+    entries = E.grad_errors.get(evidence)
     if not isinstance(entries, list) or not entries:
         return None
     rows = []
@@ -429,9 +423,9 @@ def grad_errors_picture(evidence: dict):
 def descent_picture(evidence: dict):
     """The path of fit_linear_gd on the contours of its loss, on a one-feature problem whose
     loss L(w, b) = mean((w x + b - y)^2) is fixed by five moments of the data."""
-    moments = evidence.get("loss_surface")
-    reference = points(evidence.get("reference_descent_path"))
-    yours = points(evidence.get("descent_path"))
+    moments = E.loss_surface.get(evidence)
+    reference = points(E.reference_descent_path.get(evidence))
+    yours = points(E.descent_path.get(evidence))
     if not isinstance(moments, dict) or not reference:
         return None
     import numpy as np
@@ -526,20 +520,20 @@ def shape_of(value: Any) -> tuple[int, ...] | None:
 def broadcast_picture(evidence: dict):
     """Shapes aligned from the right, one row each, then the result: the picture of NumPy's
     rule. A column where sizes clash is marked; stretched axes (1 or missing) are hatched."""
-    raw = evidence.get("shapes")
+    raw = E.shapes.get(evidence)
     if not isinstance(raw, list) or not raw or len(raw) > 8:
         return None
     shapes = [shape_of(s) for s in raw]
     if any(s is None for s in shapes):
         return None
-    expected = shape_of(evidence.get("expected_shape"))
-    got = shape_of(evidence.get("got_shape"))
-    labels = [safe_label(x, 14) for x in evidence.get("shape_labels", [])] or [
+    expected = shape_of(E.expected_shape.get(evidence))
+    got = shape_of(E.got_shape.get(evidence))
+    labels = [safe_label(x, 14) for x in E.shape_labels.get(evidence, [])] or [
         f"shape {i + 1}" for i in range(len(shapes))]
-    extra = [(safe_label(name, 16), shape_of(evidence.get(key)))
-             for name, key in (("expected strides", "expected_strides"),
-                               ("your strides", "got_strides"))
-             if shape_of(evidence.get(key)) is not None]
+    extra = [(safe_label(name, 16), shape_of(key.get(evidence)))
+             for name, key in (("expected strides", E.expected_strides),
+                               ("your strides", E.got_strides))
+             if shape_of(key.get(evidence)) is not None]
     ndim = max([len(s) for s in shapes] + [len(expected or ()), len(got or ())]
                + [len(v) for _, v in extra] + [1])
     clash = []
@@ -558,7 +552,7 @@ def broadcast_picture(evidence: dict):
     from matplotlib.patches import Rectangle
 
     # What should have come out, per row, for marking the cells of yours that differ.
-    want = {"yours": expected, "your strides": shape_of(evidence.get("expected_strides"))}
+    want = {"yours": expected, "your strides": shape_of(E.expected_strides.get(evidence))}
     cols = max(ndim, 3.4 if expected is None else 0)
     head = 0.45 if clash else 0.0
     fig = new_figure(1.6 + 0.62 * cols, 0.3 + 0.36 * len(rows) + 0.36 * head, left=0, right=0,

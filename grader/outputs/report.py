@@ -21,17 +21,10 @@ from urllib.parse import quote
 import jinja2
 import markupsafe
 
+from grader.evidence import KEYS
 from grader.models import CheckResult, SubmissionResult, state_of
+from grader.outputs.outcomes import OUTCOMES
 
-# Keyed by what a check shows (`grader.models.state_of`): its status, or "todo" for code that
-# is not implemented yet (an `error` in results.json, but nothing went wrong: nothing is done).
-STATUS_LABEL = {"passed": "passed", "failed": "failed", "error": "error", "timeout": "timed out",
-                "crashed": "crashed", "todo": "not implemented yet"}
-STATUS_MARK = {"passed": "\u2714", "failed": "\u2718", "error": "\u26a0", "timeout": "\u25f7",
-               "crashed": "\u2620", "todo": "\u270e"}
-# "12 passed, 3 failed, 2 raised an error": status counts in words.
-COUNT_LABEL = {"passed": "passed", "failed": "failed", "error": "raised an error",
-               "timeout": "timed out", "crashed": "crashed", "todo": "not implemented yet"}
 # How much of a diagnosis a check lets students read: each level includes the ones before it.
 REVEAL_LEVELS = ("symptom", "cause", "fix")
 FIX_FIRST = 3  # failing checks listed (and opened) at the top of a report
@@ -50,8 +43,7 @@ def environment() -> jinja2.Environment:
                              autoescape=jinja2.select_autoescape(default=True),
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True)
-    env.globals.update(status_label=STATUS_LABEL, status_mark=STATUS_MARK,
-                       count_label=COUNT_LABEL)
+    env.globals.update(outcomes=OUTCOMES)  # badges and counts (grader.outputs.outcomes)
     # Student output and messages may hold NUL and other control characters, which HTML
     # forbids: each becomes U+FFFD. Markup (the pictures' SVG) is the grader's own.
     env.finalize = lambda v: (CONTROL.sub("\ufffd", v) if isinstance(v, str)
@@ -143,7 +135,7 @@ class CheckView:
     """What the report shows of one check, beyond its `CheckResult`."""
 
     check: CheckResult
-    state: str = ""  # STATUS_LABEL's key: the status, or "todo" (not implemented yet)
+    state: str = ""  # an OUTCOMES key: the status, or "todo" (not implemented yet)
     summary: str = ""
     details: str = ""
     pictures: list = field(default_factory=list)
@@ -154,10 +146,7 @@ class CheckView:
 
 
 # Evidence the pictures draw (not repeated as text facts).
-DRAWN = {"loss_curve", "reference_loss_curve", "val_loss_curve", "reference_val_loss_curve",
-         "lr_per_step", "reference_lr_per_step", "grad_ratio", "grad_errors", "descent_path",
-         "reference_descent_path", "loss_surface", "shapes", "shape_labels", "expected_shape",
-         "got_shape", "expected_strides", "got_strides"}
+DRAWN = frozenset(key.name for key in KEYS.values() if key.drawn)
 
 
 def evidence_facts(evidence: dict[str, Any]) -> list[tuple[str, str]]:
@@ -256,8 +245,7 @@ def to_fix_first(checks: list[CheckResult], n: int = FIX_FIRST) -> list[list[Che
     groups = fix_groups(checks)
     # A file not sent in is one line to act on, not a bug to understand: what the student's
     # code got wrong comes first, however many points the missing file carries.
-    return sorted(groups, key=lambda g: (any("file not submitted" in (c.message or "")
-                                             for c in g),
+    return sorted(groups, key=lambda g: (any(c.reason == "not_submitted" for c in g),
                                          all(c.visibility != "visible" for c in g),
                                          -sum(c.max_points for c in g), order[id(g[0])]))[:n]
 
@@ -295,9 +283,9 @@ def render_report(result: SubmissionResult, *, draw: bool = True) -> str:
     sections = []
     for part in result.exercises:
         checks = [views[id(c)] for c in result.checks if c.exercise == part.exercise]
-        counts = {s: sum(v.state == s for v in checks) for s in STATUS_LABEL}
+        counts = {s: sum(v.state == s for v in checks) for s in OUTCOMES}
         sections.append(ExerciseView(part=part, checks=checks, counts=counts))
-    totals = {s: sum(state_of(c) == s for c in result.checks) for s in STATUS_LABEL}
+    totals = {s: sum(state_of(c) == s for c in result.checks) for s in OUTCOMES}
     return environment().get_template("report.html.j2").render(
         result=result, sections=sections, totals=totals, fix_first=fix_first)
 

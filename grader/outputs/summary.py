@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 import grader
 from grader.models import CheckResult, SubmissionResult, Visibility, state_of
+from grader.outputs.outcomes import OUTCOMES
 
 HISTOGRAM_BINS = 10
 DIAGNOSIS_EXAMPLES = 5  # students named (and linked) per diagnosis in the index
@@ -101,7 +102,7 @@ def is_grader_failure(result: SubmissionResult) -> bool:
 
 def is_broken(check: CheckResult) -> bool:
     """The check's code raised, timed out or crashed; a stub not implemented yet is no error."""
-    return check.status in ("error", "timeout", "crashed") and state_of(check) != "todo"
+    return OUTCOMES[state_of(check)].broken
 
 
 def student_row(result: SubmissionResult, exercises: list[str]) -> StudentRow:

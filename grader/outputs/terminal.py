@@ -12,18 +12,16 @@ import sys
 from collections.abc import Iterable
 from typing import Literal, TextIO
 
-from grader.models import CheckResult, SubmissionResult, state_of
-from grader.outputs.report import STATUS_LABEL
 from grader.checking.selection import PendingCheck
+from grader.models import CheckResult, SubmissionResult, state_of
+from grader.outputs.outcomes import OUTCOMES, PENDING_WORD
 
 ColorMode = Literal["auto", "always", "never"]
 MAX_MESSAGE_LINES = 14  # the rest is in the HTML report
 INDENT = " " * 14
-NOT_IMPLEMENTED = "not implemented yet"
-LABEL = {"todo": "TODO"}  # a state whose label does not fit the 9 columns of `[ PASSED  ]`
-
-_CODES = {"passed": "32", "failed": "31", "error": "33", "timeout": "33", "crashed": "35",
-          "todo": "36", "bold": "1", "dim": "2", "heading": "1;36"}
+# Styles: one per outcome (grader.outputs.outcomes), and a few for the text around them.
+_CODES = {**{state: outcome.colour for state, outcome in OUTCOMES.items()},
+          "bold": "1", "dim": "2", "heading": "1;36"}
 
 
 def use_color(mode: ColorMode, stream: TextIO | None = None) -> bool:
@@ -74,7 +72,7 @@ def summary(result: SubmissionResult, *, pending: Iterable[PendingCheck] = (),
                        "fails")
             lines.append(paint(f"  Hidden checks: {len(later)} more ({_points(total)}) run when "
                                f"your work is graded{counted}:", "bold"))
-            lines += [f"  [ HIDDEN  ] {p.title}  ({_points(p.points)}"
+            lines += [f"  [{PENDING_WORD:^9}] {p.title}  ({_points(p.points)}"
                       f"{'' if p.counted else ' if it fails'})" for p in later]
     lines.append("")
     lines.append(total_line(result, pending, paint) + _reports(report))
@@ -126,12 +124,12 @@ def total_line(result: SubmissionResult, pending: list[PendingCheck], paint: Pai
 
 def _check_lines(c: CheckResult, paint: Painter) -> list[str]:
     state = state_of(c)
-    label = f"[{LABEL.get(state, STATUS_LABEL[state].upper()):^9}]"
+    label = f"[{OUTCOMES[state].word:^9}]"
     head = f"  {paint(label, state)} {c.title}  ({c.points:g}/{c.max_points:g})"
     if c.status == "passed":
         return [head]
     if state == "todo":
-        return [f"{head}  {paint(NOT_IMPLEMENTED, 'dim')}"]
+        return [f"{head}  {paint(OUTCOMES['todo'].label, 'dim')}"]
     body = c.message.rstrip().splitlines() or ["(no message)"]
     if c.hint and c.hint not in c.message:
         body.append(f"Hint: {c.hint}")
@@ -168,7 +166,7 @@ def _diagnosis_titles(c: CheckResult) -> list[str]:
 def checks_text(result: SubmissionResult) -> str:
     """Every check of `result` per exercise, with its message and diagnoses when it did not
     pass (what `torchgrade gradescope-run` prints into Gradescope's log)."""
-    from grader.outputs.report import STATUS_LABEL, diagnosis_views
+    from grader.outputs.report import diagnosis_views
 
     lines: list[str] = []
     for part in result.exercises:
@@ -176,7 +174,7 @@ def checks_text(result: SubmissionResult) -> str:
                      + (f"  ({part.path})" if part.path else ""))
         lines += [f"  note: {note}" for note in part.notes]
         for c in (c for c in result.checks if c.exercise == part.exercise):
-            label = STATUS_LABEL[c.status].upper()
+            label = OUTCOMES[c.status].word
             lines.append(f"  [{label:^9}] {c.title}  ({c.points:g}/{c.max_points:g}, "
                          f"{c.visibility})")
             if c.status == "passed":
