@@ -250,12 +250,6 @@ def to_fix_first(checks: list[CheckResult], n: int = FIX_FIRST) -> list[list[Che
                                          -sum(c.max_points for c in g), order[id(g[0])]))[:n]
 
 
-def first_to_fix(checks: list[CheckResult]) -> CheckResult | None:
-    """The failing check a student should look at first (see `to_fix_first`)."""
-    first = to_fix_first(checks, 1)
-    return first[0][0] if first else None
-
-
 # --------------------------------------------------------------------------- a report
 
 
