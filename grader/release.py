@@ -148,7 +148,9 @@ def _copy_grader(target: Path) -> None:
 
 
 def check_helpers(files: list[Path], checks_dir: Path = CHECKS_DIR) -> set[str]:
-    """The modules of grader.checks that `files` import, directly or through each other."""
+    """The modules of grader.checks that `files` import, directly or through each other.
+    Raises ReleaseError if they reach a check file or a `*_hidden` helper (hidden checks' own
+    inputs and verifiers: `grader/checks/__init__.py`)."""
     seen: set[str] = set()
     todo = list(files)
     while todo:
@@ -161,6 +163,10 @@ def check_helpers(files: list[Path], checks_dir: Path = CHECKS_DIR) -> set[str]:
                 raise ReleaseError(f"{path.name} imports the check file {name}.py: visible "
                                    "checks must not depend on other check files (move what "
                                    "they share into a helper module)")
+            if visibility_of_file(module) == "hidden":
+                raise ReleaseError(f"{path.name} imports {name}.py, which only hidden checks "
+                                   "may use (it never ships): move what the visible checks "
+                                   "need into a module without the _hidden suffix")
             seen.add(name)
             todo.append(module)
     return seen
