@@ -7,7 +7,7 @@ and targets), registered under a fault id of `grader/faults.toml`; a test keeps 
 catalogue in step, and proves every fault is diagnosed on a faulty variant of a reference.
 
 Rules read facts the checks measured (their evidence keys are documented next to the checks:
-`grader/checks/bughunt_common.py`, `test_training_loops.py`, `test_parameters.py` ...) or, for
+`grader/checks/bughunt_common.py`, `training_loops_verify.py`, `parameters_verify.py` ...) or, for
 faults whose symptom is an error raised by torch, the text of that error. They are specific:
 a rule fires on the measurement that characterises its fault, not on a failure in general, so
 that a failing check without such evidence gets no diagnosis rather than a wrong one.
