@@ -13,7 +13,8 @@ the `torchgrade` command) and runs as-is from its root (`python -m grader check 
                          recorded/<name>_reference.json instead of each reference module
       student_release.json   the hidden checks' titles, points and targets; build facts
 
-Left out: the reference solutions, the hidden checks (and helper modules only they import),
+Left out: the reference solutions, the hidden checks (and helper modules only they import,
+among them every `*_hidden.py` helper),
 the grader-side reference implementations (`grader/checks/*_reference.py`, replaced by the
 values the visible checks need, recorded from a run of the visible checks on the solutions:
 see `grader/replay.py`), the sample submissions, the tests with their mutants and styles, and
