@@ -99,18 +99,17 @@ class E:
 
     # ----------------------------------------------------------- training steps and gradients
     steps = Key(Count | list[Count], "parameter updates seen (training_loops accumulation: one "
-                "count per case)", "bughunt_common", "test_training_loops", shown_only=True)
+                "count per case)", "bughunt_common", "training_loops_verify", shown_only=True)
     backwards_per_step = Key(list[Count], "backward passes before each update",
-                             "bughunt_common", "test_training_loops")
+                             "bughunt_common", "training_loops_verify")
     grad_ratio = Key(float | str | None | Series | list[Series],
                      "p.grad at each update over the newest batch's gradient (1 right, 2 for "
                      "two batches summed); manual_backward: the constant factor between the "
-                     "gradient returned and the right one", "bughunt_common",
-                     "test_training_loops", "test_manual_backward", drawn=True)
+                     "gradient returned and the right one", "bughunt_common", "manual_backward_verify", "training_loops_verify", drawn=True)
     empty_grad_steps = Key(Steps, "updates whose p.grad was (nearly) empty",
-                           "bughunt_common", "test_training_loops")
+                           "bughunt_common", "training_loops_verify")
     accumulated_steps = Key(Steps, "updates whose p.grad summed earlier batches' gradients",
-                            "bughunt_common", "test_training_loops")
+                            "bughunt_common", "training_loops_verify")
     repeated_backward_steps = Key(Steps, "updates after two backward passes of one loss",
                                   "bughunt_common")
     freed_graph_reused_steps = Key(Steps, "updates after a backward through a freed graph",
@@ -119,35 +118,33 @@ class E:
                               "(a count, or their names)", "bughunt_common",
                               "test_bughunt_finetune_hidden")
     weight_error = Key(Json, "largest difference between the weights after training and "
-                       "the reference's", "test_training_loops", shown_only=True)
+                       "the reference's", "training_loops_verify", shown_only=True)
     optimizer_state_entries = Key(Count, "entries of the optimizer state loaded from the "
-                                  "checkpoint", "test_training_loops", shown_only=True)
+                                  "checkpoint", "training_loops_verify", shown_only=True)
 
     # ----------------------------------------------------------- losses and learning rates
     loss_curve = Key(list[Json], "the loss at each step or batch, as the student's code gave "
-                     "it", "bughunt_common", "test_training_loops", "test_manual_backward",
+                     "it", "bughunt_common", "manual_backward_verify", "training_loops_verify",
                      drawn=True)
     reference_loss_curve = Key(Series, "the reference's loss at each step or batch",
-                               "test_training_loops", "test_manual_backward", drawn=True)
+                               "manual_backward_verify", "training_loops_verify", drawn=True)
     val_loss_curve = Key(list[Json], "the validation loss per epoch (fit's history)",
-                         "test_training_loops", drawn=True)
+                         "training_loops_verify", drawn=True)
     reference_val_loss_curve = Key(Series, "the reference's validation loss per epoch",
-                                   "test_training_loops", drawn=True)
-    lr_per_step = Key(list[Json], "the learning rate at each update", "bughunt_common",
-                      "test_training_loops", drawn=True)
+                                   "training_loops_verify", drawn=True)
+    lr_per_step = Key(list[Json], "the learning rate at each update", "bughunt_common", "training_loops_verify", drawn=True)
     reference_lr_per_step = Key(Series, "the reference's learning rate at each update",
-                                "test_training_loops", drawn=True)
-    steps_per_epoch = Key(Count, "updates (batches) per epoch", "bughunt_common",
-                          "test_training_loops")
+                                "training_loops_verify", drawn=True)
+    steps_per_epoch = Key(Count, "updates (batches) per epoch", "bughunt_common", "training_loops_verify")
     expected_lr_per_epoch = Key(Series, "the schedule's learning rate per epoch",
                                 "bughunt_common")
     run_lr_per_epoch = Key(Series, "the learning rate run() used per epoch",
-                           "test_bughunt_classifier_hidden", shown_only=True)
+                           "bughunt_classifier_verify_hidden", shown_only=True)
     run_expected_lr_per_epoch = Key(Series, "the contract's learning rate per epoch",
-                                    "test_bughunt_classifier_hidden", shown_only=True)
+                                    "bughunt_classifier_verify_hidden", shown_only=True)
     loss = Key(Number | Series, "the loss computed (evaluate: one per case)",
-               "bughunt_common", "test_training_loops")
-    reference_loss = Key(Series, "the reference's loss, one per case", "test_training_loops",
+               "bughunt_common", "training_loops_verify")
+    reference_loss = Key(Series, "the reference's loss, one per case", "training_loops_verify",
                          shown_only=True)
     loss_if_logits = Key(Number, "the loss had the outputs been taken as logits",
                          "bughunt_common")
@@ -157,11 +154,11 @@ class E:
     diverged = Key(Flag, "a reference run at the script's settings became nan/inf",
                    "bughunt_common")
     group_lrs = Key(dict[str, list[Json]], "learning rates of the optimizer's parameter groups, "
-                    "by layer", "test_bughunt_finetune_hidden", shown_only=True)
+                    "by layer", "bughunt_finetune_verify_hidden", shown_only=True)
 
     # ----------------------------------------------------------- train / eval modes, history
     forward_modes = Key(list[Json], "[training, grad enabled] of each forward pass",
-                        "test_training_loops")
+                        "training_loops_verify")
     val_forward_modes = Key(list[Json], "model.training at each validation forward pass",
                             "bughunt_common")
     val_forward_grad_enabled = Key(list[Json], "grad mode at each validation forward pass",
@@ -176,7 +173,7 @@ class E:
     history_requires_grad = Key(Count, "history entries that are tensors with a graph",
                                 "bughunt_common", shown_only=True)
     returned_tensor = Key(Flag, "the function returned a tensor where a float was due",
-                          "test_training_loops")
+                          "training_loops_verify")
     printed_tensors = Key(Flag, "the log printed tensors (tensor(...), grad_fn)",
                           "bughunt_common")
     printed_lines = Key(Count, "printed lines holding numbers", "bughunt_common",
@@ -190,15 +187,14 @@ class E:
     expected_parameter_count = Key(Count, "scalar parameters the model should have",
                                    "bughunt_common", "test_parameters")
     unregistered_leaves = Key(Count, "tensors requiring grad the output depends on that are no "
-                              "registered parameter", "bughunt_common", "test_parameters_hidden")
+                              "registered parameter", "bughunt_common", "parameters_verify_hidden")
     parameters_without_grad = Key(Count, "registered parameters left without a gradient",
-                                  "test_parameters_hidden", shown_only=True)
+                                  "parameters_verify_hidden", shown_only=True)
     module_lists = Key(list[Json], "layers held in plain Python lists or dicts",
-                       "bughunt_common", "test_parameters", "test_parameters_hidden")
+                       "bughunt_common", "parameters_verify_hidden", "test_parameters")
     bare_tensors = Key(list[Json], "weights held as plain tensors, not nn.Parameter",
-                       "bughunt_common", "test_parameters", "test_parameters_hidden")
-    modules_created_in_forward = Key(Json, "layers built inside forward()", "bughunt_common",
-                                     "test_parameters_hidden")
+                       "bughunt_common", "parameters_verify_hidden", "test_parameters")
+    modules_created_in_forward = Key(Json, "layers built inside forward()", "bughunt_common", "parameters_verify_hidden", "test_parameters_hidden")
     unregistered_modules_called = Key(Json, "layers called that the model does not register",
                                       "bughunt_common")
     weight_draws_in_eval = Key(Json, "random weights drawn in forward() in eval mode",
@@ -209,23 +205,23 @@ class E:
     train_outputs_differ = Key(Json, "two train-mode forward passes of one input differ",
                                "bughunt_common", shown_only=True)
     linear_layers = Key(list[Json], "(in, out) features of the registered Linear layers",
-                        "test_parameters")
+                        "parameters_verify")
     kept_share = Key(Number, "share of activations dropout kept in training mode",
-                     "test_parameters_hidden", shown_only=True)
+                     "parameters_verify_hidden", shown_only=True)
     expected_kept_share = Key(Number, "the share dropout should keep",
-                              "test_parameters_hidden", shown_only=True)
-    lstsq_residual = Key(Number, "residual of the dropout-factor fit", "test_parameters_hidden",
+                              "parameters_verify_hidden", shown_only=True)
+    lstsq_residual = Key(Number, "residual of the dropout-factor fit", "parameters_verify_hidden",
                          shown_only=True)
     step = Key(Count, "the step (of a running-statistics sequence) that failed",
-               "test_parameters", shown_only=True)
-    mode = Key(Json, "train or eval at that step", "test_parameters", shown_only=True)
+               "parameters_verify", shown_only=True)
+    mode = Key(Json, "train or eval at that step", "parameters_verify", shown_only=True)
     quantity = Key(Text, "what differed at that step (output or a statistic)",
-                   "test_parameters", shown_only=True)
+                   "parameters_verify", shown_only=True)
     problem = Key(Text, "what is wrong with the optimizer's parameter groups "
-                  "(e.g. old_head_in_optimizer)", "test_parameters")
+                  "(e.g. old_head_in_optimizer)", "parameters_verify")
     returned = Key(Json, "what the student's function returned (a number, or its text)",
-                   "bughunt_common", "test_parameters", shown_only=True)
-    expected = Key(Json, "what it should have returned", "test_parameters", shown_only=True)
+                   "bughunt_common", "parameters_verify", shown_only=True)
+    expected = Key(Json, "what it should have returned", "parameters_verify", shown_only=True)
     head_changed = Key(Flag, "training changed the new head's weights",
                        "test_bughunt_finetune_hidden")
     optimizer_foreign_parameters = Key(Count, "optimizer parameters that are not the model's",
@@ -253,12 +249,12 @@ class E:
     target_dtype = Key(Text | None, "dtype of the labels given to the loss", "bughunt_common")
     error = Key(Text, "the error student code raised (torch's text, read by rules)",
                 "bughunt_common", "test_bughunt_regression_hidden")
-    nonfinite = Key(Flag, "softmax_cross_entropy returned nan or inf", "test_manual_backward")
-    max_abs_logit = Key(Number, "the largest |logit| of that case", "test_manual_backward")
+    nonfinite = Key(Flag, "softmax_cross_entropy returned nan or inf", "manual_backward_verify")
+    max_abs_logit = Key(Number, "the largest |logit| of that case", "manual_backward_verify")
     samples_scored = Key(Count, "samples evaluate() scored", "bughunt_common", shown_only=True)
     over_samples = Key(dict[str, Number], "loss (and accuracy) averaged over samples",
                        "bughunt_common", shown_only=True)
-    test_accuracy = Key(Number, "accuracy on held-out data", "test_training_loops",
+    test_accuracy = Key(Number, "accuracy on held-out data", "training_loops_verify",
                         shown_only=True)
     unseeded_generators = Key(Names, "generators set_seed left unseeded",
                               "test_training_loops", shown_only=True)
@@ -316,14 +312,13 @@ class E:
 
     # ----------------------------------------------------------- gradients of manual_backward
     grad_errors = Key(list[dict[str, Json]], "per gradient: its name, worst error and the "
-                      "tolerance there (grader.checking.compare.error_evidence)", "test_manual_backward",
-                      "test_parameters_hidden", drawn=True)
+                      "tolerance there (grader.checking.compare.error_evidence)", "manual_backward_verify", "test_parameters_hidden", drawn=True)
     descent_path = Key(list[list[Number] | None], "(w, b) after each step of the student's "
-                       "gradient descent", "test_manual_backward", drawn=True)
+                       "gradient descent", "manual_backward_verify", drawn=True)
     reference_descent_path = Key(list[list[Number]], "(w, b) after each reference step",
-                                 "test_manual_backward", drawn=True)
+                                 "manual_backward_verify", drawn=True)
     loss_surface = Key(dict[str, Number], "the five moments that fix L(w, b) of the descent "
-                       "picture", "test_manual_backward", drawn=True)
+                       "picture", "manual_backward_verify", drawn=True)
     eps = Key(list[Number], "finite-difference steps tried", "test_manual_backward_hidden",
               shown_only=True)
     max_error = Key(list[Number], "worst error of the numerical gradient at each step",
@@ -335,22 +330,22 @@ class E:
 
     # ----------------------------------------------------------- shapes and strides
     shapes = Key(list[Shape], "the shapes broadcast (or the shape and the target)",
-                 "test_strides_broadcasting", drawn=True)
-    shape_labels = Key(Names, "labels of those shapes", "test_strides_broadcasting",
+                 "strides_broadcasting_verify", drawn=True)
+    shape_labels = Key(Names, "labels of those shapes", "strides_broadcasting_verify",
                        drawn=True)
     expected_shape = Key(Shape | None, "the broadcast shape (None: incompatible)",
-                         "test_strides_broadcasting", drawn=True)
+                         "strides_broadcasting_verify", drawn=True)
     got_shape = Key(list[Json], "the shape the student's function returned",
                     "test_strides_broadcasting", "test_strides_broadcasting_hidden", drawn=True)
     expected_strides = Key(list[Json], "the strides of the broadcast view",
-                           "test_strides_broadcasting", drawn=True)
+                           "strides_broadcasting_verify", drawn=True)
     got_strides = Key(list[Json], "the strides the student's function returned",
                       "test_strides_broadcasting", "test_strides_broadcasting_hidden",
                       drawn=True)
     cpu_us_per_row = Key(list[Number | None], "CPU microseconds per row of each timed call",
-                         "test_strides_broadcasting_hidden", shown_only=True)
+                         "strides_broadcasting_verify_hidden", shown_only=True)
     one_call_per_row_us = Key(Number, "what a loop calling numpy once per row costs, per row",
-                              "test_strides_broadcasting_hidden", shown_only=True)
+                              "strides_broadcasting_verify_hidden", shown_only=True)
 
     # ----------------------------------------------------------- written by the grader itself
     omitted = Key(Text, "evidence too large for its result, dropped whole", "models",

@@ -138,6 +138,24 @@ def test_checks_declare_points_and_the_visibility_of_their_file():
                 assert kw["points"] > 0, fn.name
 
 
+def test_check_files_hold_imports_and_checks_only():
+    """One layout per exercise (grader/checks/__init__.py): a check file is a docstring, imports
+    and @check functions; cases, references and verifiers live in helper modules, and no check
+    file imports another."""
+    for path in check_files():
+        tree = ast.parse(path.read_text())
+        body = tree.body[1:] if ast.get_docstring(tree) else tree.body
+        imports = [n for n in body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        assert body[:len(imports)] == imports, f"{path.name}: imports first"
+        for node in body[len(imports):]:
+            assert isinstance(node, ast.FunctionDef) and node.name.startswith("test_"), \
+                f"{path.name}:{node.lineno} defines something other than a check"
+        for node in imports:
+            module = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
+            assert not (module or "").startswith("grader.checks.test_"), \
+                f"{path.name} imports the check file {module}"
+
+
 BUGHUNT_FAULTS = [(e, f) for e in ALL if is_bughunt(e) for f in applicable(e)]
 
 

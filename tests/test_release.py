@@ -18,12 +18,13 @@ from pathlib import Path
 import pytest
 
 from conftest import EXERCISES, REPO, SOLUTIONS
-from grader.course.bughunt import is_bughunt
 from grader.checking.edition import StudentRelease
+from grader.course.bughunt import is_bughunt
 from grader.outputs.writing import read_json
+from grader.release.build import (STUDENT_FAULT_FIELDS, ReleaseError, check_helpers,
+                                  student_catalogue)
 from grader.release.leaks import Secret, joined, scan, secrets, statements, words
 from grader.release.notebooks import exercises_root, stub_path
-from grader.release.build import STUDENT_FAULT_FIELDS, student_catalogue
 
 try:
     import tomllib
@@ -73,11 +74,15 @@ def test_release_holds_what_a_student_needs(student_release):
         assert f"grader/checks/test_{exercise}.py" in files  # empty if all its checks are hidden
         assert (student_release / "exercises" / stub).read_text() == \
             stub_path(exercise).read_text()
-    # The helper modules the visible checks import, and the recorded reference values.
-    assert {"grader/checks/layouts.py", "grader/checks/manual_backward_cases.py",
-            "grader/checks/training_loops_cases.py",
-            "grader/checks/recorded/training_loops_reference.json",
-            "grader/checks/recorded/parameters_reference.json"} <= files
+    # The helper modules the visible checks import (grader/checks/__init__.py: cases and
+    # verifiers), and the recorded reference values.
+    helpers = {f"grader/checks/{m}_{role}.py" for role in ("cases", "verify")
+               for m in ("strides_broadcasting", "manual_backward", "parameters", "training_loops")}
+    helpers |= {f"grader/checks/bughunt_{name}_cases.py"
+                for name in ("classifier", "finetune", "pipeline", "regression")}
+    assert helpers | {"grader/checks/bughunt_visible.py",
+                      "grader/checks/recorded/training_loops_reference.json",
+                      "grader/checks/recorded/parameters_reference.json"} <= files
 
 
 def test_release_holds_nothing_grader_only(student_release):
@@ -93,6 +98,36 @@ def test_release_holds_nothing_grader_only(student_release):
     assert all(set(f) <= set(STUDENT_FAULT_FIELDS) for f in catalogue["fault"])
     shipped_checks = {Path(f).name for f in files if f.startswith("grader/checks/")}
     assert not any(name.endswith(("_hidden.py", "_reference.py")) for name in shipped_checks)
+
+
+def test_visible_checks_may_not_reach_hidden_helpers_or_other_check_files(tmp_path):
+    """A helper named `*_hidden` holds what only hidden checks may see: a visible check that
+    imports it (directly or through another helper) fails the build, as one that imports a
+    check file does; the real visible checks reach only shipped helpers."""
+    (tmp_path / "m_cases_hidden.py").write_text("SECRET_INPUT = 42\n")
+    (tmp_path / "m_verify.py").write_text("from grader.checks import m_cases_hidden\n")
+    (tmp_path / "test_m_hidden.py").write_text("\n")
+    for source in ("from grader.checks.m_cases_hidden import SECRET_INPUT\n",
+                   "from grader.checks.m_verify import *\n",
+                   "from . import test_m_hidden\n"):
+        (tmp_path / "test_m.py").write_text(source)
+        with pytest.raises(ReleaseError, match="m_cases_hidden|check file test_m_hidden"):
+            check_helpers([tmp_path / "test_m.py"], checks_dir=tmp_path)
+    visible = sorted(p for p in CHECKS_DIR.glob("test_*.py") if not p.stem.endswith("_hidden"))
+    shipped = check_helpers(visible)
+    assert "training_loops_verify" in shipped and "training_loops_reference" in shipped
+    assert not [name for name in shipped if name.endswith("_hidden")]
+
+
+def test_hidden_helpers_are_scanned_as_hidden_checks(all_secrets):
+    """What moved out of the hidden check files into `*_hidden.py` helpers (their inputs, their
+    own verifiers) stays a secret of the leak scan, not part of the public corpus."""
+    kinds = {}
+    for secret in all_secrets:
+        kinds.setdefault(secret.origin.partition(":")[0], set()).add(secret.kind)
+    for helper in ("training_loops_cases_hidden", "parameters_verify_hidden",
+                   "bughunt_finetune_cases_hidden", "bughunt_finetune_verify_hidden"):
+        assert kinds.get(f"grader/checks/{helper}.py") == {"hidden check"}, helper
 
 
 def test_release_describes_hidden_checks_by_title_only(student_release, checks):

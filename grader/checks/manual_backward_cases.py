@@ -1,6 +1,7 @@
-"""Inputs the `manual_backward` checks send, and how they read what comes back. The answer key
-is in `manual_backward_reference.py`: autograd code that does the exercises' work, which a
-student release must not ship (it gets the values the visible checks need, recorded).
+"""Inputs the `manual_backward` checks send (how they read what comes back is in
+`manual_backward_verify.py`). The answer key is in `manual_backward_reference.py`: autograd
+code that does the exercises' work, which a student release must not ship (it gets the values
+the visible checks need, recorded).
 
 The scalar and vector test functions come from `grader.probes.manual_backward`, the very table
 the worker uses, so the function a submission differentiated and the one the grader
@@ -16,97 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from grader.checking.compare import expect_array, fail, mismatch_report, short
 from grader.probes.manual_backward import VECTOR_FUNCTIONS, describe_step
-
-# --------------------------------------------------------------------------- plain numbers
-
-
-def as_number(got, *, call: str, what: str = "a float") -> float:
-    """A real scalar as a float: Python int/float, numpy scalars, 0-d arrays or tensors (the
-    value checks are lenient about the kind of number; the type checks are not)."""
-    if isinstance(got, np.ndarray) and got.ndim == 0:
-        ok = got.dtype.kind in "iuf"
-    elif isinstance(got, torch.Tensor) and got.ndim == 0:
-        ok = got.dtype != torch.bool and not got.is_complex()
-    else:
-        ok = isinstance(got, (int, float, np.integer, np.floating)) and not isinstance(got, bool)
-    if not ok:
-        fail(f"{call} returned {short(got)} for {what}; expected a number (a Python float).",
-             call=call, expected=what, got=short(got))
-    return float(got)
-
-
-def expect_close(got: float, expected: float, *, call: str, what: str, rtol: float,
-                 atol: float, hint: str | None = None) -> None:
-    """|got - expected| <= atol + rtol * |expected|, both finite (or both the same inf)."""
-    if got == expected or (math.isfinite(expected) and math.isfinite(got)
-                           and abs(got - expected) <= atol + rtol * abs(expected)):
-        return
-    error = abs(got - expected)
-    detail = (f" (absolute error {error:.3g}, relative error "
-              f"{error / abs(expected) if expected else math.inf:.3g})"
-              if math.isfinite(error) else "")
-    fail(f"{call}: {what} is {got!r}; expected {expected!r}{detail}.", call=call,
-         expected=repr(expected), got=repr(got), hint=hint)
-
-
-def expect_python_float(got, *, call: str, what: str, hint: str | None = None) -> None:
-    """The contract's `float`: a Python float. np.float64 is accepted (it subclasses float and
-    behaves as one everywhere); np.float32, 0-d arrays and tensors are not."""
-    if not isinstance(got, float):
-        fail(f"{call} returned {short(got)} (a {type(got).__module__}.{type(got).__name__}) "
-             f"for {what}; the contract asks for a Python float.", call=call,
-             expected="a Python float", got=short(got),
-             hint=hint or "float(x) turns a numpy scalar, a 0-d array or a one-element tensor "
-                          "into a Python float.")
-
-
-def expect_values(got, expected, *, call: str, rtol: float, atol: float, hint: str,
-                  inputs=None) -> None:
-    """`expect_array` (any float dtype), and on a mismatch the worst element in full precision,
-    with the input it belongs to when `inputs` (shaped like `expected`) is given: six digits
-    cannot show an error of 1e-7."""
-    is_tensor = isinstance(expected, torch.Tensor)
-    kind = torch.Tensor if is_tensor else np.ndarray
-    if isinstance(got, kind) and tuple(got.shape) == tuple(expected.shape):
-        g = got.detach().numpy() if is_tensor else got
-        e = expected.detach().numpy() if is_tensor else expected
-        report = mismatch_report(g, e, rtol=rtol, atol=atol)
-        if report and g.dtype.kind in "fiu":
-            with np.errstate(invalid="ignore"):
-                error = np.abs(g.astype(np.float64) - e)
-            error = np.where(np.isnan(error), np.inf, error)
-            idx = np.unravel_index(int(np.argmax(error)), error.shape) if error.ndim else ()
-            idx = tuple(int(i) for i in idx)
-            at = ""
-            if inputs is not None:
-                x = inputs.detach().numpy() if isinstance(inputs, torch.Tensor) else inputs
-                at = f" (where x is {float(x[idx])!r})"
-            fail(f"{call} returned values that differ from the expected ones.\n{report}\n"
-                 f"  worst element {list(idx)}{at}: got {float(g[idx])!r}, expected "
-                 f"{float(e[idx])!r}", call=call, expected=short(expected), got=short(got),
-                 hint=hint)
-    expect_array(got, expected, call=call, rtol=rtol, atol=atol, check_dtype=False, hint=hint)
-
-
-def as_tuple(got, length: int, *, call: str, what: str) -> tuple:
-    if not isinstance(got, (tuple, list)) or len(got) != length:
-        fail(f"{call} returned {short(got)}; expected {what}.", call=call, expected=what,
-             got=short(got))
-    return tuple(got)
-
-
-def as_number_list(got, *, call: str, what: str) -> list[float]:
-    """A list/tuple/1-D array of numbers as a list of floats (lenient; types are checked
-    separately)."""
-    if isinstance(got, np.ndarray) and got.ndim == 1:
-        got = list(got)
-    if not isinstance(got, (list, tuple)):
-        fail(f"{call} returned {short(got)} for {what}; expected a list of floats.", call=call,
-             expected="a list of floats", got=short(got))
-    return [as_number(v, call=call, what=f"{what}[{i}]") for i, v in enumerate(got)]
-
 
 # --------------------------------------------------------------------------- data
 
@@ -276,30 +187,14 @@ def _evaluate(step, values: list[float]) -> float | None:
         return None
 
 
-# --------------------------------------------------------------------------- diagnosis
+# --------------------------------------------------------------------------- MLP cases
 
 
-def ratio_note(got, expected) -> tuple[float, str] | None:
-    """(k, a sentence) when `got` is k times `expected` everywhere (k != 1): the signature of a
-    missing factor 2, a sum instead of a mean, or a flipped sign. None otherwise.
-
-    For a single number any two values have a ratio, so only the telling ones are named there:
-    -1, 2, 1/2 and whole multiples or fractions (N for a sum instead of a mean)."""
-    if not isinstance(got, np.ndarray) or not isinstance(expected, np.ndarray) \
-            or got.shape != expected.shape or got.dtype.kind not in "fiu":
-        return None
-    g, e = got.astype(np.float64).ravel(), expected.astype(np.float64).ravel()
-    if not (np.isfinite(g).all() and np.isfinite(e).all()) or not np.any(e != 0):
-        return None
-    k = float(g @ e / (e @ e))
-    if k == 0 or abs(k - 1) < 1e-6 or np.abs(g - k * e).max() > 1e-9 * np.abs(g).max():
-        return None
-    if np.count_nonzero(e) < 2:
-        nice = [-1.0, 2.0, 0.5] + [float(n) for n in range(3, 1001)] + [1 / n
-                                                                      for n in range(3, 1001)]
-        if not any(abs(k - c) <= 1e-9 * abs(c) for c in nice):
-            return None
-    if abs(k + 1) < 1e-9:
-        return k, "Your result is the expected one with the sign flipped."
-    return k, (f"Your result is {k:.6g} times the expected one: a constant factor is missing "
-               "or extra (the 2 from the square? the 1/N of a mean?).")
+def mlp_case(rng, n, d, h, c, b1_shift=0.0):
+    """Inputs whose hidden pre-activations all stay away from relu's kink."""
+    while True:
+        X = rng.standard_normal((n, d))
+        params = mlp_params(rng, d, h, c)
+        params["b1"] = params["b1"] + b1_shift
+        if away_from_relu_kinks(X, params):
+            return X, rng.integers(0, c, n), params

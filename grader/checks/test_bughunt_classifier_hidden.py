@@ -7,40 +7,21 @@ fail. See `bughunt_common.py` for how each is judged.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 
 import torch
 
-from grader.checks.bughunt_common import (verify_evaluate_over_samples, REVEAL, TIMEOUT, TrainCase, batches, fail,
-                                          reference, rounded, setup_record, verify_dropout, verify_fresh_gradients,
-                                          verify_history, verify_labels, verify_log,
-                                          verify_logits, verify_loss_input,
+from grader.checks.bughunt_classifier_cases_hidden import (EVAL_BATCHES, EVAL_CALL, PROBE_IMAGES,
+                                                           PROBE_LABELS, SETUP, SETUP_CALL, TRAIN)
+from grader.checks.bughunt_classifier_verify_hidden import verify_run_schedule
+from grader.checks.bughunt_common import (REVEAL, TIMEOUT, fail, reference, setup_record,
+                                          verify_dropout, verify_evaluate_over_samples,
+                                          verify_fresh_gradients, verify_history, verify_labels,
+                                          verify_log, verify_logits, verify_loss_input,
                                           verify_mixed_batches, verify_registration,
                                           verify_schedule, verify_training_mode,
                                           verify_validation_graph, verify_validation_mode)
 from grader.course.registry import check
-
-TRAIN = TrainCase(
-    own_model=["ShapeNet", [4]],
-    model="image_mlp", sizes=[64, 16, 4], seed=51,
-    train_batches=batches(52, [8, 8, 8, 8], (1, 8, 8), 4),
-    val_batches=batches(53, [8, 8], (1, 8, 8), 4),
-    arguments={"model": "$model", "train_loader": "$train_loader", "val_loader": "$val_loader",
-               "optimizer": "$optimizer", "scheduler": "$scheduler", "loss_fn": "$loss_fn",
-               "epochs": 3},
-    epochs=3, optimizer={"name": "sgd", "lr": 0.05, "momentum": 0.9},
-    scheduler={"name": "step", "step_size": 1, "gamma": 0.5}, loss="cross_entropy",
-    history_keys=("train_loss", "val_loss", "val_accuracy", "lr"),
-    call="train(model, train_loader, val_loader, optimizer, scheduler, loss_fn, epochs=3)  # a "
-         "small network with BatchNorm and dropout, 4 training and 2 validation batches of 8 "
-         "images, SGD(lr=0.05, momentum=0.9), StepLR(step_size=1, gamma=0.5), "
-         "nn.CrossEntropyLoss()")
-PROBE_IMAGES = torch.randn(16, 1, 8, 8, generator=torch.Generator().manual_seed(54))
-PROBE_LABELS = torch.arange(16) % 4
-SETUP = dict(seed=0, first_loss=True, logits_batch=[PROBE_IMAGES, PROBE_LABELS],
-             schedule_epochs=8)
-SETUP_CALL = "run(seed=0)  # what run() hands to train(...)"
 
 
 @check(points=2, targets="train", timeout=TIMEOUT, reveal=REVEAL)
@@ -54,26 +35,6 @@ def test_scheduler_per_epoch(sub, evidence):
     """The learning rate follows the schedule epoch by epoch"""
     verify_schedule(sub, TRAIN, evidence)
     verify_run_schedule(setup_record(sub, SETUP_CALL, **SETUP), evidence)
-
-
-def verify_run_schedule(record: dict, evidence: dict) -> None:
-    """The optimizer and scheduler run() builds give, stepped once per epoch, the fixed
-    script's learning rate for every epoch (LR halved every STEP_SIZE epochs)."""
-    ref = reference("classifier")
-    epochs = SETUP["schedule_epochs"]
-    want = [ref.LR * 0.5 ** (e // ref.STEP_SIZE) for e in range(epochs)]
-    schedule = record.get("schedule") or {}
-    call = (f"{SETUP_CALL}: the optimizer and scheduler it builds, the scheduler stepped once "
-            "per epoch")
-    if schedule.get("error"):
-        fail(f"{call}: {schedule['error']}", call=call)
-    got = [max(lrs) for lrs in schedule.get("lrs", [])]
-    evidence.update(run_lr_per_epoch=rounded(got, 8), run_expected_lr_per_epoch=rounded(want, 8))
-    if len(got) != len(want) or not all(math.isclose(a, b, rel_tol=1e-6)
-                                        for a, b in zip(got, want)):
-        fail(f"{call}: the learning rate per epoch is {rounded(got, 6)}; the script's schedule "
-             f"(lr {ref.LR} halved every {ref.STEP_SIZE} epochs) gives {rounded(want, 6)}.",
-             call=call, expected=str(rounded(want, 6)), got=str(rounded(got, 6)))
 
 
 @check(points=2, targets=["train", "evaluate"], timeout=TIMEOUT, reveal=REVEAL)
@@ -158,11 +119,6 @@ def test_validates_on_the_validation_split(sub, evidence):
              f"({len(y_val)} images, every fifth): the validation numbers do not measure "
              "images the model never trained on.", call=SETUP_CALL,
              expected=f"the {len(y_val)} validation images", got=f"{sum(got.values())} others")
-
-
-EVAL_BATCHES = batches(55, [8, 8, 3], (1, 8, 8), 4)
-EVAL_CALL = ("evaluate(model, loader, loss_fn)  # a small network, a loader of 3 batches of 8, 8 "
-             "and 3 samples")
 
 
 @check(points=2, targets="evaluate", timeout=TIMEOUT, reveal=REVEAL)

@@ -7,12 +7,10 @@ which run when the work is handed in. See `bughunt_visible.py`.
 
 from __future__ import annotations
 
-from grader.checks.bughunt_visible import (RUN_TIMEOUT, Contract, verify_contract, verify_finite,
+from grader.checks.bughunt_finetune_cases import CONTRACT
+from grader.checks.bughunt_visible import (RUN_TIMEOUT, verify_contract, verify_finite,
                                            verify_outputs, verify_runs)
 from grader.course.registry import check
-
-CONTRACT = Contract(keys=("model", "history"), history=("train_loss", "val_loss", "val_accuracy"),
-                    epochs=10, input_shape=(5, 12), output_shapes=((5, 3), (5,)))
 
 
 @check(points=0, targets="run", visibility="visible", timeout=RUN_TIMEOUT, reveal="symptom")

@@ -10,51 +10,18 @@ forward() itself is judged by the gradients a loss of it gives. See `bughunt_com
 
 from __future__ import annotations
 
-import math
-from functools import lru_cache
-
 import torch
-from torch.utils.data import DataLoader, TensorDataset
 
-from grader.checks.bughunt_common import (REVEAL, TIMEOUT, TrainCase, batches, fail,
-                                          optimizer_settings, quiet, reference, setup_record,
-                                          verify_fresh_gradients, verify_history, verify_log,
-                                          verify_lr_trains, verify_registration,
+from grader.checks.bughunt_common import (REVEAL, TIMEOUT, fail, optimizer_settings, reference,
+                                          setup_record, verify_fresh_gradients, verify_history,
+                                          verify_log, verify_lr_trains, verify_registration,
                                           verify_training_mode, verify_validation_graph,
                                           verify_validation_mode)
+from grader.checks.bughunt_finetune_cases_hidden import (FINE_TUNED, FROZEN, LR_THRESHOLD, SETUP,
+                                                         SETUP_CALL, STEPS_CALL, TRAIN, TUNED)
+from grader.checks.bughunt_finetune_verify_hidden import (harness, reference_curve,
+                                                          verify_group_rates)
 from grader.course.registry import check
-
-TRAIN = TrainCase(
-    own_model=["PretrainedNet", [12, 3]],
-    model="two_heads", sizes=[12, 8, 3], seed=61,
-    train_batches=batches(62, [8, 8, 8, 8], (12,), 3, score=True),
-    val_batches=batches(63, [8, 8], (12,), 3, score=True),
-    arguments={"model": "$model", "train_loader": "$train_loader", "val_loader": "$val_loader",
-               "optimizer": "$optimizer", "epochs": 3},
-    epochs=3, optimizer={"name": "sgd", "lr": 0.05, "momentum": 0.9},
-    history_keys=("train_loss", "val_loss", "val_accuracy"),
-    call="train(model, train_loader, val_loader, optimizer, epochs=3)  # a small two-headed "
-         "network, 4 training and 2 validation batches of 8 (x, y, s), SGD(lr=0.05, "
-         "momentum=0.9)")
-HARNESS = batches(64, [16, 16, 16], (12,), 3, score=True)
-SETUP = dict(seed=0, harness_batches=HARNESS, harness_loss="two_heads", graph_batch=HARNESS[0])
-SETUP_CALL = "run(seed=0)  # what run() hands to train(...)"
-STEPS_CALL = ("run(seed=0), then 3 training steps of the model it builds, with the optimizer "
-              "it builds, on the grader's batches")
-LR_THRESHOLD = 0.6  # the reference ends near 0.07; lr 0.005 at 0.33, lr >= 0.2 above 1.3
-FROZEN, TUNED = "encoder.0.", "encoder.2."
-# Besides the new class head (test_new_head_is_trained), what the contract fine-tunes.
-FINE_TUNED = ("encoder.2.", "score_head.")
-
-
-def harness(record: dict) -> dict:
-    steps = record.get("harness")
-    if steps is None:
-        fail(f"{STEPS_CALL}: run() did not hand train a model and a torch optimizer.",
-             call=STEPS_CALL)
-    if steps["error"]:
-        fail(f"{STEPS_CALL}: the training steps raised {steps['error']}", call=STEPS_CALL)
-    return steps
 
 
 @check(points=2, targets="train", timeout=TIMEOUT, reveal=REVEAL)
@@ -204,24 +171,6 @@ def test_frozen_layers_stay_frozen(sub, evidence):
              expected="encoder.2 and score_head trained", got=f"unchanged: {stuck[:4]}")
 
 
-@lru_cache(maxsize=16)
-def reference_curve(name: str, hyper: tuple) -> tuple[float, ...]:
-    """The fixed script's fine-tuning loss per epoch with `torch.optim.<name>(**hyper)` over
-    all trainable parameters (grader side)."""
-    ref = reference("finetune")
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        X, y, s = ref.make_task(0)
-        train = DataLoader(TensorDataset(X[:320], y[:320], s[:320]), batch_size=ref.BATCH_SIZE,
-                           shuffle=True)
-        val = DataLoader(TensorDataset(X[320:], y[320:], s[320:]), batch_size=80)
-        model = ref.adapt(ref.load_pretrained(0), ref.N_CLASSES)
-        optimizer = getattr(torch.optim, name)(
-            [p for p in model.parameters() if p.requires_grad], **dict(hyper))
-        history = quiet(ref.train, model, train, val, optimizer, ref.EPOCHS)
-    return tuple(float(v) for v in history["train_loss"])
-
-
 @check(points=2, targets=["make_optimizer", "run"], timeout=TIMEOUT, reveal=REVEAL)
 def test_learning_rate_trains(sub, evidence):
     """The script's optimizer settings fine-tune the network without diverging"""
@@ -233,27 +182,3 @@ def test_learning_rate_trains(sub, evidence):
     verify_group_rates(record, evidence)
 
 
-def verify_group_rates(record: dict, evidence: dict) -> None:
-    """make_optimizer's contract: the encoder's trainable parameters learn at
-    ENCODER_LR_FACTOR times the heads' learning rate (per parameter, whatever the groups)."""
-    factor = reference("finetune").ENCODER_LR_FACTOR
-    trainable = {p["name"] for p in record["model"].get("parameters", []) if p["requires_grad"]}
-    rates: dict[str, set] = {"encoder": set(), "heads": set()}
-    for g in record["optimizer"].get("groups", []):
-        lr = g["hyper"].get("lr")
-        for n in g["names"]:
-            if n in trainable:  # a frozen parameter's rate does not matter
-                rates["encoder" if n.startswith("encoder.") else "heads"].add(lr)
-    evidence["group_lrs"] = {k: sorted(v, key=str) for k, v in rates.items()}
-    enc, heads = rates["encoder"], rates["heads"]
-    if not enc or not heads:
-        return  # a part missing from the optimizer: the freezing and head checks say so
-    ok = (len(enc) == 1 and len(heads) == 1
-          and all(isinstance(v, float) for v in enc | heads)
-          and math.isclose(next(iter(enc)), factor * next(iter(heads)), rel_tol=1e-6))
-    if not ok:
-        fail(f"{SETUP_CALL}: the optimizer's learning rates are {sorted(enc, key=str)} for the "
-             f"encoder and {sorted(heads, key=str)} for the heads; make_optimizer's contract "
-             f"has the encoder learn at {factor:g} times the heads' rate.", call=SETUP_CALL,
-             expected=f"encoder lr = {factor:g} x heads lr",
-             got=f"encoder {sorted(enc, key=str)}, heads {sorted(heads, key=str)}")

@@ -10,33 +10,17 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from grader.checks.bughunt_common import (REVEAL, TIMEOUT, TrainCase, batches, fail, reference,
-                                          require, setup_record, verify_dropout,
-                                          verify_fresh_gradients, verify_history, verify_labels,
-                                          verify_log, verify_logits, verify_loss_input,
-                                          verify_mixed_batches, verify_no_batch_of_one,
-                                          verify_registration, verify_standardized,
-                                          verify_training_mode, verify_validation_graph,
-                                          verify_validation_mode)
+from grader.checks.bughunt_common import (REVEAL, TIMEOUT, fail, reference, require, setup_record,
+                                          verify_dropout, verify_fresh_gradients, verify_history,
+                                          verify_labels, verify_log, verify_logits,
+                                          verify_loss_input, verify_mixed_batches,
+                                          verify_no_batch_of_one, verify_registration,
+                                          verify_standardized, verify_training_mode,
+                                          verify_validation_graph, verify_validation_mode)
+from grader.checks.bughunt_pipeline_cases_hidden import (PROBE_LABELS, PROBE_X, SETUP, SETUP_CALL,
+                                                         TRAIN)
 from grader.checking.compare import expect_array
 from grader.course.registry import check
-
-TRAIN = TrainCase(
-    own_model=["SensorNet", [6, 3, 8]],
-    model="tabular", sizes=[6, 8, 3], seed=71,
-    train_batches=batches(72, [8, 8, 8, 8], (6,), 3),
-    val_batches=batches(73, [8, 8], (6,), 3),
-    arguments={"model": "$model", "train_loader": "$train_loader", "val_loader": "$val_loader",
-               "optimizer": "$optimizer", "loss_fn": "$loss_fn", "epochs": 3},
-    epochs=3, optimizer={"name": "adam", "lr": 0.01}, loss="cross_entropy",
-    history_keys=("train_loss", "val_loss", "val_accuracy"),
-    call="train(model, train_loader, val_loader, optimizer, loss_fn, epochs=3)  # a small "
-         "network with BatchNorm and dropout, 4 training and 2 validation batches of 8, "
-         "Adam(lr=0.01), nn.CrossEntropyLoss()")
-PROBE_X = torch.randn(16, 6, generator=torch.Generator().manual_seed(74))
-PROBE_LABELS = torch.arange(16) % 3
-SETUP = dict(seed=0, first_layer=True, first_loss=True, logits_batch=[PROBE_X, PROBE_LABELS])
-SETUP_CALL = "run(seed=0)  # what run() hands to train(...)"
 
 
 @check(points=2, targets=["run", "fit_normalizer", "standardize"], timeout=TIMEOUT,

@@ -8,34 +8,21 @@ fail (`grader.course.bughunt.select_scored`). See `bughunt_common.py` for how ea
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import torch
-from torch.utils.data import DataLoader, TensorDataset
 
-from grader.checks.bughunt_common import (verify_evaluate_over_samples, REVEAL, TIMEOUT, TrainCase, batches, fail, probe,
-                                          quiet, reference, require, setup_record,
+from grader.checks.bughunt_common import (REVEAL, TIMEOUT, fail, probe, reference, require,
+                                          setup_record, verify_evaluate_over_samples,
                                           verify_fresh_gradients, verify_history, verify_log,
                                           verify_lr_trains, verify_registration,
                                           verify_standardized, verify_training_mode,
                                           verify_validation_graph, verify_validation_mode)
+from grader.checks.bughunt_regression_cases_hidden import (EVAL_BATCHES, EVAL_CALL, LR_THRESHOLD,
+                                                           SETUP, SETUP_CALL, TRAIN)
+from grader.checks.bughunt_regression_verify_hidden import reference_curve
 from grader.checking.compare import expect_array
 from grader.course.registry import check
 from grader.checking.student import StudentRaised
-
-TRAIN = TrainCase(
-    own_model=["PriceNet", [4, 8]],
-    model="mlp", sizes=[4, 8, 1], seed=11,
-    train_batches=batches(12, [8, 8, 8, 8], (4,), None),
-    val_batches=batches(13, [8, 8], (4,), None),
-    arguments={"model": "$model", "train_loader": "$train_loader", "val_loader": "$val_loader",
-               "loss_fn": "$column_mse", "lr": 0.05, "epochs": 3},
-    epochs=3, update="sgd_step",
-    call="train(model, train_loader, val_loader, loss_fn, lr=0.05, epochs=3)  # a small "
-         "network, 4 training and 2 validation batches of 8, the grader's mean squared error")
-SETUP = dict(seed=0, first_layer=True)
-SETUP_CALL = "run(seed=0)  # what run() hands to train(...)"
-LR_THRESHOLD = 0.25  # the reference ends near 0.028; lr 0.005 at 0.21, lr >= 0.2 diverges
 
 
 @check(points=2, targets="train", timeout=TIMEOUT, reveal=REVEAL)
@@ -113,23 +100,6 @@ def test_parameters_registered(sub, evidence):
     verify_registration(sub, "PriceNet", [4, 32], x, expected, evidence)
 
 
-@lru_cache(maxsize=16)
-def reference_curve(lr: float) -> tuple[float, ...]:
-    """The fixed script's training loss per epoch, trained at `lr` (grader side)."""
-    ref = reference("regression")
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        X, y = ref.make_data(0)
-        X_train, y_train, X_val, y_val = ref.split_by_date(X, y)
-        scaler = ref.Standardizer().fit(X_train)
-        train = DataLoader(TensorDataset(scaler.transform(X_train), y_train),
-                           batch_size=ref.BATCH_SIZE, shuffle=True)
-        val = DataLoader(TensorDataset(scaler.transform(X_val), y_val), batch_size=256)
-        model = ref.PriceNet(X.shape[1], ref.HIDDEN)
-        history = quiet(ref.train, model, train, val, ref.mse_loss, lr=lr, epochs=ref.EPOCHS)
-    return tuple(float(v) for v in history["train_loss"])
-
-
 @check(points=2, targets="run", timeout=TIMEOUT, reveal=REVEAL)
 def test_learning_rate_trains(sub, evidence):
     """The script's learning rate trains the network without diverging"""
@@ -186,12 +156,6 @@ def test_features_standardized(sub, evidence):
     X, y = ref.make_data(0)
     X_train, _, X_val, _ = ref.split_by_date(X, y)
     verify_standardized(record, X_train, X_val, SETUP_CALL, evidence)
-
-
-
-EVAL_BATCHES = batches(14, [8, 8, 3], (4,), None)
-EVAL_CALL = ("evaluate(model, loader, loss_fn)  # a small network, a loader of 3 batches of 8, 8 "
-             "and 3 samples")
 
 
 @check(points=2, targets="evaluate", timeout=TIMEOUT, reveal=REVEAL)

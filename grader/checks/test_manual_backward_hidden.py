@@ -6,14 +6,16 @@ graphs with shared nodes."""
 import numpy as np
 import torch
 
-from grader.checks.manual_backward_cases import (
-    as_tuple, expect_python_float, expect_values, linear_problem, random_program,
-    vector_output_shape)
+from grader.checks.manual_backward_cases import (linear_problem, mlp_case, random_program,
+                                                 vector_output_shape)
+from grader.checks.manual_backward_cases_hidden import VJP_DEADLINE, VJP_SIZE
 from grader.checks.manual_backward_reference import scalar_gradient_reference, vjp_reference
-from grader.checks.test_manual_backward import (
-    ATOL, GD_HINT, NUMGRAD_ATOL, NUMGRAD_HINT, NUMGRAD_RTOL, RTOL, VJP_HINT, check_cross_entropy,
-    check_mlp, check_mse, check_value_program, compare_trajectory, mlp_case,
-    numerical_gradient_call, softplus_call, vjp_call)
+from grader.checks.manual_backward_verify import (ATOL, GD_HINT, NUMGRAD_ATOL, NUMGRAD_HINT,
+                                                  NUMGRAD_RTOL, RTOL, VJP_HINT, as_tuple,
+                                                  check_cross_entropy, check_mlp, check_mse,
+                                                  check_value_program, compare_trajectory,
+                                                  expect_python_float, expect_values,
+                                                  numerical_gradient_call, softplus_call, vjp_call)
 from grader.checking.compare import expect_type, fail, short
 from grader.probes.manual_backward import SCALAR_FUNCTIONS
 from grader.course.registry import check
@@ -314,12 +316,6 @@ def test_vector_jacobian_product_leaves_x_grad(sub):
                  hint="y.backward() accumulates into x.grad; work on x.detach()"
                       ".requires_grad_() and use torch.autograd.grad, which returns the "
                       "gradient instead of storing it.")
-
-
-VJP_SIZE = 200_000
-
-
-VJP_DEADLINE = 5.0
 
 
 @check(points=2, targets="vector_jacobian_product")

@@ -1,4 +1,4 @@
-"""Visible checks for `strides_broadcasting` (its contract: CURRICULUM.md, `strides_broadcasting`).
+"""Visible checks for `strides_broadcasting` (CURRICULUM.md section 1).
 
 numpy and torch in the grader are the answer key; arrays whose memory matters are placed in
 memory shared with the worker (`sub.shared`) so that views and copies are told apart here.
@@ -9,27 +9,13 @@ call wrote into a shared copy).
 import numpy as np
 import torch
 
-from grader.checks.layouts import DTYPES_BY_ITEMSIZE, random_shape, strided_views
+from grader.checks.strides_broadcasting_cases import DTYPES_BY_ITEMSIZE, random_shape, strided_views
+from grader.checks.strides_broadcasting_verify import (BROADCAST_HINT, CENTER_HINT, CONTIGUOUS_HINT,
+                                                       PAIRWISE_HINT, STRIDE_HINT, TENSOR_HINT,
+                                                       VIEW_HINT, WINDOW_HINT, record_shapes)
 from grader.checking.compare import (as_bool, as_int_tuple, expect_array, expect_equal, expect_no_view,
                             expect_type, expect_view, fail)
 from grader.course.registry import check
-
-STRIDE_HINT = ("the stride of an axis is how many bytes to skip to move one step along it: "
-               "itemsize times the product of the sizes of the later axes.")
-CONTIGUOUS_HINT = ("C-contiguous means the last axis has stride itemsize and each earlier axis "
-                   "steps over one whole row of the next; axes of length 1 never move, so "
-                   "their stride does not matter.")
-VIEW_HINT = ("a view is new (shape, strides) over the same buffer: reversing both reverses the "
-             "axes without touching the data (that is what a.T does).")
-BROADCAST_HINT = ("align the shapes from the right; on each axis the sizes must be equal or one "
-                  "of them 1 (a missing axis counts as 1).")
-WINDOW_HINT = ("np.lib.stride_tricks.as_strided(x, shape, strides) can present x as overlapping "
-               "rows without copying; row i starts i*step elements in, so its stride is "
-               "step * x.strides[0].")
-CENTER_HINT = "x.mean(axis=0) has shape (D,) and broadcasts against (N, D) from the right."
-PAIRWISE_HINT = ("|a-b|^2 = |a|^2 + |b|^2 - 2 a.b: two broadcast sums and one matrix product; "
-                 "rounding can make it slightly negative, so clip at 0.")
-TENSOR_HINT = ("torch.from_numpy shares the numpy buffer; torch.tensor (or .clone()) copies it.")
 
 
 @check(points=2, targets="c_strides", visibility="visible")
@@ -70,21 +56,6 @@ def test_transpose_view_values_and_layout(sub):
         expect_view(got, a, call=call, what="a view of a", hint=VIEW_HINT)
         expect_equal(tuple(got.strides), a.strides[::-1], call=call,
                      what="returned an array with strides", hint=VIEW_HINT)
-
-
-def record_shapes(evidence: dict, shapes, expected, *, labels=None, expected_strides=None
-                  ) -> None:
-    """The case about to be checked, for the report's picture of shapes aligned from the right
-    (evidence only; the last case recorded is the one that failed, if one did): `shapes`,
-    `shape_labels`, `expected_shape` (None: incompatible), `expected_strides`; the call's
-    answer is added as `got_shape` / `got_strides` once it is known."""
-    evidence.clear()
-    evidence["shapes"] = [list(s) for s in shapes]
-    evidence["expected_shape"] = None if expected is None else list(expected)
-    if labels:
-        evidence["shape_labels"] = list(labels)
-    if expected_strides is not None:
-        evidence["expected_strides"] = list(expected_strides)
 
 
 @check(points=2, targets="broadcast_shape", visibility="visible")

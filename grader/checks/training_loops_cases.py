@@ -247,3 +247,43 @@ def batches_with_a_hard_tail(kind: str, sizes: list[int], state: dict, seed: int
             y = np.where(wrong, (predicted + rng.integers(1, classes, n)) % classes, predicted)
         out.append((x, torch.tensor(y, dtype=torch.int64)))
     return out
+
+
+# --------------------------------------------------------------------------- visible checks' cases
+
+EPOCH_CASE = TrainEpochCase(model="mlp_bn", sizes=[6, 16, 3], seed=11,
+                            batches=toy_batches(12, [8] * 5, 6, 3),
+                            optimizer={"name": "sgd", "lr": 0.1}, start_mode="eval")
+
+_EVAL_STATE = initial_state("mlp", [6, 16, 3], 21)
+EVAL_VALUES_CASES = [
+    EvaluateCase(model="mlp", sizes=[6, 16, 3], seed=21, loader=loader, start_mode="eval",
+                 batches=batches_with_a_hard_tail("mlp", [6, 16, 3], _EVAL_STATE, 22,
+                                                  [16, 16, 3]))
+    for loader in ("list", "dataloader")]
+EVAL_MODE_CASE = EvaluateCase(model="mlp_bn_dropout", sizes=[6, 16, 3], seed=23,
+                              batches=toy_batches(24, [10, 10, 10], 6, 3), start_mode="train")
+
+
+def fit_case(seed: int, *, flip: float = 0.2, lr: float = 0.2, model: str = "mlp",
+             **kwargs) -> FitCase:
+    train, val = overfitting_task(seed, flip=flip)
+    return FitCase(model=model, sizes=[4, 8, 2], seed=seed, batches=train, val_batches=val,
+                   optimizer={"name": "sgd", "lr": lr}, **kwargs)
+
+
+# Clean validation labels: the validation loss falls every epoch (best = last), so this case
+# is about the history and the scheduler alone.
+FIT_SCHEDULER_CASE = fit_case(11, flip=0.0, lr=0.4, epochs=4, patience=None,
+                              scheduler={"name": "step", "step_size": 1, "gamma": 0.5})
+# Validation loss (measured): 0.624 0.585 0.538 0.507 0.521 0.563 0.621 ...: best at epoch 4,
+# rising after it, 2.7 % between the best and any other epoch.
+FIT_EARLY_STOP_CASE = fit_case(33, epochs=10, patience=2, pass_scheduler=False)
+
+ACCUM_CASE = AccumulatedCase(model="mlp", sizes=[5, 10, 3], seed=31,
+                             batches=toy_batches(32, [4] * 7, 5, 3), accum_steps=3,
+                             optimizer={"name": "sgd", "lr": 0.3})
+
+CHECKPOINT_CASE = CheckpointCase(model="mlp", sizes=[5, 12, 3], seed=41, fresh_seed=42,
+                                 batches=toy_batches(43, [8] * 4, 5, 3), epoch=7,
+                                 optimizer={"name": "sgd", "lr": 0.1, "momentum": 0.9})

@@ -13,7 +13,8 @@ the `torchgrade` command) and runs as-is from its root (`python -m grader check 
                          recorded/<name>_reference.json instead of each reference module
       student_release.json   the hidden checks' titles, points and targets; build facts
 
-Left out: the reference solutions, the hidden checks (and helper modules only they import),
+Left out: the reference solutions, the hidden checks (and helper modules only they import,
+among them every `*_hidden.py` helper),
 the grader-side reference implementations (`grader/checks/*_reference.py`, replaced by the
 values the visible checks need, recorded from a run of the visible checks on the solutions:
 see `grader/release/replay.py`), the sample submissions, the tests with their mutants and styles, and
@@ -148,7 +149,9 @@ def _copy_grader(target: Path) -> None:
 
 
 def check_helpers(files: list[Path], checks_dir: Path = CHECKS_DIR) -> set[str]:
-    """The modules of grader.checks that `files` import, directly or through each other."""
+    """The modules of grader.checks that `files` import, directly or through each other.
+    Raises ReleaseError if they reach a check file or a `*_hidden` helper (hidden checks' own
+    inputs and verifiers: `grader/checks/__init__.py`)."""
     seen: set[str] = set()
     todo = list(files)
     while todo:
@@ -161,6 +164,10 @@ def check_helpers(files: list[Path], checks_dir: Path = CHECKS_DIR) -> set[str]:
                 raise ReleaseError(f"{path.name} imports the check file {name}.py: visible "
                                    "checks must not depend on other check files (move what "
                                    "they share into a helper module)")
+            if visibility_of_file(module) == "hidden":
+                raise ReleaseError(f"{path.name} imports {name}.py, which only hidden checks "
+                                   "may use (it never ships): move what the visible checks "
+                                   "need into a module without the _hidden suffix")
             seen.add(name)
             todo.append(module)
     return seen

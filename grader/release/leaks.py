@@ -8,7 +8,8 @@
 - **references**: the bodies of the grader-side reference modules (`grader/checks/*_reference.py`)
   and their distinctive statements (those found in no file a release ships by design);
 - **hidden checks**: every hidden check's function name and id, the bodies of the functions in
-  hidden check files, and their distinctive statements (a hidden check's inputs and values).
+  hidden check files and in the helpers only they use (`grader/checks/*_hidden.py`), and their
+  distinctive statements (a hidden check's inputs and values).
 
 Bodies and statements shorter than `MIN_WORDS` words are left out: `return a.T` is no secret
 worth the name, and would match any hint.
@@ -193,7 +194,8 @@ def secrets() -> list[Secret]:
         source = path.read_text(encoding="utf-8")
         found += _body_secrets("reference", f"grader/checks/{path.name}", source)
         found += _statement_secrets("reference", f"grader/checks/{path.name}", source, public)
-    for path in sorted(CHECKS_DIR.glob("test_*.py")):
+    # Hidden check files and the helpers only they may import (`*_hidden.py`: their inputs).
+    for path in sorted(CHECKS_DIR.glob("*.py")):
         if visibility_of_file(path) != "hidden":
             continue
         source = path.read_text(encoding="utf-8")
@@ -259,8 +261,7 @@ def _public_corpus(exercises: Path, checks_dir: Path) -> str:
         rel = path.relative_to(grader_dir).parts
         if rel[0] in ("samples", "solutions", "exercises") or path.stem.endswith(SUFFIX):
             continue
-        if rel[0] == "checks" and path.name.startswith("test_") and \
-                visibility_of_file(path) == "hidden":
+        if rel[0] == "checks" and visibility_of_file(path) == "hidden":
             continue
         texts.append(path.read_text(encoding="utf-8"))
     return SEP.join(joined(words(without_comments(t))) for t in texts)
