@@ -1,0 +1,84 @@
+"""Behaviour unchanged by a refactor: grade the demo class's samples and one student per mutant
+(tests/mutants) with a checkout's own grader, before and after, and compare every results.json.
+
+usage: python scripts/same_results.py grade REPO OUT       (REPO's .venv and code; ~10 min)
+       python scripts/same_results.py compare OUT_A OUT_B  (exit 1 if any results.json differs)
+
+Compared: everything but timings (`grading_s`, `checks_s`), dates, the `fingerprint` (it hashes
+the grader's own source, so any change of code changes it by design), the assignment's name
+(the class folder's) and checkout paths inside captured warnings.
+"""
+import json, subprocess, sys, shutil
+from pathlib import Path
+
+VOLATILE = {"grading_s", "checks_s", "fingerprint", "assignment", "graded_at", "duration_s", "started_at", "finished_at", "seconds",
+            "elapsed_s", "date", "when", "timestamp", "took_s", "cpu_s", "wall_s"}
+
+
+def make_class(repo: Path, dest: Path) -> None:
+    sys.path.insert(0, str(repo / "tests"))
+    from mutants import mutants_of
+    sols = repo / "solutions"
+    for f in sorted((repo / "tests" / "mutants").glob("*.py")):
+        ex = f.stem
+        if ex == "__init__":
+            continue
+        if ex.startswith("bughunt_"):
+            hunt = ex.removeprefix("bughunt_")
+            rel, sol = f"bughunt/{hunt}.py", sols / "bughunt" / f"{hunt}.py"
+        else:
+            rel, sol = f"{ex}.py", sols / f"{ex}.py"
+        for m in mutants_of(ex):
+            p = dest / f"{ex}__{m.name}" / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(m.apply(sol.read_text()))
+    for s in sorted((repo / "grader" / "samples").iterdir()):
+        if s.is_dir() and not s.name.startswith("__"):
+            shutil.copytree(s, dest / f"sample__{s.name}")
+
+
+def grade(repo: Path, out: Path) -> None:
+    cls = out.with_name(out.name + "-class")
+    shutil.rmtree(cls, ignore_errors=True)
+    make_class(repo, cls)
+    py = repo / ".venv" / "bin" / "python"
+    r = subprocess.run(["nice", str(py), "-m", "grader", "grade", str(cls), "--out", str(out),
+                        "-j", "2"], cwd=repo)
+    print("exit", r.returncode)
+
+
+import re
+_ROOT = re.compile(r"/[^\s'\"]*?/(?=(?:grader|\.venv)/)")
+
+
+def strip(v):
+    if isinstance(v, str):
+        return _ROOT.sub("<repo>/", v)  # a warning's file path names the checkout
+    if isinstance(v, dict):
+        return {k: strip(x) for k, x in v.items() if k not in VOLATILE}
+    if isinstance(v, list):
+        return [strip(x) for x in v]
+    return v
+
+
+def compare(a: Path, b: Path) -> int:
+    ra = {p.relative_to(a).as_posix(): p for p in a.rglob("results.json")}
+    rb = {p.relative_to(b).as_posix(): p for p in b.rglob("results.json")}
+    bad = sorted(set(ra) ^ set(rb))
+    same = 0
+    for k in sorted(set(ra) & set(rb)):
+        if strip(json.loads(ra[k].read_text())) == strip(json.loads(rb[k].read_text())):
+            same += 1
+        else:
+            bad.append(k)
+    print(f"{same} results.json identical (timings and dates aside), {len(bad)} differ or missing")
+    for k in bad[:30]:
+        print("  differs:", k)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "grade":
+        grade(Path(sys.argv[2]).resolve(), Path(sys.argv[3]).resolve())
+    else:
+        sys.exit(compare(Path(sys.argv[2]), Path(sys.argv[3])))
