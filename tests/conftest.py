@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from grader.models import SubmissionResult
-from grader.running.runner import run_checks
 from grader.intake.submission import load_submission
 from grader.worker.client import Zygote
 
@@ -43,7 +42,7 @@ def grade_files(tmp_path, zygote):
                 path.write_text(content, encoding="utf-8")
         root.mkdir(parents=True, exist_ok=True)
         submission = load_submission(root, exercises=list(exercises), student=student)
-        return run_checks(submission, exercises=list(exercises), zygote=zygote)
+        return run_and_score(submission, exercises=list(exercises), zygote=zygote)
 
     return grade
 
