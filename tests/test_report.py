@@ -13,6 +13,8 @@ from grader.course.faults import catalogue
 from grader.models import CheckResult, ExerciseResult, SubmissionResult
 from grader.outputs.report import diagnosis_views, render_index, render_report, to_fix_first
 
+pytestmark = pytest.mark.fast
+
 # Evidence as the checks record it (see grader/plots.py for the keys).
 EVIDENCE = {
     "loss_curve": [2.0, 1.5, 1.2, 1.4, 1.9], "reference_loss_curve": [2.0, 1.5, 1.1, 0.9, 0.8],
