@@ -11,12 +11,12 @@ from grader.running.runner import run_checks
 from grader.intake.submission import load_submission
 from grader.worker.client import Zygote
 
-# The fast tier's guard: a test marked `fast` that starts a sandbox fails (tests/fast_tier.py).
-from fast_tier import pytest_runtest_call, pytest_runtest_setup  # noqa: F401
-
 REPO = Path(__file__).resolve().parents[1]
 SOLUTIONS = REPO / "solutions"
 EXERCISES = REPO / "exercises"
+
+# The fast tier's guard: a test marked `fast` that starts a sandbox fails (tests/fast_tier.py).
+from fast_tier import pytest_runtest_call, pytest_runtest_setup  # noqa: E402, F401
 
 
 @pytest.fixture(scope="session")
