@@ -53,6 +53,7 @@ EVIDENCE_LEAVES = 10_000  # values per check
 EVIDENCE_DEPTH = 8
 EVIDENCE_CHARS = 2000  # per string
 EVIDENCE_TEXT = 20_000  # characters of strings per check
+EVIDENCE_KEY = 100  # characters a key keeps once the text budget is spent
 _ESCAPED = bytes([*range(32), 0x7F, *b"&<>\"'\\"])
 
 
@@ -89,6 +90,15 @@ def bounded_evidence(evidence: dict) -> dict:
     `EVIDENCE_LEAVES` values a check."""
     left, chars = [EVIDENCE_LEAVES], [EVIDENCE_TEXT]
 
+    def key(k: Any) -> Any:
+        # A key is a name a reader looks up: a spent text budget clips it, never erases it
+        # (every key would become one "[...]" and the later values overwrite each other).
+        if not isinstance(k, str):
+            return k
+        text = clip_text(k, max(min(EVIDENCE_CHARS, chars[0]), EVIDENCE_KEY))
+        chars[0] -= len(text)
+        return text
+
     def walk(x: Any, depth: int) -> Any:
         if isinstance(x, str):
             left[0] -= 1
@@ -102,7 +112,7 @@ def bounded_evidence(evidence: dict) -> dict:
                 left[0] -= 1
                 return "[... omitted ...]"
             if isinstance(x, dict):
-                return {walk(k, depth + 1) if isinstance(k, str) else k: walk(v, depth + 1)
+                return {key(k): walk(v, depth + 1)
                         for k, v in list(x.items())[:EVIDENCE_ITEMS] if left[0] > 0}
             out = [walk(v, depth + 1) for v in x[:EVIDENCE_ITEMS] if left[0] > 0]
             return tuple(out) if isinstance(x, tuple) else out
@@ -339,13 +349,19 @@ def fit_budget(result: SubmissionResult, budget: int) -> None:
             continue
         field, index = name if isinstance(name, tuple) else (name, None)
         text = getattr(owner, field) if index is None else getattr(owner, field)[index]
-        keep = max(int(len(text) * cap / cost) - 60, 0)
-        clipped = text[:keep] + f"\n[... {len(text) - keep:,} characters omitted: this " \
-            "result holds more text than a report can show ...]"
+        # The note costs its own bytes: they come out of the piece's share, not on top of it.
+        reserve = text_cost(_omitted(len(text)))
+        keep = max(int(len(text) * cap / cost) - reserve, 0)
+        clipped = text[:keep] + _omitted(len(text) - keep)
         if index is None:
             setattr(owner, field, clipped)
         else:
             getattr(owner, field)[index] = clipped
+
+
+def _omitted(count: int) -> str:
+    return (f"\n[... {count:,} characters omitted: this result holds more text than a report "
+            "can show ...]")
 
 
 def _water_level(costs: list[int], budget: int) -> int:

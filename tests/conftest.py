@@ -19,6 +19,9 @@ REPO = Path(__file__).resolve().parents[1]
 SOLUTIONS = REPO / "solutions"
 EXERCISES = REPO / "exercises"
 
+# The fast tier's guard: a test marked `fast` that starts a sandbox fails (tests/fast_tier.py).
+from fast_tier import pytest_runtest_call, pytest_runtest_setup  # noqa: E402, F401
+
 
 @pytest.fixture(scope="session")
 def zygote():

@@ -60,6 +60,7 @@ def bughunt_mutants(fault_id: str):
 # --------------------------------------------------------------------------- static
 
 
+@pytest.mark.fast
 def test_catalogue_holds_every_curriculum_pitfall():
     """CURRICULUM.md, "Pitfalls the fault catalogue holds": generated from `pitfalls` in
     faults.toml, each of which must be a fault of the catalogue."""
@@ -69,6 +70,7 @@ def test_catalogue_holds_every_curriculum_pitfall():
     assert set(pitfalls) - set(FAULTS) == set()
 
 
+@pytest.mark.fast
 def test_catalogue_entries_are_complete_and_name_existing_checks():
     checks = declared_checks()
     exercises = set(known_exercises())
@@ -79,6 +81,7 @@ def test_catalogue_entries_are_complete_and_name_existing_checks():
         assert {c.split(".")[0] for c in fault.detected_by} <= set(fault.exercises), fault.id
 
 
+@pytest.mark.fast
 def test_every_fault_has_a_diagnosis_rule_and_every_rule_a_fault():
     assert set(RULES) == set(FAULTS)
 
@@ -212,6 +215,7 @@ def test_any_two_faults_of_different_checks_can_be_combined(exercise):
                 bughunt.render(exercise, [a, b])
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("reveal", ["symptom", "cause", "fix"])
 def test_report_shows_a_diagnosis_as_far_as_the_check_reveals(reveal):
     """Bug-hunt checks reveal only the symptom: the report then does not name the fault

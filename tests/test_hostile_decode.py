@@ -495,6 +495,7 @@ def test_result_models_make_text_valid_and_bounded():
     assert "\ud800" not in text and "\\ud800" not in text
 
 
+@pytest.mark.fast
 def test_honest_results_are_not_clipped():
     curve = [round(0.5 ** i, 6) for i in range(300)]
     check = _check(message="a" * 3000, output="printed\n" * 2000, evidence={"loss_curve": curve})

@@ -209,6 +209,7 @@ def test_out_mixed_with_submissions_is_refused(tmp_path, layout):
 # --------------------------------------------------------------------------- ids, unit level
 
 
+@pytest.mark.fast
 def test_student_ids_are_printable_reversible_and_never_class_outputs(tmp_path):
     from grader.intake.students import find_students
 
@@ -284,6 +285,7 @@ def test_the_loader_and_fingerprint_never_block_on_special_files(tmp_path, kind)
         assert word in run.stdout and " 1" not in run.stdout.split("]")[-1]
 
 
+@pytest.mark.fast
 def test_a_hard_link_is_not_graded_as_the_students_own_file(tmp_path):
     from grader.intake.submission import load_submission
 
@@ -299,6 +301,7 @@ def test_a_hard_link_is_not_graded_as_the_students_own_file(tmp_path):
         assert any("hard link" in n for n in notes)
 
 
+@pytest.mark.fast
 def test_a_hard_link_to_a_classmate_is_graded_as_the_classmate_s_only(tmp_path):
     """The class decides: the file belongs to the student who had it first (a link is made
     to a file that already exists), the copy made with `ln` is refused; a file with a name
@@ -351,6 +354,7 @@ def test_a_notebook_of_480000_cells_is_refused_quickly(tmp_path):
                             "2000")
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("text, words", [
     # no "cell_type" to count, and the cells are counted after parsing
     ('{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": ['
@@ -397,6 +401,7 @@ def test_zip_bombs_are_refused_by_declared_size_and_ratio(tmp_path):
     assert sub.modules == {} and any("zip bomb" in n for n in sub.notes), sub.notes
 
 
+@pytest.mark.fast
 def test_the_parent_reads_no_submission(tmp_path, monkeypatch):
     """`grade` lists and fingerprints; loading is the grading processes' (in parallel)."""
     import grader.running.pool

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.fast
+
 GRADER = Path(__file__).resolve().parents[1] / "grader"
 
 # The order of the pipeline. A module may import its own stage and earlier ones only.

@@ -70,6 +70,7 @@ def bash_blocks(text: str) -> list[Block]:
     return blocks
 
 
+@pytest.mark.fast
 def test_every_bash_block_is_marked_run_or_skip():
     blocks = bash_blocks(README.read_text(encoding="utf-8"))
     unmarked = [b.line for b in blocks if b.action is None]
@@ -80,6 +81,7 @@ def test_every_bash_block_is_marked_run_or_skip():
     assert sum(b.action == "run" for b in blocks) >= 5
 
 
+@pytest.mark.fast
 def test_the_parser_reads_markers_and_exit_codes():
     text = ("<!-- readme-test: run, exit 1 (stubs) -->\n```bash\ntorchgrade check x  # c\n"
             "# only a comment\n\nls\n```\n\n```bash\nunmarked\n```\n"

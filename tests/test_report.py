@@ -45,6 +45,7 @@ def result(*checks: CheckResult, student="s") -> SubmissionResult:
                                        for e in exercises])
 
 
+@pytest.mark.fast
 def test_every_picture_is_small_deterministic_and_described():
     check = failed(evidence=EVIDENCE)
     pictures = plots.pictures_for(check)
@@ -79,6 +80,7 @@ def test_malformed_evidence_never_breaks_a_report(junk):
     render_report(result(failed(evidence=evidence)))
 
 
+@pytest.mark.fast
 def test_diverging_and_nan_series_are_drawn_and_said():
     evidence = {"loss_curve": [1.0, 10.0, 1e4, 1e9, float("nan"), float("nan")],
                 "reference_loss_curve": [1.0, 0.5, 0.3, 0.2, 0.15, 0.1],
@@ -90,6 +92,7 @@ def test_diverging_and_nan_series_are_drawn_and_said():
     assert "leaves the picture" in by_kind["descent"].alt
 
 
+@pytest.mark.fast
 def test_pictures_only_for_wrong_answers():
     html_failed = render_report(result(failed(evidence=EVIDENCE)))
     assert html_failed.count('<svg class="plot"') == len(KINDS) - 3  # at most 4 per check
@@ -98,6 +101,7 @@ def test_pictures_only_for_wrong_answers():
         assert '<svg class="plot"' not in render_report(result(check)), status
 
 
+@pytest.mark.fast
 def test_report_escapes_everything_a_submission_controls():
     evil = "<script>alert(1)</script>"
     check = failed(message=f"f() raised ValueError: {evil}", output=evil, got=evil, call=evil,
@@ -107,6 +111,7 @@ def test_report_escapes_everything_a_submission_controls():
     assert evil not in html and "&lt;script&gt;" in html
 
 
+@pytest.mark.fast
 def test_report_replaces_control_characters_and_marks_code():
     check = failed(message="f() printed", output="a\x00b\x04c", title="uses `patience` <3")
     html = render_report(result(check))
@@ -114,6 +119,7 @@ def test_report_replaces_control_characters_and_marks_code():
     assert "<code>patience</code> &lt;3" in html
 
 
+@pytest.mark.fast
 def test_fix_first_groups_checks_failing_for_one_reason():
     missing = [failed(f"b.c{i}", exercise="b", status="error", targets=[f"g{i}"],
                       reason="not_submitted", message="file not submitted: expected b.py",
@@ -138,6 +144,7 @@ class RevealingCheck(CheckResult):
     reveal: str = "fix"
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("reveal,shown", [("symptom", 1), ("cause", 2), ("fix", 3)])
 def test_diagnoses_show_as_much_as_the_check_reveals(reveal, shown):
     fault = next(iter(catalogue().values()))
@@ -149,11 +156,13 @@ def test_diagnoses_show_as_much_as_the_check_reveals(reveal, shown):
     assert (fault.fix in html) == (shown == 3) and fault.symptom in html
 
 
+@pytest.mark.fast
 def test_unknown_diagnosis_ids_are_shown_plainly():
     html = render_report(result(failed(diagnoses=["no-such-fault"])))
     assert "no-such-fault" in html and "not described" in html
 
 
+@pytest.mark.fast
 def test_index_links_diagnoses_to_example_students():
     fault = next(iter(catalogue().values()))
     results = [result(failed(diagnoses=[fault.id]), student=f"st{i}") for i in range(7)]
@@ -176,6 +185,7 @@ def test_a_report_draws_at_most_its_budget_of_pictures_fix_first_first():
         assert f'aria-labelledby="ex-c{i:02d}-grad-ratio-t' in html
 
 
+@pytest.mark.fast
 def test_not_implemented_is_its_own_state_not_an_error():
     """A stub's NotImplementedError (status `error`, reason `not_implemented`) reads "not
     implemented yet" in the report and the terminal, and is counted apart from errors; a real
@@ -204,6 +214,7 @@ def test_not_implemented_is_its_own_state_not_an_error():
     assert [t.status for t in to_gradescope(r).tests] == ["failed", "failed"]
 
 
+@pytest.mark.fast
 def test_a_symptom_only_check_names_no_fault_the_catalogue_lacks():
     """A bug hunt's check reveals symptoms only: a diagnosis whose fault a (student release's)
     catalogue does not describe is left out, not shown by its id; other checks still show it."""

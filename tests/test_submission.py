@@ -9,6 +9,8 @@ import pytest
 from grader.intake.notebook import strip_ipython
 from grader.intake.submission import load_submission
 
+pytestmark = pytest.mark.fast
+
 EX = ["strides_broadcasting", "other"]
 
 

@@ -10,6 +10,8 @@ import torch
 
 from grader.worker import wire
 
+pytestmark = pytest.mark.fast
+
 
 def roundtrip(value, table=None):
     enc = wire.encode(value, table)

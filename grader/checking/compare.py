@@ -176,10 +176,11 @@ def mismatch_report(got: np.ndarray, expected: np.ndarray, *, rtol: float, atol:
     both_nan = np.isnan(g) & np.isnan(e)
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(g - e)
-        bad = ~(diff <= atol + rtol * np.abs(e)) & ~both_nan
-        if np.isinf(e).any():
-            same_inf = np.isinf(e) & (g == e)
-            bad &= ~same_inf
+        close = diff <= atol + rtol * np.abs(e)
+        # An infinite expectation is met by that same infinity only: its tolerance
+        # rtol * |inf| would otherwise let any value, or the other infinity, pass.
+        close = np.where(np.isinf(e), g == e, close)
+        bad = ~close & ~both_nan
     if not bad.any():
         return ""
     first = tuple(int(i) for i in np.argwhere(bad)[0])
