@@ -20,6 +20,8 @@ from grader.release.curriculum import COMMAND, curriculum_markdown, public_names
 from grader.release.notebooks import solution_path, stub_path
 from grader.course.registry import known_exercises
 
+pytestmark = pytest.mark.fast  # no sandbox: part of `pytest -m fast`
+
 EXERCISE_IDS = known_exercises()
 
 

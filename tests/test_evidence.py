@@ -23,6 +23,8 @@ from grader import evidence
 from grader.evidence import KEYS, E
 from grader.models import CheckResult
 
+pytestmark = pytest.mark.fast  # no sandbox: part of `pytest -m fast`
+
 GRADER = Path(evidence.__file__).resolve().parent
 READERS = ("scoring/diagnose.py", "outputs/plots.py", "outputs/report.py")
 
