@@ -90,8 +90,10 @@ class ResultCollector:
         """The report of a check, built here: its text is the student's message, never a
         traceback of the check (which would show hidden source, and costs ~30 ms to format)."""
         info = info_of(item)
-        if (info is None or call.when == "teardown" or (call.when == "setup" and call.excinfo is None)
-                or (call.excinfo is not None and call.excinfo.errisinstance(pytest.skip.Exception))):
+        if (info is None or call.when == "teardown"
+                or (call.when == "setup" and call.excinfo is None)
+                or (call.excinfo is not None
+                    and call.excinfo.errisinstance(pytest.skip.Exception))):
             return None  # pytest's own report
         module = item.funcargs.get("sub") if hasattr(item, "funcargs") else None
         records = list(module.worker_records) if isinstance(module, StudentModule) else []
@@ -103,7 +105,8 @@ class ResultCollector:
         passed = result.status == "passed"
         return pytest.TestReport(
             item.nodeid, item.location, dict.fromkeys(item.keywords, 1),
-            "passed" if passed else "failed", None if passed else f"[{result.status}] {result.message}",
+            "passed" if passed else "failed",
+            None if passed else f"[{result.status}] {result.message}",
             call.when, duration=call.duration, start=call.start, stop=call.stop,
             user_properties=item.user_properties)
 

@@ -10,8 +10,8 @@ checks that read it (`shared`). References come from the fixed scripts
 (`grader.solutions.bughunt.*`), run here in the grader.
 
 Messages describe what was observed (the symptom and the evidence), not the cause: the
-diagnoses that `grader.scoring.diagnose` attaches say as much about the cause as each check's `reveal`
-setting allows. Evidence keys (for diagnoses and reports):
+diagnoses that `grader.scoring.diagnose` attaches say as much about the cause as each check's
+`reveal` setting allows. Evidence keys (for diagnoses and reports):
 
     steps, backwards_per_step, grad_ratio, empty_grad_steps, accumulated_steps,
     repeated_backward_steps, freed_graph_reused_steps   optimizer steps of the train audit
@@ -41,8 +41,9 @@ import importlib
 import io
 import math
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Final
 
 import torch
 import torch.nn.functional as F
@@ -51,12 +52,12 @@ from grader.checking.compare import CheckFailure, fail, short
 from grader.checking.student import StudentError, StudentRaised
 
 TIMEOUT = 30  # seconds per call: a worker's first optimizer imports torch._dynamo (seconds)
-REVEAL = "symptom"
+REVEAL: Final = "symptom"
 # A correct loop leaves p.grad equal to the sum of this step's backward gradients exactly
 # (measured: 0.0); an accumulated or doubled gradient is off by 50 % or more.
 GRAD_RTOL = 1e-4
 
-_SHARED: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+_SHARED: weakref.WeakKeyDictionary[Any, dict] = weakref.WeakKeyDictionary()
 
 
 def shared(sub, key: str, compute: Callable[[], Any]) -> Any:

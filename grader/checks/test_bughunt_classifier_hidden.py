@@ -12,8 +12,9 @@ from collections import Counter
 
 import torch
 
-from grader.checks.bughunt_common import (verify_evaluate_over_samples, REVEAL, TIMEOUT, TrainCase, batches, fail,
-                                          reference, rounded, setup_record, verify_dropout, verify_fresh_gradients,
+from grader.checks.bughunt_common import (verify_evaluate_over_samples, REVEAL, TIMEOUT, TrainCase,
+                                          batches, fail, reference, rounded, setup_record,
+                                          verify_dropout, verify_fresh_gradients,
                                           verify_history, verify_labels, verify_log,
                                           verify_logits, verify_loss_input,
                                           verify_mixed_batches, verify_registration,

@@ -13,7 +13,8 @@ from functools import lru_cache
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from grader.checks.bughunt_common import (verify_evaluate_over_samples, REVEAL, TIMEOUT, TrainCase, batches, fail, probe,
+from grader.checks.bughunt_common import (verify_evaluate_over_samples, REVEAL, TIMEOUT, TrainCase,
+                                          batches, fail, probe,
                                           quiet, reference, require, setup_record,
                                           verify_fresh_gradients, verify_history, verify_log,
                                           verify_lr_trains, verify_registration,
@@ -180,7 +181,8 @@ def test_loss_matches_mse(sub, evidence):
 
 @check(points=2, targets=["run", "Standardizer"], timeout=TIMEOUT, reveal=REVEAL)
 def test_features_standardized(sub, evidence):
-    """The model trains and validates on features standardised with the training split's statistics"""
+    """The model trains and validates on features standardised with the training split's \
+statistics"""
     record = setup_record(sub, SETUP_CALL, **SETUP)
     ref = reference("regression")
     X, y = ref.make_data(0)

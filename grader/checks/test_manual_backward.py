@@ -13,10 +13,12 @@ shortcut is off by 1e-7 or far more. Finite differences, Softplus and `Value` ha
 tolerances, measured and explained where they are used.
 
 Evidence recorded on failure: `grad_ratio` (the submission's gradient is this constant times
-the expected one), `nonfinite` and `max_abs_logit` (softmax_cross_entropy returned nan or inf), `loss_curve` / `reference_loss_curve` (fit_linear_gd), `eps`, `max_error`,
+the expected one), `nonfinite` and `max_abs_logit` (softmax_cross_entropy returned nan or inf),
+`loss_curve` / `reference_loss_curve` (fit_linear_gd), `eps`, `max_error`,
 `error_ratios` (the finite-difference order check, recorded whether it passes or not).
 For the report's pictures (never part of a verdict): `grad_errors` (per gradient of the case
-being checked, its worst error against the tolerance: `grader.checking.compare.error_evidence`), and for
+being checked, its worst error against the tolerance: `grader.checking.compare.error_evidence`),
+and for
 fit_linear_gd's trajectory check `descent_path` / `reference_descent_path` / `loss_surface` (the
 path of the submission's gradient descent on a one-feature problem, recorded by
 `record_descent_path` after the verdict).

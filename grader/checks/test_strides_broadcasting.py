@@ -10,8 +10,8 @@ import numpy as np
 import torch
 
 from grader.checks.layouts import DTYPES_BY_ITEMSIZE, random_shape, strided_views
-from grader.checking.compare import (as_bool, as_int_tuple, expect_array, expect_equal, expect_no_view,
-                            expect_type, expect_view, fail)
+from grader.checking.compare import (as_bool, as_int_tuple, expect_array, expect_equal,
+                                     expect_no_view, expect_type, expect_view, fail)
 from grader.course.registry import check
 
 STRIDE_HINT = ("the stride of an axis is how many bytes to skip to move one step along it: "

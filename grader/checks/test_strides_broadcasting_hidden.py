@@ -15,8 +15,8 @@ from grader.checks.test_strides_broadcasting import (BROADCAST_HINT, CENTER_HINT
                                                      CONTIGUOUS_HINT, PAIRWISE_HINT, STRIDE_HINT,
                                                      TENSOR_HINT, VIEW_HINT, WINDOW_HINT,
                                                      record_shapes)
-from grader.checking.compare import (as_bool, as_int_tuple, expect_array, expect_equal, expect_no_view,
-                            expect_view, fail)
+from grader.checking.compare import (as_bool, as_int_tuple, expect_array, expect_equal,
+                                     expect_no_view, expect_view, fail)
 from grader.course.registry import check
 
 

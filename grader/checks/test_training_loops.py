@@ -242,7 +242,7 @@ def verify_train_epoch_loss(sub, case: TrainEpochCase, evidence: dict) -> None:
         batch_losses = reference.train_epoch(case).batch_losses
     sizes = [len(y) for _, y in case.batches]
     expected = sum(batch_losses) / len(batch_losses)
-    weighted = sum(l * n for l, n in zip(batch_losses, sizes)) / sum(sizes)
+    weighted = sum(loss * n for loss, n in zip(batch_losses, sizes)) / sum(sizes)
     evidence["loss_curve"] = rounded(batch_losses)
     if not math.isclose(value, expected, rel_tol=LOSS_RTOL):
         why = ""

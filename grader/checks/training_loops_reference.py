@@ -71,7 +71,7 @@ def train_epoch(case: TrainEpochCase) -> EpochReference:
     losses = _epoch(model, build_loader(case.batches, case.loader), optimizer, loss_fn)
     sizes = [len(y) for _, y in case.batches]
     return EpochReference(state_of(model), losses, sum(losses) / len(losses),
-                          sum(l * n for l, n in zip(losses, sizes)) / sum(sizes))
+                          sum(loss * n for loss, n in zip(losses, sizes)) / sum(sizes))
 
 
 # --------------------------------------------------------------------------- evaluate

@@ -131,7 +131,8 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
         settings = PoolSettings(out=out, exercises=chosen, assignment=plan, limits=limits,
                                 variants=manifest, submissions=submissions)
         try:
-            grade_in_pool(tasks, settings=settings, steps=STEPS, jobs=min(jobs or default_jobs(), 64),
+            grade_in_pool(tasks, settings=settings, steps=STEPS,
+                          jobs=min(jobs or default_jobs(), 64),
                           on_result=collect, on_isolation=isolation_warning)
         except PoolBroken as exc:
             raise GraderUnavailable(str(exc)) from None
@@ -182,7 +183,8 @@ def write_class_files(summary: GradeSummary, results: list[SubmissionResult],
     name = plan.name if plan else ""
     write_atomic(summary.out / "index.html",
                  render_index(results, summary.exercises, assignment=name,
-                              title=f"torchgrade results: {name}" if name else "torchgrade results"))
+                              title=(f"torchgrade results: {name}" if name
+                                     else "torchgrade results")))
     write_atomic(summary.out / "grades.csv",
                  grades_csv(results, summary.exercises, assignment=name,
                             duedate=plan.due if plan else None, roster=roster))

@@ -7,7 +7,8 @@ import argparse
 import logging
 from pathlib import Path
 
-from grader.commands.common import (UsageError, full_package_only, grade_one, plan_of, sandbox, warn_isolation)
+from grader.commands.common import (UsageError, full_package_only, grade_one, plan_of, sandbox,
+                                     warn_isolation)
 from grader.course.registry import known_exercises
 from grader.intake.assignment import from_exercises
 from grader.intake.submission import load_quietly

@@ -60,8 +60,8 @@ def not_submitted(exercise: str) -> str:
 
 # --------------------------------------------------------------------------- student ids
 
-# Names of the class outputs at the top of OUT (grader.outputs.exports writes them); every other name
-# there starts with "." (the lock, the marker, temporary files), which no student id does.
+# Names of the class outputs at the top of OUT (grader.outputs.exports writes them); every other
+# name there starts with "." (the lock, the marker, temporary files), which no student id does.
 CLASS_FILES = ("index.html", "grades.csv")
 # Written into OUT by every `torchgrade grade` run: `grade` refuses to take a folder holding it
 # as SUBMISSIONS (grading result folders as students would overwrite every real grade).
@@ -348,7 +348,8 @@ def read_module(exercise: str, found: Found) -> ModuleSource:
         module.fatal = f"{found.relpath} is larger than {limit >> 20} MB and was not graded"
         return module
     if b"\x00" in data:
-        module.fatal = f"{found.relpath} looks like a binary file, not {'a notebook' if kind == 'ipynb' else 'Python source'}"
+        module.fatal = (f"{found.relpath} looks like a binary file, "
+                        f"not {'a notebook' if kind == 'ipynb' else 'Python source'}")
         return module
     text, note = decode_text(data, found.relpath)
     if note:

@@ -254,7 +254,8 @@ def curves_figure(yours: list[float], reference: list[float] | None, *, xlabel: 
 
 def comparison_words(yours: list[float], reference: list[float] | None, what: str,
                      unit: str) -> str:
-    text = f"Line chart of {what} per {unit}: yours {describe_series(yours)} over {len(yours)} {unit}s"
+    text = (f"Line chart of {what} per {unit}: yours {describe_series(yours)} "
+            f"over {len(yours)} {unit}s")
     if reference:
         text += f"; the reference {describe_series(reference)} over {len(reference)} {unit}s"
         pairs = [(a, b) for a, b in zip(yours, reference) if not (math.isnan(a) or math.isnan(b))]

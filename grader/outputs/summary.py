@@ -1,6 +1,7 @@
 """The class at a glance: what `OUT/index.html` shows, computed from the submissions' results.
 
-Pure functions of `SubmissionResult`s; `grader.outputs.report.render_index` renders the `ClassSummary`.
+Pure functions of `SubmissionResult`s; `grader.outputs.report.render_index` renders the
+`ClassSummary`.
 """
 
 from __future__ import annotations

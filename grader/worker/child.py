@@ -275,7 +275,8 @@ def call(module: types.ModuleType | None, request: dict) -> dict:
         return {"ok": False, "error": {"kind": "missing", "message": f"no {name} defined"}}
     if not callable(target):
         return {"ok": False, "error": {
-            "kind": "not_callable", "message": f"{name} is a {type(target).__name__}, not a function"}}
+            "kind": "not_callable",
+            "message": f"{name} is a {type(target).__name__}, not a function"}}
     return _run(target, request.get("args", []), request.get("kwargs", {}), _student_files)
 
 

@@ -77,7 +77,7 @@ class UidRange:
     _lock: object = field(default=None, repr=False)
 
     @classmethod
-    def reserve(cls) -> "UidRange":
+    def reserve(cls) -> UidRange:
         LOCK_DIR.mkdir(mode=0o700, exist_ok=True)
         for block in range(UID_RANGES):
             handle = open(LOCK_DIR / f"{block}.lock", "w")

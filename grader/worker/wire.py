@@ -95,8 +95,8 @@ DEFAULT_LIMITS = Limits()
 # What the grader accepts from a worker. The largest replies the checks get from honest code
 # (measured over a full grading of every solution, 549 replies) hold 20 KB of JSON, 1,766 JSON
 # values, 32 buffers of 8 MB in all, depth 19 and 5 dict keys that are not strings (an
-# optimizer's state); each limit is 10x that or more (a value costs ~0.6 us to decode). Worst cost of a reply at these limits:
-# see tests/test_hostile_decode.py.
+# optimizer's state); each limit is 10x that or more (a value costs ~0.6 us to decode). Worst cost
+# of a reply at these limits: see tests/test_hostile_decode.py.
 REPLY_LIMITS = Limits(max_json=4 << 20, max_buffers=4096, max_bytes=80 << 20, max_depth=64,
                       max_nodes=100_000, max_other_keys=1000)
 
@@ -139,12 +139,12 @@ class Allocation:
     name: str | None = None
     may_change: bool = False
 
-    def bounds(self, table: "SegmentTable") -> tuple[int, int]:
+    def bounds(self, table: SegmentTable) -> tuple[int, int]:
         """The allocation's address range in the grader's memory."""
         lo = table.segments[self.seg].addr + self.offset
         return lo, lo + self.nbytes
 
-    def first_change(self, table: "SegmentTable") -> tuple[tuple[int, ...], Any, Any] | None:
+    def first_change(self, table: SegmentTable) -> tuple[tuple[int, ...], Any, Any] | None:
         """(index, value before, value in shared memory now) of the first element whose bytes
         differ between the grader's copy and the shared memory; None if none does."""
         seg = table.segments[self.seg]
@@ -409,7 +409,8 @@ class _Encoder:
 
     def tensor(self, t: torch.Tensor):
         if t.layout != torch.strided or t.device.type != "cpu" or t.is_quantized:
-            raise NotPlainData(f"a {t.layout} tensor on {t.device}, which is not supported (return a dense CPU tensor)")
+            raise NotPlainData(f"a {t.layout} tensor on {t.device}, which is not supported "
+                               "(return a dense CPU tensor)")
         name = str(t.dtype).removeprefix("torch.")
         if name not in TORCH_DTYPES:
             raise NotPlainData(f"a tensor of dtype {t.dtype}, which is not supported")

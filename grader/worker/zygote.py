@@ -3,7 +3,8 @@
 Run as `python -m grader.worker.zygote CTRL_FD` by `client.Zygote` (inside bubblewrap when the
 machine allows, see `sandbox.py`), never forked from the grader: the grader process holds checks
 and reference values, and a fork would copy them into the worker. This process imports torch,
-numpy, `grader.worker` and `grader.probes` only, runs no tensor operation (a fork after one can deadlock the child
+numpy, `grader.worker` and `grader.probes` only, runs no tensor operation (a fork after one can
+deadlock the child
 in torch's thread pools) and stays single-threaded.
 
 A contained worker (when the self-test at start-up passes) is three processes:
