@@ -145,8 +145,10 @@ def expect_array(got: Any, expected: np.ndarray | torch.Tensor, *, call: str,
     want_type = torch.Tensor if is_tensor else np.ndarray
     kind = kind or ("a torch.Tensor" if is_tensor else "a numpy array")
     expect_type(got, want_type, call=call, what=kind, hint=hint)
-    g = got.detach().cpu().numpy() if is_tensor else got
-    e = expected.detach().cpu().numpy() if is_tensor else np.asarray(expected)
+    # isinstance rather than is_tensor: the same test (expect_type passed), which mypy can follow.
+    g = got.detach().cpu().numpy() if isinstance(got, torch.Tensor) else got
+    e = (expected.detach().cpu().numpy() if isinstance(expected, torch.Tensor)
+         else np.asarray(expected))
     g_dtype = str(got.dtype).removeprefix("torch.") if is_tensor else got.dtype.name
     e_dtype = str(expected.dtype).removeprefix("torch.") if is_tensor else e.dtype.name
     if tuple(g.shape) != tuple(e.shape):
@@ -188,8 +190,7 @@ def mismatch_report(got: np.ndarray, expected: np.ndarray, *, rtol: float, atol:
     lines = [f"  {int(bad.sum())} of {bad.size} elements differ (rtol={rtol:g}, atol={atol:g})"]
     finite = np.where(bad & np.isfinite(diff), diff, -1.0)
     if finite.max() >= 0:
-        worst = np.unravel_index(int(np.argmax(finite)), finite.shape)
-        worst = tuple(int(i) for i in worst)
+        worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(finite)), finite.shape))
         with np.errstate(divide="ignore", invalid="ignore"):
             rel = finite[worst] / abs(e[worst]) if e[worst] != 0 else math.inf
         lines.append(f"  largest absolute error {finite[worst]:.3g} at {list(worst)} "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ from grader.worker.limits import WorkerLimits
 
 log = logging.getLogger("torchgrade")
 SESSION_KEY = pytest.StashKey["GradingSession"]()
-EVIDENCE_KEY = pytest.StashKey[dict]()
+EVIDENCE_KEY = pytest.StashKey[dict[str, Any]]()
 INTERNAL_ERROR = ("the grader itself failed on this check ({}); this is not your fault, please "
                   "tell your instructor")
 
@@ -100,14 +101,17 @@ class ResultCollector:
         output = module.end_check() if isinstance(module, StudentModule) else ""
         result = make_result(item, call, output)
         result.worker_records = records
-        result.evidence = {**item.stash.get(EVIDENCE_KEY, {}), **result.evidence}
+        recorded = item.stash.get(EVIDENCE_KEY, {})
+        result.evidence = {**recorded, **result.evidence}
         self.results.append(result)
         passed = result.status == "passed"
         return pytest.TestReport(
             item.nodeid, item.location, dict.fromkeys(item.keywords, 1),
             "passed" if passed else "failed",
             None if passed else f"[{result.status}] {result.message}",
-            call.when, duration=call.duration, start=call.start, stop=call.stop,
+            # A runtest call is never "collect" (pytest's CallInfo type covers collection too).
+            call.when,  # type: ignore[arg-type]
+            duration=call.duration, start=call.start, stop=call.stop,
             user_properties=item.user_properties)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -122,6 +126,7 @@ class ResultCollector:
 
 def make_result(item: pytest.Item, call: pytest.CallInfo, output: str) -> CheckResult:
     info = info_of(item)
+    assert info is not None  # pytest_runtest_makereport hands over checks' items only
     fields = dict(id=check_id(item), exercise=exercise_of(item.path), title=info.title,
                   targets=info.targets, visibility=info.visibility, reveal=info.reveal,
                   max_points=info.points,

@@ -152,7 +152,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
     return summary
 
 
-def previous_result(folder: Path, mark: str) -> SubmissionResult | None:
+def previous_result(folder: Path, mark: str | None) -> SubmissionResult | None:
     """The student's earlier result if it was graded exactly as this run would grade it (its
     report is written before it, so it exists too)."""
     try:
@@ -201,6 +201,7 @@ def read_task(task: GradeTask, settings: PoolSettings) -> Submission:
     files); never raises for anything in the student's files."""
     submission = task.submission
     if submission is None:
+        assert task.path is not None  # a task comes with its submission or its path
         with own_links(task.own_links):
             submission = load_quietly(task.path, task.student, settings.exercises)
     if settings.variants is not None:

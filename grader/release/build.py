@@ -122,7 +122,9 @@ def public_hidden(hidden: list) -> list[PendingCheck]:
     hunt's hidden checks go untitled. Each of them watches for one fault the script may hold, so
     their titles together would be the list of what to look for; the student learns only how
     many there are and what they are worth."""
-    out, count, seen = [], {}, {}
+    out: list[PendingCheck] = []
+    count: dict[str, int] = {}
+    seen: dict[str, int] = {}
     for c in hidden:
         count[c.exercise] = count.get(c.exercise, 0) + 1
     for c in hidden:

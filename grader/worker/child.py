@@ -91,9 +91,10 @@ def start(sock_fd: int, out_fd: int, scratch: str, limits: dict, uid: int | None
         os.environ.update({"HOME": scratch, "TMPDIR": scratch, "PATH": "/usr/bin:/bin",
                            "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
         sys.stdin = open(os.devnull)
-        # Line buffering keeps prints and tracebacks in the order they happened.
-        sys.stdout.reconfigure(line_buffering=True)
-        sys.stderr.reconfigure(line_buffering=True)
+        # Line buffering keeps prints and tracebacks in the order they happened. (Both are still
+        # the interpreter's TextIOWrapper here; typeshed types them as TextIO.)
+        sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+        sys.stderr.reconfigure(line_buffering=True)  # type: ignore[union-attr]
         apply_limits(WorkerLimits(**limits))
         import torch
 

@@ -337,7 +337,8 @@ class Worker:
                 if remaining <= 0:
                     self.kill()
                     raise WorkerTimeout(timeout)
-                readable, _, _ = select.select([self.sock, self.out_fd], [], [], remaining)
+                watched: list[socket.socket | int] = [self.sock, self.out_fd]
+                readable, _, _ = select.select(watched, [], [], remaining)
                 if self.out_fd in readable:
                     self._drain(0)
                 if self.sock in readable:

@@ -37,8 +37,9 @@ import select
 import socket
 import struct
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -569,7 +570,9 @@ class _Decoder:
         if type(strides) is not list or len(strides) != len(shape) or any(
                 type(s) is not int for s in strides) or type(v.get("offset")) is not int:
             raise WireError("bad view")
-        return self.table.view(v.get("seg"), dtype, shape, strides, v["offset"])
+        # Any id the sender wrote: the table refuses one it did not give out (None included).
+        seg = cast(int, v.get("seg"))
+        return self.table.view(seg, dtype, shape, strides, v["offset"])
 
     def ndarray(self, node) -> np.ndarray:
         dtype = self.np_dtype(node)
@@ -612,7 +615,7 @@ class _Decoder:
         return t.requires_grad_(grad) if grad else t
 
 
-def decode(doc: dict, buffers: list, table: SegmentTable | None = None, fds: list[int] = (),
+def decode(doc: dict, buffers: list, table: SegmentTable | None = None, fds: Sequence[int] = (),
            *, limits: Limits = DEFAULT_LIMITS, deadline: float | None = None) -> Any:
     """Rebuild a value from `encode`'s output; adopts the segments whose fds came with it.
 
@@ -626,6 +629,7 @@ def decode(doc: dict, buffers: list, table: SegmentTable | None = None, fds: lis
         if segs and (table is None or not fds):
             raise WireError("segments where none may be sent")
         for spec in segs:
+            assert table is not None  # checked above: segments come with a table
             table.adopt(int(spec["id"]), fds[int(spec["fd"])], int(spec["size"]))
         with _no_gc():
             return _Decoder(buffers, table, limits, deadline).value(doc.get("v"))
@@ -759,6 +763,7 @@ class FrameReader:
                            f"{limit >> 20} MB)")
 
     def _need_total(self) -> int:
+        assert self._need is not None  # called once a header announced the frame
         start, doc_len, lengths = self._need
         return start + doc_len + sum(lengths)
 
