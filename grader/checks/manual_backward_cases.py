@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -70,15 +72,16 @@ def expect_values(got, expected, *, call: str, rtol: float, atol: float, hint: s
     is_tensor = isinstance(expected, torch.Tensor)
     kind = torch.Tensor if is_tensor else np.ndarray
     if isinstance(got, kind) and tuple(got.shape) == tuple(expected.shape):
-        g = got.detach().numpy() if is_tensor else got
-        e = expected.detach().numpy() if is_tensor else expected
+        # isinstance rather than is_tensor: the same tests here, which mypy can follow.
+        g = got.detach().numpy() if isinstance(got, torch.Tensor) else got
+        e = expected.detach().numpy() if isinstance(expected, torch.Tensor) else expected
         report = mismatch_report(g, e, rtol=rtol, atol=atol)
         if report and g.dtype.kind in "fiu":
             with np.errstate(invalid="ignore"):
                 error = np.abs(g.astype(np.float64) - e)
             error = np.where(np.isnan(error), np.inf, error)
-            idx = np.unravel_index(int(np.argmax(error)), error.shape) if error.ndim else ()
-            idx = tuple(int(i) for i in idx)
+            worst = np.unravel_index(int(np.argmax(error)), error.shape) if error.ndim else ()
+            idx = tuple(int(i) for i in worst)
             at = ""
             if inputs is not None:
                 x = inputs.detach().numpy() if isinstance(inputs, torch.Tensor) else inputs
@@ -143,9 +146,11 @@ class Mirror:
     grad: list[float]
 
 
-_BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
-           "truediv": operator.truediv, "pow": operator.pow}
-_UNARY = {"neg": operator.neg, "relu": torch.relu, "tanh": torch.tanh, "exp": torch.exp}
+_BINARY: dict[str, Callable[..., Any]] = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+    "pow": operator.pow}
+_UNARY: dict[str, Callable[..., Any]] = {
+    "neg": operator.neg, "relu": torch.relu, "tanh": torch.tanh, "exp": torch.exp}
 
 
 def mirror_program(program: list) -> Mirror:
@@ -206,8 +211,8 @@ def random_program(rng: np.random.Generator, leaves: int, ops: int, *,
 
     for _ in range(leaves):
         magnitude = float(rng.uniform(0.3, 2.0))
-        value = round(magnitude if rng.random() < 0.6 else -magnitude, 4)
-        add(("leaf", value), value)
+        start = round(magnitude if rng.random() < 0.6 else -magnitude, 4)
+        add(("leaf", start), start)
     made = 0
     while made < ops:
         step = _random_step(rng, values, const_prob, same_prob)
@@ -250,7 +255,7 @@ def _random_step(rng: np.random.Generator, values: list[float], const_prob: floa
             return None
         return ("pow", ("node", a), ("const", exponent))
     b = a if rng.random() < same_prob else int(rng.integers(n))
-    other = ("node", b)
+    other: tuple[str, Any] = ("node", b)
     if rng.random() < const_prob:
         c = float(rng.uniform(0.5, 3.0)) * (1 if rng.random() < 0.5 else -1)
         other = ("const", int(round(c)) if rng.random() < 0.3 else round(c, 3))

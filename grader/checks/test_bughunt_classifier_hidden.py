@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from typing import Any
 
 import torch
 
@@ -39,8 +40,8 @@ TRAIN = TrainCase(
          "nn.CrossEntropyLoss()")
 PROBE_IMAGES = torch.randn(16, 1, 8, 8, generator=torch.Generator().manual_seed(54))
 PROBE_LABELS = torch.arange(16) % 4
-SETUP = dict(seed=0, first_loss=True, logits_batch=[PROBE_IMAGES, PROBE_LABELS],
-             schedule_epochs=8)
+SETUP: dict[str, Any] = dict(seed=0, first_loss=True,
+                             logits_batch=[PROBE_IMAGES, PROBE_LABELS], schedule_epochs=8)
 SETUP_CALL = "run(seed=0)  # what run() hands to train(...)"
 
 

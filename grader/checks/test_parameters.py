@@ -261,6 +261,7 @@ def batchnorm_reference(num_features: int, momentum: float, eps: float, weight: 
     """nn.BatchNorm1d (float64) run through the same steps: (output, running_mean,
     running_var) after each."""
     bn = torch.nn.BatchNorm1d(num_features, eps=eps, momentum=momentum).double()
+    assert bn.running_mean is not None and bn.running_var is not None  # track_running_stats
     with torch.no_grad():
         bn.weight.copy_(weight)
         bn.bias.copy_(bias)
@@ -444,7 +445,7 @@ def check_groups(sub, case: str, head: str, base_lr: float, head_lr: float, desc
     rec = probe(sub, "groups_case", case, head, base_lr, head_lr, target="param_groups",
                 label=label, hint=GROUPS_HINT)
     model = build_case(case)
-    names = {}
+    names: dict[int, str] = {}
     for n, p in model.named_parameters(remove_duplicate=False):
         names.setdefault(id(p), n)
     in_head = {id(p) for p in model.get_submodule(head).parameters()}

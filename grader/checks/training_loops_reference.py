@@ -148,6 +148,7 @@ def fit(case: FitCase) -> FitReference:
     # too (same weights, same evaluation): no rounding can put them on the other side.
     others = [v for i, v in enumerate(history["val_loss"]) if i != best_epoch and v != best_loss]
     margin = min((abs(v - best_loss) / best_loss for v in others), default=float("inf"))
+    assert best_state is not None  # the first epoch's finite loss is below inf
     return FitReference(history["train_loss"], history["val_loss"], history["val_accuracy"],
                         history["lr"], step_lrs, best_epoch, best_state, state_of(model), margin)
 
