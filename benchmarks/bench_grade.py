@@ -188,7 +188,8 @@ def _memory(pid: int) -> tuple[int, int, int] | None:
         return None
     if not fields:
         return None
-    return hwm, fields.get("Pss", 0), fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
+    private = fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
+    return hwm, fields.get("Pss", 0), private
 
 
 # --------------------------------------------------------------------------- runs
@@ -242,7 +243,8 @@ def run_baseline(subs: Path, students: list[str], kind: str, scratch: Path,
         proc = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
         times.append(time.perf_counter() - started)
         if proc.returncode not in (0, 1):
-            sys.exit(f"baseline failed on {student} ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
+            sys.exit(f"baseline failed on {student} ({proc.returncode}):\n"
+                     f"{proc.stdout}{proc.stderr}")
         compute.append(checks_compute(json.loads(report.read_text())) if report.exists() else 0.0)
     return times, compute
 
@@ -328,7 +330,8 @@ def main() -> None:
         if not peaks:
             continue
         print(f"  {role:32} {len(peaks):9d} {max(p.rss_kb for p in peaks) / 1024:9.0f}"
-              f" {max(p.pss_kb for p in peaks) / 1024:9.0f} {max(p.uss_kb for p in peaks) / 1024:9.0f}")
+              f" {max(p.pss_kb for p in peaks) / 1024:9.0f}"
+              f" {max(p.uss_kb for p in peaks) / 1024:9.0f}")
     print(f"  whole tree, PSS at its peak: {sampler.tree_pss_peak_kb / 1024:.0f} MB")
     workers = by_role.get("worker", [])
     if workers:

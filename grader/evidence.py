@@ -1,7 +1,8 @@
 """The evidence keys: every fact a check may record, declared once (name, type, meaning, writers).
 
 Checks record evidence (`fail(..., evidence={...})`, or the `evidence` fixture dict) that the
-grader reads after them: diagnosis rules (`grader.scoring.diagnose`), report pictures (`grader.outputs.plots`)
+grader reads after them: diagnosis rules (`grader.scoring.diagnose`), report pictures
+(`grader.outputs.plots`)
 and report facts (`grader.outputs.report`). This module is the contract between those steps:
 
 - a key is a class attribute of `E`, so its name is written once: `E.loss_curve` is the key
@@ -12,7 +13,8 @@ and report facts (`grader.outputs.report`). This module is the contract between 
   an undeclared key cannot be read silently;
 - `problems(evidence)` names the keys of a recorded dict that are undeclared or of another
   type than declared; `grader.checking.plugin` calls it where a check's evidence is recorded (see
-  `grader.checking.plugin.check_evidence`), and `tests/test_evidence.py` scans every writer and reader.
+  `grader.checking.plugin.check_evidence`), and `tests/test_evidence.py` scans every writer and
+  reader.
 
 Types describe what the check's own code records. Values a check copies from student code or
 from a worker's record (`returned`, curves returned by the student) are declared loosely:
@@ -44,7 +46,8 @@ class Key:
     """One evidence key. Its name is the attribute it is bound to in `E`.
 
     `writers`: the check modules (`grader/checks/<name>.py`) or grader modules that record it.
-    `drawn`: a report picture (`grader.outputs.plots`) shows it, so the report does not repeat it as a
+    `drawn`: a report picture (`grader.outputs.plots`) shows it, so the report does not repeat it
+    as a
     text fact. `shown_only`: no rule or picture reads it; the report shows it as a fact."""
 
     def __init__(self, type_: Any, meaning: str, *writers: str, drawn: bool = False,
@@ -105,7 +108,8 @@ class E:
     grad_ratio = Key(float | str | None | Series | list[Series],
                      "p.grad at each update over the newest batch's gradient (1 right, 2 for "
                      "two batches summed); manual_backward: the constant factor between the "
-                     "gradient returned and the right one", "bughunt_common", "manual_backward_verify", "training_loops_verify", drawn=True)
+                     "gradient returned and the right one", "bughunt_common",
+                     "manual_backward_verify", "training_loops_verify", drawn=True)
     empty_grad_steps = Key(Steps, "updates whose p.grad was (nearly) empty",
                            "bughunt_common", "training_loops_verify")
     accumulated_steps = Key(Steps, "updates whose p.grad summed earlier batches' gradients",
@@ -132,10 +136,12 @@ class E:
                          "training_loops_verify", drawn=True)
     reference_val_loss_curve = Key(Series, "the reference's validation loss per epoch",
                                    "training_loops_verify", drawn=True)
-    lr_per_step = Key(list[Json], "the learning rate at each update", "bughunt_common", "training_loops_verify", drawn=True)
+    lr_per_step = Key(list[Json], "the learning rate at each update", "bughunt_common",
+                      "training_loops_verify", drawn=True)
     reference_lr_per_step = Key(Series, "the reference's learning rate at each update",
                                 "training_loops_verify", drawn=True)
-    steps_per_epoch = Key(Count, "updates (batches) per epoch", "bughunt_common", "training_loops_verify")
+    steps_per_epoch = Key(Count, "updates (batches) per epoch", "bughunt_common",
+                          "training_loops_verify")
     expected_lr_per_epoch = Key(Series, "the schedule's learning rate per epoch",
                                 "bughunt_common")
     run_lr_per_epoch = Key(Series, "the learning rate run() used per epoch",
@@ -194,7 +200,8 @@ class E:
                        "bughunt_common", "parameters_verify_hidden", "test_parameters")
     bare_tensors = Key(list[Json], "weights held as plain tensors, not nn.Parameter",
                        "bughunt_common", "parameters_verify_hidden", "test_parameters")
-    modules_created_in_forward = Key(Json, "layers built inside forward()", "bughunt_common", "parameters_verify_hidden", "test_parameters_hidden")
+    modules_created_in_forward = Key(Json, "layers built inside forward()", "bughunt_common",
+                                     "parameters_verify_hidden", "test_parameters_hidden")
     unregistered_modules_called = Key(Json, "layers called that the model does not register",
                                       "bughunt_common")
     weight_draws_in_eval = Key(Json, "random weights drawn in forward() in eval mode",
@@ -312,7 +319,8 @@ class E:
 
     # ----------------------------------------------------------- gradients of manual_backward
     grad_errors = Key(list[dict[str, Json]], "per gradient: its name, worst error and the "
-                      "tolerance there (grader.checking.compare.error_evidence)", "manual_backward_verify", "test_parameters_hidden", drawn=True)
+                      "tolerance there (grader.checking.compare.error_evidence)",
+                      "manual_backward_verify", "test_parameters_hidden", drawn=True)
     descent_path = Key(list[list[Number] | None], "(w, b) after each step of the student's "
                        "gradient descent", "manual_backward_verify", drawn=True)
     reference_descent_path = Key(list[list[Number]], "(w, b) after each reference step",

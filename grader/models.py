@@ -65,8 +65,9 @@ def clip_text(text: str, limit: int) -> str:
     return valid_text(text)
 
 
-def _text(limit: int):
-    return Annotated[str, AfterValidator(lambda v: clip_text(v, limit))]
+def _clipped(limit: int) -> AfterValidator:
+    """Clips a text field to `limit` characters (`clip_text`)."""
+    return AfterValidator(lambda v: clip_text(v, limit))
 
 
 def _items(limit: int, *, say: bool = True):
@@ -78,10 +79,11 @@ def _items(limit: int, *, say: bool = True):
     return AfterValidator(clip)
 
 
-Name = _text(1000)  # ids, titles, paths, targets
-Line = _text(4000)  # a call, an expected or got value, a hint, a note
-Message = _text(20_000)
-Output = _text(300_000)  # output is clipped to 64 KB per check and 256 KB per exercise before
+Name = Annotated[str, _clipped(1000)]  # ids, titles, paths, targets
+Line = Annotated[str, _clipped(4000)]  # a call, an expected or got value, a hint, a note
+Message = Annotated[str, _clipped(20_000)]
+# Output is clipped to 64 KB per check and 256 KB per exercise before it reaches a result.
+Output = Annotated[str, _clipped(300_000)]
 
 
 def bounded_evidence(evidence: dict) -> dict:
@@ -192,7 +194,8 @@ class CheckResult(BaseModel):
                                   "file for the exercise; `not_defined`: a name the check calls "
                                   "is missing; absent in results of versions before them")
     message: Message = ""
-    call: Line | None = Field(None, description="the call that failed, as the student would write it")
+    call: Line | None = Field(None, description="the call that failed, as the student would "
+                              "write it")
     expected: Line | None = None
     got: Line | None = None
     hint: Line | None = Field(None, description="one line on the concept behind the check")
@@ -201,7 +204,8 @@ class CheckResult(BaseModel):
         {}, description="plain facts the check measured (numbers, short lists): what diagnoses "
         "and report plots are made of")
     diagnoses: Annotated[list[Name], _items(100, say=False)] = Field(
-        [], description="ids of catalogued faults (grader/course/faults.toml) the evidence points to")
+        [], description="ids of catalogued faults (grader/course/faults.toml) the evidence "
+                        "points to")
     reveal: Reveal = Field("fix", description="how much of a diagnosis the student is shown")
     worker_records: Annotated[list[Name], _items(100, say=False)] = Field(
         [], description="probes (grader/probes) whose records this verdict rests on: made "
@@ -260,12 +264,14 @@ class SubmissionResult(BaseModel):
         fit_budget(self, TEXT_BUDGET)
         return self
 
-    @computed_field
+    # mypy rejects any decorator over @property; this is the form pydantic documents.
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def score(self) -> float:
         return round(sum(c.points for c in self.checks), 6)
 
-    @computed_field
+    # mypy rejects any decorator over @property; this is the form pydantic documents.
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def max_score(self) -> float:
         return round(sum(c.max_points for c in self.checks), 6)
@@ -306,9 +312,9 @@ class CheckRun(BaseModel):
 _CHECK_TEXTS = ("message", "output", "call", "expected", "got", "hint", "title")
 
 
-def _pieces(result: SubmissionResult) -> list[tuple[int, Any, str]]:
+def _pieces(result: SubmissionResult) -> list[tuple[int, Any, str | tuple[str, int]]]:
     """(cost, owner, field) of every text and every check's evidence in `result`."""
-    pieces = []
+    pieces: list[tuple[int, Any, str | tuple[str, int]]] = []
     for check in result.checks:
         for name in _CHECK_TEXTS:
             value = getattr(check, name)

@@ -113,7 +113,7 @@ class Chromium:
 
     # ------------------------------------------------------------------ pages
 
-    def open(self, url: str, *, width: int = 1100, height: int = 1400) -> "Page":
+    def open(self, url: str, *, width: int = 1100, height: int = 1400) -> Page:
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.send("Target.attachToTarget", {"targetId": target,
                                                       "flatten": True})["sessionId"]
@@ -141,7 +141,7 @@ class Chromium:
                     self.proc.wait(10)
             shutil.rmtree(self.profile, ignore_errors=True)
 
-    def __enter__(self) -> "Chromium":
+    def __enter__(self) -> Chromium:
         return self
 
     def __exit__(self, *exc) -> None:

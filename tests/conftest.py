@@ -12,7 +12,8 @@ from grader.intake.submission import load_submission
 from grader.worker.client import Zygote
 
 # A check that records an evidence key not declared in grader.evidence fails (as an internal
-# error) in every grading these tests do, subprocesses included (grader.checking.plugin.check_evidence).
+# error) in every grading these tests do, subprocesses included
+# (grader.checking.plugin.check_evidence).
 os.environ.setdefault("TORCHGRADE_STRICT_EVIDENCE", "1")
 
 REPO = Path(__file__).resolve().parents[1]

@@ -152,7 +152,8 @@ def test_page_loads_clean_and_is_not_blank(graded, browser, name):
         plots = page.evaluate("""Array.from(document.querySelectorAll('svg.plot')).map(s => [
             s.getAttribute('role'), (s.querySelector('title') || {}).textContent || '',
             (s.querySelector('desc') || {}).textContent || '',
-            s.getAttribute('aria-labelledby').split(' ').every(id => document.getElementById(id))])""")
+            s.getAttribute('aria-labelledby').split(' ')
+                .every(id => document.getElementById(id))])""")
         for role, title, desc, labelled in plots:
             assert role == "img" and len(title) > 10 and len(desc) > 40 and labelled
         # status is a word, not only a colour
@@ -200,7 +201,8 @@ def test_partly_wrong_report_shows_pictures_and_expands(graded, browser):
         # "Expand all": every picture then has a real size on the screen
         page.click("button[data-details='open']")
         sizes = page.evaluate("Array.from(document.querySelectorAll('svg.plot')).map(s => {"
-                              " const r = s.getBoundingClientRect(); return [r.width, r.height]; })")
+                              " const r = s.getBoundingClientRect();"
+                              " return [r.width, r.height]; })")
         assert sizes and all(w >= 200 and h >= 80 for w, h in sizes), sizes
         assert page.evaluate("document.querySelectorAll('details.check:not([open])').length") == 0
         shoot(page, "-expanded")
@@ -219,7 +221,8 @@ def test_hostile_content_stays_text(graded, browser):
         assert page.evaluate("typeof window.pwned") == "undefined"
         text = page.evaluate("document.body.innerText")
         assert "<script>window.pwned = 4</script>" in text  # shown, as text
-        assert page.evaluate("document.querySelectorAll('main script, main img, main b').length") == 0
+        assert page.evaluate("document.querySelectorAll('main script, main img, main b')"
+                             ".length") == 0
         assert_clean(page)
     finally:
         page.close()
@@ -229,22 +232,27 @@ def test_index_sorts_filters_and_links(graded, browser):
     page = open_page(browser, graded / PAGES["index"], "index")
     try:
         table = "document.getElementById('student-table')"
-        names = f"Array.from({table}.tBodies[0].rows).filter(r => !r.hidden).map(r => r.cells[0].innerText.trim())"
-        links = page.evaluate(f"Array.from({table}.querySelectorAll('tbody a')).map(a => a.getAttribute('href'))")
+        names = (f"Array.from({table}.tBodies[0].rows).filter(r => !r.hidden)"
+                 ".map(r => r.cells[0].innerText.trim())")
+        links = page.evaluate(f"Array.from({table}.querySelectorAll('tbody a'))"
+                              ".map(a => a.getAttribute('href'))")
         for student in ("ada_correct", "dan_partly_wrong", "mallory_hostile"):
             assert f"{student}/report.html" in links
-        score_col = page.evaluate(f"Array.from({table}.tHead.rows[0].cells).findIndex(c => c.innerText.trim() === 'Score')")
+        score_col = page.evaluate(f"Array.from({table}.tHead.rows[0].cells)"
+                                  ".findIndex(c => c.innerText.trim() === 'Score')")
         page.click(f"#student-table thead th:nth-child({score_col + 1})")
         ascending = page.evaluate(names)
         assert ascending[0] == "mallory_hostile" and ascending[-1] == "ada_correct", ascending
         page.press("Enter")  # the heading has the focus: Enter sorts it the other way
         assert page.evaluate(names) == ascending[::-1]
-        assert page.evaluate(f"{table}.tHead.rows[0].cells[{score_col}].getAttribute('aria-sort')") == "descending"
+        sort = page.evaluate(f"{table}.tHead.rows[0].cells[{score_col}].getAttribute('aria-sort')")
+        assert sort == "descending"
         page.click("#student-filter")
         page.send("Input.insertText", {"text": "dan"})
         assert page.evaluate(names) == ["dan_partly_wrong"]
         # the checks tables: one per exercise, a pass rate in words in every row
-        rates = page.evaluate("Array.from(document.querySelectorAll('table.checks td.heat')).map(td => td.innerText)")
+        rates = page.evaluate("Array.from(document.querySelectorAll('table.checks td.heat'))"
+                              ".map(td => td.innerText)")
         assert rates and all(r.strip().endswith(("%", "▼")) for r in rates)
         assert_clean(page)
     finally:
@@ -284,7 +292,8 @@ def test_print_shows_every_section(graded, browser):
 
 
 def test_diagnoses_render_from_the_catalogue(tmp_path, browser):
-    """A result carrying diagnoses (what grader/scoring/diagnose.py fills in): each is looked up in the
+    """A result carrying diagnoses (what grader/scoring/diagnose.py fills in): each is looked up in
+    the
     fault catalogue and shown with its symptom, cause and fix; an unknown id stays plain."""
     from grader.course.faults import catalogue
 

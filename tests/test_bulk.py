@@ -70,7 +70,8 @@ def test_one_session_grades_like_fresh_sessions(tmp_path, zygote):
     # (No mutant whose verdict depends on the machine's load, like a Python loop near its
     # deadline: that would differ between any two runs.)
     sources = {"solution": SOLUTION, "stub": STUB, "missing": None, "syntax": "def c_strides(:\n",
-               "loop": SOLUTION + "\ndef broadcast_shape(*shapes):\n    while True:\n        pass\n",
+               "loop": SOLUTION + "\ndef broadcast_shape(*shapes):\n"
+                                  "    while True:\n        pass\n",
                **{name: mutant(name) for name in ("center_columns_in_place",
                                                   "sliding_windows_writeable",
                                                   "pairwise_missing_factor_two",
@@ -78,7 +79,8 @@ def test_one_session_grades_like_fresh_sessions(tmp_path, zygote):
     write_class(tmp_path, sources)
     subs = [load_submission(tmp_path / s, exercises=[EXERCISE], student=s) for s in sources]
     batch: dict[str, SubmissionResult] = {}
-    graded = grade_batch(iter(subs), lambda sub, run: batch.__setitem__(sub.student, result_of(run)),
+    graded = grade_batch(iter(subs),
+                         lambda sub, run: batch.__setitem__(sub.student, result_of(run)),
                          exercises=[EXERCISE], limits=None, zygote=zygote)
     assert graded == len(sources)
     for sub in subs:

@@ -161,7 +161,8 @@ def test_demo_grades_the_bundled_class(tmp_path):
     proc = torchgrade("demo", "--out", tmp_path / "demo", timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "index.html" in proc.stdout.splitlines()[-1]
-    results = {p.parent.name: read_json(p) for p in (tmp_path / "demo" / "results").glob("*/results.json")}
+    results = {p.parent.name: read_json(p)
+               for p in (tmp_path / "demo" / "results").glob("*/results.json")}
     assert {"ada_correct", "ben_stub", "eve_notebook", "gus_zipped", "hal_hostile"} <= set(results)
     full = results["ada_correct"].max_score
     assert results["ada_correct"].score == results["gus_zipped"].score == full

@@ -1,8 +1,8 @@
 """CURRICULUM.md, the exercise contract, is generated from the stubs and matches the solutions.
 
 Fast: reads files only (no sandbox, no worker). The committed file must be what
-`python -m grader.release.curriculum` writes, so a stub's docstring and the contract cannot disagree;
-every public definition of every stub is in it; and every solution defines what its stub
+`python -m grader.release.curriculum` writes, so a stub's docstring and the contract cannot
+disagree; every public definition of every stub is in it; and every solution defines what its stub
 defines with the same call signature, so the contract cannot drift from the reference either.
 """
 

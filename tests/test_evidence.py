@@ -5,7 +5,8 @@
   modules that write it; a value of another type, or an undeclared key, is caught where a
   check's evidence is recorded (`grader.checking.plugin.check_evidence`);
 - decisions about why a check did not pass read `CheckResult.reason`, never message text;
-- one table (`grader.outputs.outcomes`) says how each outcome is shown in terminal, reports, summary.
+- one table (`grader.outputs.outcomes`) says how each outcome is shown in terminal, reports,
+  summary.
 
 The scan reads the source (ast), so that a key written on a path no test grades is found too;
 `check_evidence` catches at run time what the scan cannot see (keys made at run time).
@@ -211,7 +212,8 @@ def test_the_scan_finds_what_it_looks_for(tmp_path):
         "def stats():\n    return {'s_a': 1}\n"
         "def t(evidence, k):\n"
         "    evidence['k1'] = 1\n    evidence.update(k2=2)\n    evidence.setdefault('k3', [])\n"
-        "    fail('x', evidence={'k4': 1})\n    timing = {'k5': 1}\n    fail('y', evidence=timing)\n"
+        "    fail('x', evidence={'k4': 1})\n    timing = {'k5': 1}\n"
+        "    fail('y', evidence=timing)\n"
         "    evidence.update(stats())\n    s = stats()\n"
         "    evidence.update({f'v_{a}': b for a, b in s.items()})\n"
         "    evidence[k] = 3\n    print(evidence['read'])\n", encoding="utf-8")

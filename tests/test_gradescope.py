@@ -25,6 +25,9 @@ EXERCISE = "strides_broadcasting"
 
 # Gradescope's "Autograder Specifications", written down independently of grader.outputs.gradescope:
 # only the fields the specification lists, with its value sets.
+Visibility = Literal["hidden", "after_due_date", "after_published", "visible"]
+
+
 class SpecTest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -37,7 +40,7 @@ class SpecTest(BaseModel):
     output: str | None = None
     output_format: Literal["text", "html", "simple_format", "md", "ansi"] | None = None
     tags: list[str] | None = None
-    visibility: Literal["hidden", "after_due_date", "after_published", "visible"] | None = None
+    visibility: Visibility | None = None
     extra_data: dict | None = None
 
 
@@ -50,8 +53,8 @@ class SpecResults(BaseModel):
     output_format: Literal["text", "html", "simple_format", "md", "ansi"] | None = None
     test_output_format: Literal["text", "html", "simple_format", "md", "ansi"] | None = None
     test_name_format: Literal["text", "html", "simple_format", "md", "ansi"] | None = None
-    visibility: Literal["hidden", "after_due_date", "after_published", "visible"] | None = None
-    stdout_visibility: Literal["hidden", "after_due_date", "after_published", "visible"] | None = None
+    visibility: Visibility | None = None
+    stdout_visibility: Visibility | None = None
     extra_data: dict | None = None
     tests: list[SpecTest] | None = None
     leaderboard: list[dict] | None = None

@@ -87,7 +87,8 @@ def hostile_batch(tmp_path_factory):
             threat.at_import.format(**fill)
         (folder / f"{EXERCISE}.py").write_text(code)
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(subs), "--out", str(out)],
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(subs),
+                           "--out", str(out)],
                           capture_output=True, text=True, timeout=900)
     elapsed = time.monotonic() - started
     time.sleep(0.5)

@@ -82,7 +82,8 @@ _wire.send_frame = _send
 def frame(doc, buffers=()):
     """A frame of raw JSON bytes `doc` and raw `buffers`."""
     lengths = _struct.pack(f"!{len(buffers)}Q", *map(len, buffers))
-    return _wire.HEADER.pack(_wire.MAGIC, len(doc), len(buffers)) + lengths + doc + b"".join(buffers)
+    header = _wire.HEADER.pack(_wire.MAGIC, len(doc), len(buffers))
+    return header + lengths + doc + b"".join(buffers)
 
 
 def reply(value_json, buffers=()):
@@ -199,7 +200,8 @@ def attack():
 
 def test_a_few_non_string_keys_still_decode(zygote):
     """An optimizer's state_dict has int keys: a few of any hashable kind are fine."""
-    with module_of(zygote, "def f():\n    return {0: 'a', (1, 2): 'b', 2.5: 'c', 'x': 'd'}\n") as sub:
+    source = "def f():\n    return {0: 'a', (1, 2): 'b', 2.5: 'c', 'x': 'd'}\n"
+    with module_of(zygote, source) as sub:
         assert sub.call("f") == {0: "a", (1, 2): "b", 2.5: "c", "x": "d"}
 
 
@@ -320,7 +322,8 @@ def test_worst_replies_cost_little(zygote):
             rows.append((name, cost.cpu, traced.mb, rss))
             assert cost.cpu < CPU_PER_REPLY and rss < 3 * MB_PER_REPLY, rows[-1]
     for name, cpu, mb, rss in rows:
-        print(f"{name:28} grader CPU {cpu:.3f} s   traced peak {mb:6.1f} MB   peak RSS +{rss:.0f} MB")
+        print(f"{name:28} grader CPU {cpu:.3f} s   traced peak {mb:6.1f} MB"
+              f"   peak RSS +{rss:.0f} MB")
 
 
 # --------------------------------------------------------------------------- deadlines

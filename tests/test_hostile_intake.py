@@ -429,7 +429,8 @@ def test_the_parent_reads_no_submission(tmp_path, monkeypatch):
 
 
 class Patched:
-    """A grading process (grader.running.pool.serve) with one of its steps broken for some students."""
+    """A grading process (grader.running.pool.serve) with one of its steps broken for some
+    students."""
 
     def __init__(self, how: str, victims: set[str]):
         self.how, self.victims = how, victims
@@ -438,7 +439,8 @@ class Patched:
         import grader.commands.grade
         import grader.running.pool
 
-        score, write = grader.commands.grade.result_of, grader.commands.grade.write_submission_outputs
+        score = grader.commands.grade.result_of
+        write = grader.commands.grade.write_submission_outputs
         victims, how = self.victims, self.how
 
         def bad_score(run, **kwargs):

@@ -17,7 +17,8 @@ import pytest
 from grader.outputs.writing import read_json
 from grader.jupyter import check as jupyter_check
 from grader.intake.notebook import is_check_cell, notebook_chunks
-from grader.release.notebooks import (escape_markdown, exercise_notebook, fill_solutions, module_parts,
+from grader.release.notebooks import (escape_markdown, exercise_notebook, fill_solutions,
+                              module_parts,
                               module_path, solution_path, stub_path, visible_targets,
                               write_notebooks)
 from grader.course.registry import known_exercises

@@ -46,7 +46,8 @@ def test_installed_package_grades_and_renders_a_report(installed, tmp_path):
                            env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
     assert probe.stdout.startswith(str(site))
     proc = subprocess.run([sys.executable, "-m", "grader.cli", "check",
-                           str(SOLUTIONS / "strides_broadcasting.py"), "--out", str(tmp_path / "o")],
+                           str(SOLUTIONS / "strides_broadcasting.py"),
+                           "--out", str(tmp_path / "o")],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     html = (tmp_path / "o" / "strides_broadcasting" / "report.html").read_text()  # one per exercise

@@ -191,8 +191,8 @@ def test_leak_scan_finds_answers_however_they_are_hidden(student_release, all_se
     reformatted = body.replace("    ", "  ").replace("return True", "return True  # done")
     inner = io.BytesIO()
     with zipfile.ZipFile(inner, "w") as z:
-        z.writestr("nb/answers.ipynb", json.dumps({"cells": [{"cell_type": "code",
-                                                              "source": reformatted.splitlines(True)}]}))
+        cell = {"cell_type": "code", "source": reformatted.splitlines(True)}
+        z.writestr("nb/answers.ipynb", json.dumps({"cells": [cell]}))
     with zipfile.ZipFile(root / "extra-0.1-py3-none-any.whl", "w") as z:
         z.writestr("extra/bundle.zip", inner.getvalue())
     # 2. A hidden check's name in a data file, 3. a reference implementation's line in a
@@ -200,7 +200,7 @@ def test_leak_scan_finds_answers_however_they_are_hidden(student_release, all_se
     hidden = next(c for c in collect_checks(["parameters"]) if c.info.visibility == "hidden")
     (root / "grader" / "extra.json").write_text(json.dumps({"check": hidden.name}))
     reference = (CHECKS_DIR / "training_loops_reference.py").read_text()
-    line = next(l for l in reference.splitlines() if "model, optimizer, loss_fn = _objects" in l)
+    line = next(s for s in reference.splitlines() if "model, optimizer, loss_fn = _objects" in s)
     (root / "NOTES.md").write_text(f"Tip:\n\n    {line.strip()}\n")
     hidden_source = (CHECKS_DIR / "test_strides_broadcasting_hidden.py").read_text()
     hidden_words = {s.words for s in all_secrets if s.kind == "hidden check"}
@@ -276,11 +276,11 @@ def test_release_check_runs_the_visible_checks_and_lists_the_hidden(installed_re
     bad = torchgrade(installed_release, "check", EXERCISES / "strides_broadcasting.py",
                      "--out", tmp_path / "b", cwd=tmp_path)
     assert bad.returncode == 1 and "not implemented yet" in bad.stdout
-    for args, words in ((["check", SOLUTIONS, "--hidden"], "not part of the student release"),
+    for args, said in ((["check", SOLUTIONS, "--hidden"], "not part of the student release"),
                         (["solution", "parameters", "--i-have-tried"], "not part of the student"),
                         (["release", "--out", tmp_path / "r"], "not part of the student")):
         proc = torchgrade(installed_release, *args, cwd=tmp_path)
-        assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+        assert proc.returncode == 2 and said in proc.stderr, proc.stderr
 
 
 def test_check_in_a_release_folder_checks_every_exercise_file_with_its_own_report(

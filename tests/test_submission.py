@@ -28,8 +28,8 @@ def notebook(*cells, valid=True) -> str:
 
 
 def test_finds_files_at_the_top_and_one_folder_deeper(tmp_path):
-    root = write(tmp_path / "alice", {"hw1/strides_broadcasting.py": "x = 1\n", "other.py": "y = 2\n",
-                                      "unrelated.py": "z = 3\n"})
+    root = write(tmp_path / "alice", {"hw1/strides_broadcasting.py": "x = 1\n",
+                                      "other.py": "y = 2\n", "unrelated.py": "z = 3\n"})
     sub = load_submission(root, exercises=EX)
     assert sub.student == "alice"
     assert sub.modules["strides_broadcasting"].path == "hw1/strides_broadcasting.py"
@@ -93,7 +93,8 @@ def test_binary_and_non_utf8_files(tmp_path, content, words):
 
 def test_latin1_with_a_coding_cookie_is_read_as_declared(tmp_path):
     root = write(tmp_path / "s", {"strides_broadcasting.py":
-                                  "# -*- coding: latin-1 -*-\nname = 'Jos\xe9'\n".encode("latin-1")})
+                                  "# -*- coding: latin-1 -*-\nname = 'Jos\xe9'\n"
+                                  .encode("latin-1")})
     module = load_submission(root, exercises=EX).modules["strides_broadcasting"]
     assert "José" in module.chunks[0].code and not module.notes and module.fatal is None
 

@@ -94,7 +94,8 @@ def test_self_referencing_list_is_refused():
     {"v": {"$": "ndarray", "dtype": "float64", "shape": [3], "buf": 0}},  # 8 bytes, not 24
     {"v": {"$": "ndarray", "dtype": "float64", "shape": [-1], "buf": 0}},
     {"v": {"$": "tensor", "dtype": "float64", "shape": [2], "buf": 5}},
-    {"v": {"$": "ndarray", "dtype": "float64", "shape": [1], "view": {"seg": 1, "offset": 0, "strides": [8]}}},
+    {"v": {"$": "ndarray", "dtype": "float64", "shape": [1],
+           "view": {"seg": 1, "offset": 0, "strides": [8]}}},
     {"v": {"$": "dict", "items": [[[1], 2]]}},
     {"v": {"$": "dtype", "lib": "numpy", "name": "object"}},
     {"v": "x", "segs": [{"id": 1, "size": 8, "fd": 0}]},

@@ -33,13 +33,15 @@ def test_the_warm_parent_is_single_threaded(zygote):
 
 def test_worker_sees_no_grader_internals(zygote):
     with module_of(zygote, "import sys\n"
-                            "def loaded(): return sorted(m for m in sys.modules if m.startswith('grader'))\n"
+                            "def loaded():\n"
+                            "    return sorted(m for m in sys.modules if m.startswith('grader'))\n"
                             "def threads(): import os; return len(os.listdir('/proc/self/task'))\n"
                             "def env(): import os; return dict(os.environ)\n"
                             "def cwd(): import os; return os.getcwd()\n") as sub:
         loaded = sub.call("loaded")
         assert not [m for m in loaded if m.startswith(("grader.checks", "grader.solutions",
-                                                       "grader.running.runner", "grader.checking.plugin"))]
+                                                       "grader.running.runner",
+                                                       "grader.checking.plugin"))]
         assert sub.call("threads") == 1
         env = sub.call("env")
         assert env["OMP_NUM_THREADS"] == "1" and "PYTHONPATH" not in env
@@ -189,7 +191,8 @@ def test_sabotaging_the_workers_builtins_only_breaks_the_submission(zygote):
 def test_output_is_captured_per_check_and_bounded(zygote):
     limits = WorkerLimits(call_timeout=5.0, output_bytes=4096)
     with module_of(zygote, "import sys\nprint('at import')\n"
-                            "def chatty(n):\n    print('x' * n)\n    print('to stderr', file=sys.stderr)\n"
+                            "def chatty(n):\n    print('x' * n)\n"
+                            "    print('to stderr', file=sys.stderr)\n"
                             "    return n\n", limits) as sub:
         assert sub.call("chatty", 10) == 10
         assert sub.import_output == "at import\n"
@@ -283,7 +286,8 @@ def test_workers_are_contained_when_the_machine_allows(zygote):
                             "            return open(p).read()\n"
                             "        except OSError:\n"
                             "            return ''\n"
-                            "    return os.getuid(), os.getpid(), net, [read(p) for p in paths]\n") as sub:
+                            "    return os.getuid(), os.getpid(), net, "
+                            "[read(p) for p in paths]\n") as sub:
         import grader
         from pathlib import Path
         root = Path(grader.__file__).parent

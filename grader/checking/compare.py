@@ -8,7 +8,7 @@ on the concept. A check's source code never appears in a message.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import torch
@@ -29,7 +29,7 @@ class CheckFailure(AssertionError):
         self.evidence = dict(evidence or {})
 
 
-def fail(message: str, **fields) -> None:
+def fail(message: str, **fields) -> NoReturn:
     raise CheckFailure(message, **fields)
 
 
@@ -40,8 +40,8 @@ def short(value: Any, limit: int = 200) -> str:
     """A one-line description of a value, at most about `limit` characters."""
     if isinstance(value, torch.Tensor):
         return _short_array("tensor", value.detach().cpu().numpy() if value.dtype != torch.bfloat16
-                            else value.detach().float().numpy(), str(value.dtype).removeprefix("torch."),
-                            limit)
+                            else value.detach().float().numpy(),
+                            str(value.dtype).removeprefix("torch."), limit)
     if isinstance(value, np.ndarray):
         return _short_array("array", value, value.dtype.name, limit)
     if isinstance(value, np.generic):
@@ -145,13 +145,17 @@ def expect_array(got: Any, expected: np.ndarray | torch.Tensor, *, call: str,
     want_type = torch.Tensor if is_tensor else np.ndarray
     kind = kind or ("a torch.Tensor" if is_tensor else "a numpy array")
     expect_type(got, want_type, call=call, what=kind, hint=hint)
-    g = got.detach().cpu().numpy() if is_tensor else got
-    e = expected.detach().cpu().numpy() if is_tensor else np.asarray(expected)
+    # isinstance rather than is_tensor: the same test (expect_type passed), which mypy can follow.
+    g = got.detach().cpu().numpy() if isinstance(got, torch.Tensor) else got
+    e = (expected.detach().cpu().numpy() if isinstance(expected, torch.Tensor)
+         else np.asarray(expected))
     g_dtype = str(got.dtype).removeprefix("torch.") if is_tensor else got.dtype.name
     e_dtype = str(expected.dtype).removeprefix("torch.") if is_tensor else e.dtype.name
     if tuple(g.shape) != tuple(e.shape):
-        fail(f"{call} returned an array of shape {tuple(g.shape)}; expected shape {tuple(e.shape)}.",
-             call=call, expected=f"shape {tuple(e.shape)}", got=f"shape {tuple(g.shape)}", hint=hint)
+        fail(f"{call} returned an array of shape {tuple(g.shape)}; "
+             f"expected shape {tuple(e.shape)}.",
+             call=call, expected=f"shape {tuple(e.shape)}", got=f"shape {tuple(g.shape)}",
+             hint=hint)
     if check_dtype and g_dtype != e_dtype:
         fail(f"{call} returned dtype {g_dtype}; expected {e_dtype}.",
              call=call, expected=f"dtype {e_dtype}", got=f"dtype {g_dtype}", hint=hint)
@@ -187,8 +191,7 @@ def mismatch_report(got: np.ndarray, expected: np.ndarray, *, rtol: float, atol:
     lines = [f"  {int(bad.sum())} of {bad.size} elements differ (rtol={rtol:g}, atol={atol:g})"]
     finite = np.where(bad & np.isfinite(diff), diff, -1.0)
     if finite.max() >= 0:
-        worst = np.unravel_index(int(np.argmax(finite)), finite.shape)
-        worst = tuple(int(i) for i in worst)
+        worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(finite)), finite.shape))
         with np.errstate(divide="ignore", invalid="ignore"):
             rel = finite[worst] / abs(e[worst]) if e[worst] != 0 else math.inf
         lines.append(f"  largest absolute error {finite[worst]:.3g} at {list(worst)} "

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,7 +32,7 @@ from grader.worker.limits import WorkerLimits
 
 log = logging.getLogger("torchgrade")
 SESSION_KEY = pytest.StashKey["GradingSession"]()
-EVIDENCE_KEY = pytest.StashKey[dict]()
+EVIDENCE_KEY = pytest.StashKey[dict[str, Any]]()
 STRICT_EVIDENCE = "TORCHGRADE_STRICT_EVIDENCE"  # set: an undeclared evidence key is an error
 INTERNAL_ERROR = ("the grader itself failed on this check ({}); this is not your fault, please "
                   "tell your instructor")
@@ -115,22 +116,28 @@ class ResultCollector:
         """The report of a check, built here: its text is the student's message, never a
         traceback of the check (which would show hidden source, and costs ~30 ms to format)."""
         info = info_of(item)
-        if (info is None or call.when == "teardown" or (call.when == "setup" and call.excinfo is None)
-                or (call.excinfo is not None and call.excinfo.errisinstance(pytest.skip.Exception))):
+        if (info is None or call.when == "teardown"
+                or (call.when == "setup" and call.excinfo is None)
+                or (call.excinfo is not None
+                    and call.excinfo.errisinstance(pytest.skip.Exception))):
             return None  # pytest's own report
         module = item.funcargs.get("sub") if hasattr(item, "funcargs") else None
         records = list(module.worker_records) if isinstance(module, StudentModule) else []
         output = module.end_check() if isinstance(module, StudentModule) else ""
         result = make_result(item, call, output)
         result.worker_records = records
-        result.evidence = {**item.stash.get(EVIDENCE_KEY, {}), **result.evidence}
+        recorded = item.stash.get(EVIDENCE_KEY, {})
+        result.evidence = {**recorded, **result.evidence}
         result = check_evidence(result)
         self.results.append(result)
         passed = result.status == "passed"
         return pytest.TestReport(
             item.nodeid, item.location, dict.fromkeys(item.keywords, 1),
-            "passed" if passed else "failed", None if passed else f"[{result.status}] {result.message}",
-            call.when, duration=call.duration, start=call.start, stop=call.stop,
+            "passed" if passed else "failed",
+            None if passed else f"[{result.status}] {result.message}",
+            # A runtest call is never "collect" (pytest's CallInfo type covers collection too).
+            call.when,  # type: ignore[arg-type]
+            duration=call.duration, start=call.start, stop=call.stop,
             user_properties=item.user_properties)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -165,6 +172,7 @@ def check_evidence(result: CheckResult) -> CheckResult:
 
 def make_result(item: pytest.Item, call: pytest.CallInfo, output: str) -> CheckResult:
     info = info_of(item)
+    assert info is not None  # pytest_runtest_makereport hands over checks' items only
     fields = dict(id=check_id(item), exercise=exercise_of(item.path), title=info.title,
                   targets=info.targets, visibility=info.visibility, reveal=info.reveal,
                   max_points=info.points,

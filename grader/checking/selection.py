@@ -1,7 +1,7 @@
 """Which checks a grading session runs: all of them (bulk grading), or a student's local choice.
 
-`CheckSelection` is a pytest plugin handed to `grader.running.runner.run_checks(select=...)`. It keeps
-the visible checks (and the hidden ones when `hidden`), optionally only those whose targets
+`CheckSelection` is a pytest plugin handed to `grader.running.runner.run_checks(select=...)`. It
+keeps the visible checks (and the hidden ones when `hidden`), optionally only those whose targets
 include one of `targets` (a notebook's "check your work" cell for one function), and remembers
 every hidden check it left out as a `PendingCheck`: its title, points and targets, which is all
 a student may learn about it before grading. Checks are deselected after collection, so a

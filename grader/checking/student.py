@@ -12,7 +12,7 @@ MRO, messages, tracebacks) is clipped here, whatever the worker claims to have c
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -350,6 +350,8 @@ class StudentModule:
 
 def _overlaps(value: np.ndarray | torch.Tensor, lo: int, hi: int) -> bool:
     """`value`'s memory meets the address range [lo, hi)."""
+    shape: tuple[int, ...]
+    strides: Sequence[int]
     if isinstance(value, torch.Tensor):
         if value.layout != torch.strided or value.numel() == 0:
             return False

@@ -4,6 +4,8 @@ harness the grader trains with and what it asks `run(seed=0)` to record. Never s
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from grader.checks.bughunt_common import TrainCase, batches
@@ -26,8 +28,8 @@ TRAIN = TrainCase(
          "nn.CrossEntropyLoss()")
 PROBE_IMAGES = torch.randn(16, 1, 8, 8, generator=torch.Generator().manual_seed(54))
 PROBE_LABELS = torch.arange(16) % 4
-SETUP = dict(seed=0, first_loss=True, logits_batch=[PROBE_IMAGES, PROBE_LABELS],
-             schedule_epochs=8)
+SETUP: dict[str, Any] = dict(seed=0, first_loss=True,
+                             logits_batch=[PROBE_IMAGES, PROBE_LABELS], schedule_epochs=8)
 SETUP_CALL = "run(seed=0)  # what run() hands to train(...)"
 
 

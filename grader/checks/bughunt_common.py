@@ -10,8 +10,8 @@ checks that read it (`shared`). References come from the fixed scripts
 (`grader.solutions.bughunt.*`), run here in the grader.
 
 Messages describe what was observed (the symptom and the evidence), not the cause: the
-diagnoses that `grader.scoring.diagnose` attaches say as much about the cause as each check's `reveal`
-setting allows. Evidence keys (for diagnoses and reports):
+diagnoses that `grader.scoring.diagnose` attaches say as much about the cause as each check's
+`reveal` setting allows. Evidence keys (for diagnoses and reports):
 
     steps, backwards_per_step, grad_ratio, empty_grad_steps, accumulated_steps,
     repeated_backward_steps, freed_graph_reused_steps   optimizer steps of the train audit
@@ -41,8 +41,9 @@ import importlib
 import io
 import math
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Final
 
 import torch
 import torch.nn.functional as F
@@ -51,12 +52,12 @@ from grader.checking.compare import CheckFailure, fail, short
 from grader.checking.student import StudentError, StudentRaised
 
 TIMEOUT = 30  # seconds per call: a worker's first optimizer imports torch._dynamo (seconds)
-REVEAL = "symptom"
+REVEAL: Final = "symptom"
 # A correct loop leaves p.grad equal to the sum of this step's backward gradients exactly
 # (measured: 0.0); an accumulated or doubled gradient is off by 50 % or more.
 GRAD_RTOL = 1e-4
 
-_SHARED: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+_SHARED: weakref.WeakKeyDictionary[Any, dict] = weakref.WeakKeyDictionary()
 
 
 def shared(sub, key: str, compute: Callable[[], Any]) -> Any:
@@ -97,7 +98,7 @@ def probe(sub, probe_name: str, call: str, **kwargs) -> Any:
 
 
 def rounded(values, digits: int = 4) -> list:
-    out = []
+    out: list[float | str | None] = []
     for v in values:
         if v is None or (isinstance(v, float) and not math.isfinite(v)):
             out.append(None if v is None else str(v))
@@ -385,6 +386,8 @@ def verify_schedule(sub, case: TrainCase, evidence: dict) -> None:
     lrs = [s["lr"] for s in record["steps"]]
     per_epoch = len(case.train_batches)
     spec = case.scheduler
+    # verify_schedule is for cases with an optimizer and a scheduler
+    assert spec is not None and case.optimizer is not None
     base = case.optimizer["lr"]
     want = [base * spec["gamma"] ** (e // spec["step_size"]) for e in range(case.epochs)]
     evidence.update(lr_per_step=rounded(lrs[:300], 8), steps_per_epoch=per_epoch,
@@ -550,7 +553,8 @@ def normalisation_statistics(seen: torch.Tensor, raw_train: torch.Tensor,
     best, where = math.inf, None
     # The mean and the scale each on their own too: a mean from one split and a standard
     # deviation from another (`normaliser_mean_from`, `normaliser_std_from`).
-    best_m, best_s = (math.inf, None), (math.inf, None)
+    best_m: tuple[float, str | None] = (math.inf, None)
+    best_s: tuple[float, str | None] = (math.inf, None)
     train = raw_train.double()
     for name, data in (("training split", train), ("validation split", raw_val.double()),
                        ("all data", torch.cat([train, raw_val.double()]))):
@@ -700,7 +704,9 @@ def optimizer_settings(record: dict, call: str) -> tuple[type, dict, str]:
 def inspect_params(cls: type) -> set[str]:
     import inspect
 
-    return set(inspect.signature(cls.__init__).parameters) - {"self", "params"}
+    # The class's own __init__ is what is asked for (mypy calls reading it off a type unsound).
+    init = cls.__init__  # type: ignore[misc]
+    return set(inspect.signature(init).parameters) - {"self", "params"}
 
 
 def quiet(fn, *args, **kwargs):
@@ -726,7 +732,7 @@ def verify_evaluate_over_samples(sub, case: TrainCase, batches_: list, loss: str
                 state=case.state, batches=batches_, loss=loss, own_model=case.own_model)
     from grader.probes.bughunt import column_mse, row_keys
 
-    labels = {}
+    labels: dict[Any, Any] = {}
     for xb, yb in batches_:
         labels.update(zip(row_keys(xb), yb.tolist()))
     total, correct, count = 0.0, 0, 0

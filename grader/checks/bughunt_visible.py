@@ -30,7 +30,7 @@ from grader.checking.student import StudentError
 RUN_TIMEOUT = 60  # seconds for run(seed=0); the fixed scripts take 1-3 s on one loaded core
 CALL = "run(seed=0)"
 
-_RECORDS: "weakref.WeakKeyDictionary[Any, tuple[bool, Any]]" = weakref.WeakKeyDictionary()
+_RECORDS: weakref.WeakKeyDictionary[Any, tuple[bool, Any]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -54,9 +56,11 @@ class Mirror:
     grad: list[float]
 
 
-_BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
-           "truediv": operator.truediv, "pow": operator.pow}
-_UNARY = {"neg": operator.neg, "relu": torch.relu, "tanh": torch.tanh, "exp": torch.exp}
+_BINARY: dict[str, Callable[..., Any]] = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+    "pow": operator.pow}
+_UNARY: dict[str, Callable[..., Any]] = {
+    "neg": operator.neg, "relu": torch.relu, "tanh": torch.tanh, "exp": torch.exp}
 
 
 def mirror_program(program: list) -> Mirror:
@@ -117,8 +121,8 @@ def random_program(rng: np.random.Generator, leaves: int, ops: int, *,
 
     for _ in range(leaves):
         magnitude = float(rng.uniform(0.3, 2.0))
-        value = round(magnitude if rng.random() < 0.6 else -magnitude, 4)
-        add(("leaf", value), value)
+        start = round(magnitude if rng.random() < 0.6 else -magnitude, 4)
+        add(("leaf", start), start)
     made = 0
     while made < ops:
         step = _random_step(rng, values, const_prob, same_prob)
@@ -161,7 +165,7 @@ def _random_step(rng: np.random.Generator, values: list[float], const_prob: floa
             return None
         return ("pow", ("node", a), ("const", exponent))
     b = a if rng.random() < same_prob else int(rng.integers(n))
-    other = ("node", b)
+    other: tuple[str, Any] = ("node", b)
     if rng.random() < const_prob:
         c = float(rng.uniform(0.5, 3.0)) * (1 if rng.random() < 0.5 else -1)
         other = ("const", int(round(c)) if rng.random() < 0.3 else round(c, 3))

@@ -14,7 +14,8 @@ the expected one), `nonfinite` and `max_abs_logit` (softmax_cross_entropy return
 `loss_curve` / `reference_loss_curve` (fit_linear_gd), `eps`, `max_error`, `error_ratios` (the
 finite-difference order check, recorded whether it passes or not).
 For the report's pictures (never part of a verdict): `grad_errors` (per gradient of the case
-being checked, its worst error against the tolerance: `grader.checking.compare.error_evidence`), and for
+being checked, its worst error against the tolerance:
+`grader.checking.compare.error_evidence`), and for
 fit_linear_gd's trajectory check `descent_path` / `reference_descent_path` / `loss_surface` (the
 path of the submission's gradient descent on a one-feature problem, recorded by
 `record_descent_path` after the verdict).
@@ -28,7 +29,8 @@ import numpy as np
 import torch
 
 from grader.checks.manual_backward_cases import mirror_program, program_text
-# In a student release this module is a stand-in that replays recorded values (grader/release/replay.py).
+# In a student release this module is a stand-in that replays recorded values
+# (grader/release/replay.py).
 from grader.checks.manual_backward_reference import (
     cross_entropy_reference, fit_linear_gd_reference, mlp_reference, mse_reference,
     softplus_reference)
@@ -85,15 +87,16 @@ def expect_values(got, expected, *, call: str, rtol: float, atol: float, hint: s
     is_tensor = isinstance(expected, torch.Tensor)
     kind = torch.Tensor if is_tensor else np.ndarray
     if isinstance(got, kind) and tuple(got.shape) == tuple(expected.shape):
-        g = got.detach().numpy() if is_tensor else got
-        e = expected.detach().numpy() if is_tensor else expected
+        # isinstance rather than is_tensor: the same tests here, which mypy can follow.
+        g = got.detach().numpy() if isinstance(got, torch.Tensor) else got
+        e = expected.detach().numpy() if isinstance(expected, torch.Tensor) else expected
         report = mismatch_report(g, e, rtol=rtol, atol=atol)
         if report and g.dtype.kind in "fiu":
             with np.errstate(invalid="ignore"):
                 error = np.abs(g.astype(np.float64) - e)
             error = np.where(np.isnan(error), np.inf, error)
-            idx = np.unravel_index(int(np.argmax(error)), error.shape) if error.ndim else ()
-            idx = tuple(int(i) for i in idx)
+            worst = np.unravel_index(int(np.argmax(error)), error.shape) if error.ndim else ()
+            idx = tuple(int(i) for i in worst)
             at = ""
             if inputs is not None:
                 x = inputs.detach().numpy() if isinstance(inputs, torch.Tensor) else inputs

@@ -198,6 +198,7 @@ def batchnorm_reference(num_features: int, momentum: float, eps: float, weight: 
         bn.train(step["mode"] == "train")
         with torch.no_grad():
             y = bn(step["x"].double())
+        assert bn.running_mean is not None and bn.running_var is not None  # track_running_stats
         out.append((y, bn.running_mean.clone(), bn.running_var.clone()))
     return out
 
@@ -269,7 +270,7 @@ def check_groups(sub, case: str, head: str, base_lr: float, head_lr: float, desc
     rec = probe(sub, "groups_case", case, head, base_lr, head_lr, target="param_groups",
                 label=label, hint=GROUPS_HINT)
     model = build_case(case)
-    names = {}
+    names: dict[int, str] = {}
     for n, p in model.named_parameters(remove_duplicate=False):
         names.setdefault(id(p), n)
     in_head = {id(p) for p in model.get_submodule(head).parameters()}

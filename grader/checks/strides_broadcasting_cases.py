@@ -10,7 +10,8 @@ import numpy as np
 DTYPES_BY_ITEMSIZE = {1: np.int8, 2: np.int16, 4: np.float32, 8: np.float64, 16: np.complex128}
 
 
-def random_shape(rng: np.random.Generator, ndim_range=(1, 5), size_range=(1, 7)) -> tuple[int, ...]:
+def random_shape(rng: np.random.Generator, ndim_range: tuple[int, int] = (1, 5),
+                 size_range: tuple[int, int] = (1, 7)) -> tuple[int, ...]:
     ndim = int(rng.integers(*ndim_range, endpoint=True))
     return tuple(int(n) for n in rng.integers(*size_range, size=ndim, endpoint=True))
 

@@ -178,7 +178,8 @@ def test_learning_rate_trains(sub, evidence):
     cls, hyper, text = optimizer_settings(record, SETUP_CALL)
     key = tuple(sorted(hyper.items()))
     verify_lr_trains(lambda: list(reference_curve(cls.__name__, key)), text, SETUP_CALL,
-                     evidence, LR_THRESHOLD, lr=hyper.get("lr"), reference_lr=reference("finetune").LR)
+                     evidence, LR_THRESHOLD, lr=hyper.get("lr"),
+                     reference_lr=reference("finetune").LR)
     verify_group_rates(record, evidence)
 
 

@@ -26,7 +26,8 @@ from grader.course.registry import check
 @check(points=2, targets=["run", "fit_normalizer", "standardize"], timeout=TIMEOUT,
        reveal=REVEAL)
 def test_features_standardized(sub, evidence):
-    """The model trains and validates on features standardised with the training split's statistics"""
+    """The model trains and validates on features standardised with the training split's \
+statistics"""
     record = setup_record(sub, SETUP_CALL, **SETUP)
     ref = reference("pipeline")
     X, y = ref.load_readings(0)

@@ -11,7 +11,8 @@ import numpy as np
 import torch
 
 from grader.checks.manual_backward_cases import linear_problem, mlp_case, vector_output_shape
-# In a student release this module is a stand-in that replays recorded values (grader/release/replay.py).
+# In a student release this module is a stand-in that replays recorded values
+# (grader/release/replay.py).
 from grader.checks.manual_backward_reference import scalar_gradient_reference, vjp_reference
 from grader.checks.manual_backward_verify import (ATOL, NUMGRAD_ATOL, NUMGRAD_HINT, NUMGRAD_RTOL,
                                                   RTOL, VJP_HINT, check_cross_entropy, check_mlp,

@@ -64,7 +64,7 @@ def overfitting_task(seed: int, n_train: int = 48, n_val: int = 35, flip: float 
     rng = np.random.default_rng(seed)
     w = rng.standard_normal(d_in)
 
-    def make(n: int, flip_share: float):
+    def make(n: int, flip_share: float) -> tuple[torch.Tensor, torch.Tensor]:
         x = rng.standard_normal((n, d_in))
         y = (x @ w > 0).astype(np.int64)
         flipped = rng.random(n) < flip_share

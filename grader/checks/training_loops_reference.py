@@ -71,7 +71,7 @@ def train_epoch(case: TrainEpochCase) -> EpochReference:
     losses = _epoch(model, build_loader(case.batches, case.loader), optimizer, loss_fn)
     sizes = [len(y) for _, y in case.batches]
     return EpochReference(state_of(model), losses, sum(losses) / len(losses),
-                          sum(l * n for l, n in zip(losses, sizes)) / sum(sizes))
+                          sum(loss * n for loss, n in zip(losses, sizes)) / sum(sizes))
 
 
 # --------------------------------------------------------------------------- evaluate
@@ -148,6 +148,7 @@ def fit(case: FitCase) -> FitReference:
     # too (same weights, same evaluation): no rounding can put them on the other side.
     others = [v for i, v in enumerate(history["val_loss"]) if i != best_epoch and v != best_loss]
     margin = min((abs(v - best_loss) / best_loss for v in others), default=float("inf"))
+    assert best_state is not None  # the first epoch's finite loss is below inf
     return FitReference(history["train_loss"], history["val_loss"], history["val_accuracy"],
                         history["lr"], step_lrs, best_epoch, best_state, state_of(model), margin)
 

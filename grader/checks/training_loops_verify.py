@@ -235,7 +235,7 @@ def verify_train_epoch_loss(sub, case: TrainEpochCase, evidence: dict) -> None:
         batch_losses = reference.train_epoch(case).batch_losses
     sizes = [len(y) for _, y in case.batches]
     expected = sum(batch_losses) / len(batch_losses)
-    weighted = sum(l * n for l, n in zip(batch_losses, sizes)) / sum(sizes)
+    weighted = sum(loss * n for loss, n in zip(batch_losses, sizes)) / sum(sizes)
     evidence["loss_curve"] = rounded(batch_losses)
     if not math.isclose(value, expected, rel_tol=LOSS_RTOL):
         why = ""
@@ -505,9 +505,8 @@ def verify_accumulated(sub, case: AccumulatedCase, evidence: dict) -> None:
              f"concatenated.\n{diff}", call=call, expected="the reference weights",
              got="other weights", hint=ACCUM_HINT)
     value = expect_float(returned(record, call), call=call, what="the mean batch loss")
-    batch_losses = [c[0] for c in record["losses"]]
-    if len(batch_losses) != len(case.batches):
-        batch_losses = None
+    losses = [c[0] for c in record["losses"]]
+    batch_losses = losses if len(losses) == len(case.batches) else None
     expected = (sum(batch_losses) / len(batch_losses)) if batch_losses else ref.mean_loss
     if not math.isclose(value, expected, rel_tol=LOSS_RTOL):
         fail(f"{call} returned {value:.6g}; the mean of the batch losses (each batch's own "

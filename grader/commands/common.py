@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from grader.course.registry import known_exercises
 from grader.errors import GraderUnavailable, UsageError
-from grader.intake.assignment import Assignment, AssignmentError, from_exercises, load_assignment, read_roster
+from grader.intake.assignment import (Assignment, AssignmentError, from_exercises, load_assignment,
+                                      read_roster)
 from grader.intake.files import own_links
 from grader.intake.submission import load_submission
 from grader.models import Submission, SubmissionResult

@@ -41,16 +41,16 @@ def build_demo_class(target: Path) -> None:
         folder = target / student
         folder.mkdir()
         for exercise in known_exercises():
-            source = resources.files(package) / f"{exercise}.py"
-            if source.is_file():
-                (folder / f"{exercise}.py").write_text(source.read_text(encoding="utf-8"),
+            file = resources.files(package) / f"{exercise}.py"
+            if file.is_file():
+                (folder / f"{exercise}.py").write_text(file.read_text(encoding="utf-8"),
                                                         encoding="utf-8")
     samples = resources.files("grader.samples")
     for entry in sorted(samples.iterdir(), key=lambda e: e.name):
         if entry.is_dir() and not entry.name.startswith(("_", ".")):
             copy_tree(entry, target / entry.name)
-    solutions = {e: (resources.files("grader.solutions") / f"{e}.py") for e in known_exercises()}
-    solutions = {e: f.read_text(encoding="utf-8") for e, f in solutions.items() if f.is_file()}
+    files = {e: (resources.files("grader.solutions") / f"{e}.py") for e in known_exercises()}
+    solutions = {e: f.read_text(encoding="utf-8") for e, f in files.items() if f.is_file()}
     # One student hands in a zip, as a learning platform would export it ...
     zipped = target / "gus_zipped"
     zipped.mkdir()

@@ -131,7 +131,8 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
         settings = PoolSettings(out=out, exercises=chosen, assignment=plan, limits=limits,
                                 variants=manifest, submissions=submissions)
         try:
-            grade_in_pool(tasks, settings=settings, steps=STEPS, jobs=min(jobs or default_jobs(), 64),
+            grade_in_pool(tasks, settings=settings, steps=STEPS,
+                          jobs=min(jobs or default_jobs(), 64),
                           on_result=collect, on_isolation=isolation_warning)
         except PoolBroken as exc:
             raise GraderUnavailable(str(exc)) from None
@@ -151,7 +152,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
     return summary
 
 
-def previous_result(folder: Path, mark: str) -> SubmissionResult | None:
+def previous_result(folder: Path, mark: str | None) -> SubmissionResult | None:
     """The student's earlier result if it was graded exactly as this run would grade it (its
     report is written before it, so it exists too)."""
     try:
@@ -182,7 +183,8 @@ def write_class_files(summary: GradeSummary, results: list[SubmissionResult],
     name = plan.name if plan else ""
     write_atomic(summary.out / "index.html",
                  render_index(results, summary.exercises, assignment=name,
-                              title=f"torchgrade results: {name}" if name else "torchgrade results"))
+                              title=(f"torchgrade results: {name}" if name
+                                     else "torchgrade results")))
     write_atomic(summary.out / "grades.csv",
                  grades_csv(results, summary.exercises, assignment=name,
                             duedate=plan.due if plan else None, roster=roster))
@@ -199,6 +201,7 @@ def read_task(task: GradeTask, settings: PoolSettings) -> Submission:
     files); never raises for anything in the student's files."""
     submission = task.submission
     if submission is None:
+        assert task.path is not None  # a task comes with its submission or its path
         with own_links(task.own_links):
             submission = load_quietly(task.path, task.student, settings.exercises)
     if settings.variants is not None:

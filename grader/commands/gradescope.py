@@ -7,7 +7,8 @@ import argparse
 import logging
 from pathlib import Path
 
-from grader.commands.common import (UsageError, full_package_only, grade_one, plan_of, sandbox, warn_isolation)
+from grader.commands.common import (UsageError, full_package_only, grade_one, plan_of, sandbox,
+                                     warn_isolation)
 from grader.course.registry import known_exercises
 from grader.intake.assignment import from_exercises
 from grader.intake.submission import load_quietly
@@ -41,6 +42,7 @@ def gradescope_run(*, root: Path | None = None, assignment: Path | None = None,
         raise UsageError(f"{folder}: no such folder (is this a Gradescope autograder?)")
     plan = (plan_of(assignment, None) if assignment is not None and Path(assignment).exists()
             else from_exercises(known_exercises()))
+    assert plan is not None  # plan_of gives None only when given neither file nor exercises
     submission = load_quietly(folder, "submission", plan.exercise_names)
     with sandbox() as zygote:
         warn_isolation(zygote)

@@ -17,7 +17,8 @@ def notebooks(*, out: Path, exercises: list[str] | None = None,
     from grader.release.notebooks import (exercise_notebook, fill_solutions, solution_path,
                                   visible_targets, write_notebooks)
 
-    full_package_only("notebooks --solutions" if solutions else "notebooks")  # (release: notebooks/)
+    # (release: notebooks/)
+    full_package_only("notebooks --solutions" if solutions else "notebooks")
     chosen = chosen_exercises(exercises)
     if not solutions:
         return write_notebooks(Path(out), chosen)

@@ -46,7 +46,7 @@ def variants(*, roster: Path, seed: int, out: Path) -> Path:
     return path
 
 
-def read_variants(path: Path) -> "VariantManifest":
+def read_variants(path: Path) -> VariantManifest:
     """The variants manifest at `path` (UsageError if it is missing or not one)."""
     from pydantic import ValidationError
 

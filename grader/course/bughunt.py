@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import random
 import sys
+from collections.abc import Set as AbstractSet
 from importlib import resources
 from pathlib import Path, PurePosixPath
 
@@ -208,7 +209,7 @@ def make_manifest(students: list[str], seed: int) -> VariantManifest:
 
 
 def select_scored(checks: list[CheckResult], faults_of: dict[str, list[str] | None],
-                  broken: set[str] = frozenset()) -> list[CheckResult]:
+                  broken: AbstractSet[str] = frozenset()) -> list[CheckResult]:
     """The check results that count. For each bug hunt in `faults_of` (exercise -> the faults
     the student's copy holds; None for the exercise file's seeded faults): the checks scoring
     those faults, plus any other check of the script that failed, unless the script could not

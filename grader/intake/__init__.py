@@ -1,1 +1,2 @@
-"""Stage 1, intake: finding, reading, decoding and fingerprinting submissions; the assignment file and roster."""
+"""Stage 1, intake: finding, reading, decoding and fingerprinting submissions; the assignment
+file and roster."""

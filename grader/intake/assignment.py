@@ -171,7 +171,8 @@ def read_roster(path: Path) -> dict[str, StudentInfo]:
     for row in rows:
         sid = (row.get("student_id") or row.get("id") or "").strip()
         if sid:
-            roster[sid] = StudentInfo(student_id=sid, last_name=(row.get("last_name") or "").strip(),
+            roster[sid] = StudentInfo(student_id=sid,
+                                      last_name=(row.get("last_name") or "").strip(),
                                       first_name=(row.get("first_name") or "").strip(),
                                       email=(row.get("email") or "").strip())
     return roster

@@ -24,7 +24,8 @@ CHUNK = 1 << 20
 MAX_HASHED_FILE = 256 << 20    # bigger than anything the loader reads (a zip: 200 MB)
 MAX_HASHED_BYTES = 512 << 20   # per submission; beyond it files count by size and time
 MAX_ENTRIES = 50_000
-# Folders the loader never looks into (grader.intake.submission.SKIP_DIRS) do not change a grade either.
+# Folders the loader never looks into (grader.intake.submission.SKIP_DIRS) do not change a grade
+# either.
 IGNORED_DIRS = {"__pycache__", ".ipynb_checkpoints", ".git"}
 
 

@@ -141,7 +141,8 @@ def _first_line(exc: BaseException) -> str:
     return text[0][:300] if text else type(exc).__name__
 
 
-# "Check your work" cells of generated notebooks (grader/release/notebooks.py) import grader.jupyter;
+# "Check your work" cells of generated notebooks (grader/release/notebooks.py) import
+# grader.jupyter;
 # they ask the grader to check the notebook and are no part of the work: never graded.
 _CHECK_IMPORT = re.compile(
     r"^[ \t]*(from[ \t]+grader\.jupyter[ \t]+import|import[ \t]+grader\.jupyter)", re.MULTILINE)

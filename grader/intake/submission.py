@@ -60,8 +60,8 @@ def not_submitted(exercise: str) -> str:
 
 # --------------------------------------------------------------------------- student ids
 
-# Names of the class outputs at the top of OUT (grader.outputs.exports writes them); every other name
-# there starts with "." (the lock, the marker, temporary files), which no student id does.
+# Names of the class outputs at the top of OUT (grader.outputs.exports writes them); every other
+# name there starts with "." (the lock, the marker, temporary files), which no student id does.
 CLASS_FILES = ("index.html", "grades.csv")
 # Written into OUT by every `torchgrade grade` run: `grade` refuses to take a folder holding it
 # as SUBMISSIONS (grading result folders as students would overwrite every real grade).
@@ -306,14 +306,15 @@ def _scan_zip(path: Path, relname: str, notes: list[str], depth0: int = 0) -> li
 
 def _zip_entry_count(f) -> int:
     """How many entries a zip's end record declares (without parsing its listing)."""
-    end = zipfile._EndRecData(f)  # noqa: SLF001 - the stdlib's own end-record reader
+    # The stdlib's own end-record reader and its indices: private, so typeshed lists none.
+    end = zipfile._EndRecData(f)  # type: ignore[attr-defined]  # noqa: SLF001
     if end is None:
         raise zipfile.BadZipFile("no end of central directory record")
     f.seek(0)
     # zipfile parses the whole listing whatever count the end record states: bound its size too
     # (an entry takes at least 46 bytes of it).
-    declared = int(end[zipfile._ECD_ENTRIES_TOTAL])  # noqa: SLF001
-    listing = int(end[zipfile._ECD_SIZE])  # noqa: SLF001
+    declared = int(end[zipfile._ECD_ENTRIES_TOTAL])  # type: ignore[attr-defined]  # noqa: SLF001
+    listing = int(end[zipfile._ECD_SIZE])  # type: ignore[attr-defined]  # noqa: SLF001
     return max(declared, listing // MAX_ZIP_LISTING_BYTES_PER_ENTRY)
 
 
@@ -348,7 +349,8 @@ def read_module(exercise: str, found: Found) -> ModuleSource:
         module.fatal = f"{found.relpath} is larger than {limit >> 20} MB and was not graded"
         return module
     if b"\x00" in data:
-        module.fatal = f"{found.relpath} looks like a binary file, not {'a notebook' if kind == 'ipynb' else 'Python source'}"
+        module.fatal = (f"{found.relpath} looks like a binary file, "
+                        f"not {'a notebook' if kind == 'ipynb' else 'Python source'}")
         return module
     text, note = decode_text(data, found.relpath)
     if note:

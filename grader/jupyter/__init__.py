@@ -102,7 +102,8 @@ def _ask_server(request: dict) -> int | None:
 def _stop_server(process: subprocess.Popen) -> None:
     if process.poll() is None:
         try:
-            process.stdin.close()
+            if process.stdin is not None:  # started with stdin=PIPE: closing it says stop
+                process.stdin.close()
             process.wait(timeout=10)
         except (OSError, subprocess.TimeoutExpired):
             process.kill()

@@ -18,6 +18,7 @@ import logging
 import select
 import sys
 import traceback
+from pathlib import Path
 
 from pydantic import BaseModel
 
@@ -41,7 +42,7 @@ def handle(request: CheckRequest, zygote) -> int:
     from grader.outputs import terminal
 
     try:
-        work = check_work(request.path, out=request.out, exercises=[request.exercise],
+        work = check_work(Path(request.path), out=Path(request.out), exercises=[request.exercise],
                                    only=request.only or None, zygote=zygote)
     except UsageError as exc:
         print(f"torchgrade: error: {exc}")

@@ -29,11 +29,14 @@ import io
 import logging
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from grader.evidence import E
+
+if TYPE_CHECKING:  # matplotlib itself is imported lazily, by the first picture
+    from matplotlib.typing import RcKeyType
 
 log = logging.getLogger("torchgrade")
 
@@ -42,7 +45,7 @@ log = logging.getLogger("torchgrade")
 YOURS, REFERENCE, BAD, MUTED = "#0072B2", "#D55E00", "#B42318", "#57606A"
 MAX_POINTS = 300  # longest series drawn (evidence is capped at 300 by the checks anyway)
 WIDTH, HEIGHT = 5.2, 2.5  # inches; the page scales the viewBox
-RC = {
+RC: dict[RcKeyType, Any] = {
     "svg.fonttype": "none", "svg.hashsalt": "torchgrade", "font.size": 9,
     "font.family": "DejaVu Sans", "axes.spines.top": False, "axes.spines.right": False,
     "axes.titlesize": 9, "legend.fontsize": 8, "legend.frameon": False,
@@ -104,14 +107,16 @@ def numbers(values: Any, limit: int = MAX_POINTS) -> list[float] | None:
     not a non-empty list."""
     if not isinstance(values, (list, tuple)) or not values:
         return None
-    out = []
-    for v in values[:limit]:
-        try:
-            f = float(v)
-        except (TypeError, ValueError):
-            f = math.nan
-        out.append(f if math.isfinite(f) else math.nan)
-    return out
+    return [number(v) for v in values[:limit]]
+
+
+def number(value: Any) -> float:
+    """`value` as a float; NaN for anything that is not a finite number."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return f if math.isfinite(f) else math.nan
 
 
 def finite(values: list[float]) -> list[float]:
@@ -248,7 +253,8 @@ def curves_figure(yours: list[float], reference: list[float] | None, *, xlabel: 
 
 def comparison_words(yours: list[float], reference: list[float] | None, what: str,
                      unit: str) -> str:
-    text = f"Line chart of {what} per {unit}: yours {describe_series(yours)} over {len(yours)} {unit}s"
+    text = (f"Line chart of {what} per {unit}: yours {describe_series(yours)} "
+            f"over {len(yours)} {unit}s")
     if reference:
         text += f"; the reference {describe_series(reference)} over {len(reference)} {unit}s"
         pairs = [(a, b) for a, b in zip(yours, reference) if not (math.isnan(a) or math.isnan(b))]
@@ -326,8 +332,8 @@ def grad_ratio_picture(evidence: dict):
         return None
     # One list (train_epoch) or one list per case (train_accumulated): the first case that
     # goes wrong is the one worth showing, else the last.
-    cases = [numbers(c) for c in raw] if isinstance(raw[0], list) else [numbers(raw)]
-    cases = [c for c in cases if c]
+    found = [numbers(c) for c in raw] if isinstance(raw[0], list) else [numbers(raw)]
+    cases = [c for c in found if c]
     if not cases:
         return None
     ratios = next((c for c in cases if any(math.isnan(v) or abs(v - 1) > 1e-3 for v in c)),
@@ -367,8 +373,8 @@ def grad_errors_picture(evidence: dict):
     for e in entries[:16]:
         if not isinstance(e, dict):
             continue
-        ratio = numbers([e.get("error")])[0]
-        allowed = numbers([e.get("allowed")])[0]
+        ratio = number(e.get("error"))
+        allowed = number(e.get("allowed"))
         if math.isnan(allowed) or allowed <= 0:
             continue
         rows.append((safe_label(e.get("name", "?")), ratio, allowed, e.get("ratio")))
@@ -478,8 +484,8 @@ def descent_picture(evidence: dict):
     ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
     words = (f"Contour map of the loss over w and b for a one-feature linear regression, minimum "
              f"at w = {w_star:.3g}, b = {b_star:.3g}. The reference gradient descent starts at "
-             f"(0, 0) and after {len(reference)} steps reaches w = {reference[-1][0]:.3g}, "
-             f"b = {reference[-1][1]:.3g}.")
+             f"(0, 0) and after {len(reference)} steps reaches w = {ref_track[-1][0]:.3g}, "
+             f"b = {ref_track[-1][1]:.3g}.")
     if yours:
         last = next((p for p in reversed(yours) if p), None)
         words += (" Yours " + (f"ends at w = {last[0]:.3g}, b = {last[1]:.3g}" if last else
@@ -523,17 +529,17 @@ def broadcast_picture(evidence: dict):
     raw = E.shapes.get(evidence)
     if not isinstance(raw, list) or not raw or len(raw) > 8:
         return None
-    shapes = [shape_of(s) for s in raw]
-    if any(s is None for s in shapes):
+    shapes = [s for s in map(shape_of, raw) if s is not None]
+    if len(shapes) != len(raw):
         return None
     expected = shape_of(E.expected_shape.get(evidence))
     got = shape_of(E.got_shape.get(evidence))
     labels = [safe_label(x, 14) for x in E.shape_labels.get(evidence, [])] or [
         f"shape {i + 1}" for i in range(len(shapes))]
-    extra = [(safe_label(name, 16), shape_of(key.get(evidence)))
+    extra = [(safe_label(name, 16), strides)
              for name, key in (("expected strides", E.expected_strides),
                                ("your strides", E.got_strides))
-             if shape_of(key.get(evidence)) is not None]
+             if (strides := shape_of(key.get(evidence))) is not None]
     ndim = max([len(s) for s in shapes] + [len(expected or ()), len(got or ())]
                + [len(v) for _, v in extra] + [1])
     clash = []

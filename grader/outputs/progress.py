@@ -8,7 +8,7 @@ redrawn. The CLI prints the summary line at the end.
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 from grader.models import SubmissionResult
 from grader.outputs.summary import is_grader_failure
@@ -18,7 +18,7 @@ class Progress:
     def __init__(self, stream: TextIO | None = None, *, interactive: bool | None = None):
         self.stream = stream or sys.stdout
         self.interactive = self.stream.isatty() if interactive is None else interactive
-        self.bar = None
+        self.bar: Any = None  # a tqdm bar while one is shown (tqdm has no types)
         self.graded = self.full = self.errors = self.failures = 0
 
     def start(self, total: int, up_to_date: int) -> None:

@@ -1,6 +1,7 @@
 """The class at a glance: what `OUT/index.html` shows, computed from the submissions' results.
 
-Pure functions of `SubmissionResult`s; `grader.outputs.report.render_index` renders the `ClassSummary`.
+Pure functions of `SubmissionResult`s; `grader.outputs.report.render_index` renders the
+`ClassSummary`.
 """
 
 from __future__ import annotations
@@ -155,7 +156,7 @@ def exercise_stats(rows: list[StudentRow], exercises: list[str]) -> list[Exercis
     for i, exercise in enumerate(exercises):
         cells = [r.exercises[i] for r in rows if not r.grader_failure
                  and r.exercises[i].score is not None and r.exercises[i].max_score > 0]
-        percents = [100 * c.score / c.max_score for c in cells]
+        percents = [100 * c.score / c.max_score for c in cells if c.score is not None]
         out.append(ExerciseStat(
             exercise=exercise, graded=len(cells),
             mean_percent=round(statistics.fmean(percents), 2) if percents else None,

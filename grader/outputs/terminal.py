@@ -183,8 +183,8 @@ def checks_text(result: SubmissionResult) -> str:
             for d in diagnosis_views(c):
                 if not d.known:
                     continue
-                lines.append(f"              {'likely cause: ' + d.title if d.cause else 'known symptom'}: "
-                             f"{d.symptom}")
+                said = "likely cause: " + d.title if d.cause else "known symptom"
+                lines.append(f"              {said}: {d.symptom}")
                 if d.fix:
                     lines.append(f"              fix: {d.fix}")
     return "\n".join(lines)

@@ -62,7 +62,7 @@ class OutLock:
         self.path = Path(out) / self.NAME
         self.fd: int | None = None
 
-    def __enter__(self) -> "OutLock":
+    def __enter__(self) -> OutLock:
         import fcntl
 
         self.path.parent.mkdir(parents=True, exist_ok=True)

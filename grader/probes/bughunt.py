@@ -37,7 +37,8 @@ import functools
 import inspect
 import io
 import warnings
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -106,6 +107,7 @@ def build_model(kind: str, sizes: list[int], state: dict | None = None) -> nn.Mo
     "image_mlp": Flatten-Linear-BatchNorm1d-ReLU-Dropout(0.3)-Linear; "tabular":
     Linear-BatchNorm1d-ReLU-Dropout(0.2)-Linear; "two_heads": `TwoHeads`."""
     d_in, hidden, d_out = sizes
+    model: nn.Module
     if kind == "mlp":
         model = nn.Sequential(nn.Linear(d_in, hidden), nn.ReLU(), nn.Linear(hidden, d_out))
     elif kind == "image_mlp":
@@ -148,7 +150,7 @@ def column_mse(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return ((pred.reshape(-1) - target) ** 2).mean()
 
 
-def flat(tensors: list, params: list) -> torch.Tensor:
+def flat(tensors: Sequence, params: Sequence) -> torch.Tensor:
     return torch.cat([(t if t is not None else torch.zeros_like(p)).detach().reshape(-1).float()
                       for t, p in zip(tensors, params)])
 
@@ -188,7 +190,7 @@ class BackwardAudit:
     the first one would have freed does not stop the run: it is recorded instead
     (`freed_graph_reused`), with the error torch would have raised."""
 
-    def __init__(self, params: list[torch.Tensor]):
+    def __init__(self, params: Sequence[torch.Tensor]):
         self.params = params
         self.pending: list[dict] = []   # backward passes since the last step
         self.current: dict[int, torch.Tensor] | None = None
@@ -264,7 +266,8 @@ class BackwardAudit:
 def graph_nodes(roots: list) -> set:
     """The autograd nodes that hold saved tensors (not the leaves' AccumulateGrad) reachable
     from `roots`: what a backward without retain_graph frees."""
-    stack = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+    stack: list[Any] = [t.grad_fn for t in roots
+                        if isinstance(t, torch.Tensor) and t.grad_fn is not None]
     seen: set = set()
     while stack:
         fn = stack.pop()
@@ -316,7 +319,7 @@ def describe_history(value: Any) -> dict:
     "requires_grad"}]}} ("float" for Python and numpy floats and ints, "tensor", "other")."""
     if not isinstance(value, dict):
         return {"type": type(value).__name__, "entries": {}}
-    entries = {}
+    entries: dict[str, Any] = {}
     for key, items in value.items():
         if not isinstance(items, (list, tuple)):
             entries[str(key)] = None
@@ -464,7 +467,7 @@ def _audited_train(module, net: nn.Module, *, train_batches: list, val_batches: 
         modes.close()
         for h in handles:
             h.remove()
-        if original_update is not None:
+        if update is not None and original_update is not None:
             setattr(module, update, original_update)
     return {"steps": audit.steps, "trainable": sum(p.requires_grad for p in params),
             "forwards": modes.forwards,
@@ -506,7 +509,7 @@ def model_report(model: Any) -> dict:
 def optimizer_report(opt: Any, model: Any) -> dict:
     if not isinstance(opt, torch.optim.Optimizer):
         return {"optimizer": False, "type": type(opt).__name__}
-    names = {}
+    names: dict[int, str] = {}
     if isinstance(model, nn.Module):
         for n, p in model.named_parameters(remove_duplicate=False):
             names.setdefault(id(p), n)
@@ -538,7 +541,7 @@ def loader_report(loader: Any, epochs: int, seed: int) -> dict:
                     return {"loader": True, "error": f"a batch is a {type(batch).__name__}, "
                             "not an (x, y) pair"}
                 y = batch[1]
-                entry = {"size": int(len(batch[0]))}
+                entry: dict[str, Any] = {"size": int(len(batch[0]))}
                 if isinstance(y, torch.Tensor):
                     entry["label_dtype"] = str(y.dtype).removeprefix("torch.")
                     if y.dim() == 1 and len(y) <= 512:
@@ -623,7 +626,7 @@ class FirstLayerInputs(TorchFunctionMode):
         return out
 
 
-def first_layer_inputs(model: nn.Module, loader: Any, limit: int = 4096) -> torch.Tensor | None:
+def first_layer_inputs(model: Any, loader: Any, limit: int = 4096) -> torch.Tensor | None:
     """What the model's first layer sees for every sample of `loader`, in eval mode."""
     if not isinstance(model, nn.Module) or loader is None:
         return None
@@ -795,7 +798,7 @@ def harness_loss_of(kind: str | None, output, batch) -> torch.Tensor:
     return F.cross_entropy(output, batch[1])
 
 
-def through_parts(model: nn.Module, x: torch.Tensor, kind: str | None):
+def through_parts(model: Any, x: torch.Tensor, kind: str | None):
     """The model's outputs computed from its documented parts (.encoder, .head, .score_head
     for "two_heads"), not its forward(): harness steps then judge what the optimizer and the
     freezing do, whatever forward() does."""
@@ -888,7 +891,9 @@ class OpLog(TorchFunctionMode):
 
 
 def _graph_leaves(y: torch.Tensor) -> list[torch.Tensor]:
-    leaves, seen, stack = [], set(), [y.grad_fn]
+    leaves: list[torch.Tensor] = []
+    seen: set = set()
+    stack: list[Any] = [y.grad_fn]
     while stack:
         fn = stack.pop()
         if fn is None or fn in seen:
@@ -911,7 +916,8 @@ def _first(out: Any) -> torch.Tensor | None:
 def _as_scalar(out: Any) -> torch.Tensor | None:
     parts = [o for o in (out if isinstance(out, (tuple, list)) else [out])
              if isinstance(o, torch.Tensor) and o.requires_grad]
-    return sum(p.float().sum() for p in parts) if parts else None
+    # A sum of tensors (parts is not empty) is a tensor; sum()'s type allows its start, 0.
+    return cast(torch.Tensor, sum(p.float().sum() for p in parts)) if parts else None
 
 
 def model_audit(module, *, cls: str, args: list, seed: int, x: torch.Tensor) -> dict:
@@ -940,7 +946,7 @@ def model_audit(module, *, cls: str, args: list, seed: int, x: torch.Tensor) -> 
             foreign.append(type(mod).__name__)
 
     outputs: dict[str, Any] = {}
-    nn.Module.__init__ = counting_init
+    nn.Module.__init__ = counting_init  # type: ignore[method-assign]  # restored below
     hook = torch.nn.modules.module.register_module_forward_pre_hook(call_hook)
     try:
         model.train()
@@ -970,7 +976,7 @@ def model_audit(module, *, cls: str, args: list, seed: int, x: torch.Tensor) -> 
                 torch.manual_seed(seed + 5)
                 eval_b = _first(model(x))
     finally:
-        nn.Module.__init__ = original_init
+        nn.Module.__init__ = original_init  # type: ignore[method-assign]
         hook.remove()
     first = _first(out)
 
@@ -1025,7 +1031,8 @@ def loss_call(module, *, name: str, pred: torch.Tensor, target: torch.Tensor) ->
     log = ShapeLog()
     with log:
         value = getattr(module, name)(pred, target)
-    record = {"ops": log.ops, "type": type(value).__name__, "value": None, "grad": None}
+    record: dict[str, Any] = {"ops": log.ops, "type": type(value).__name__, "value": None,
+                              "grad": None}
     if isinstance(value, torch.Tensor):
         record["value"] = value.detach().clone()
         if value.requires_grad and value.numel() == 1:

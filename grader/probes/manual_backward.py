@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import io
 import operator
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -52,7 +54,7 @@ def _exp_cubic(xp, x):
     return (xp.exp(0.5 * x) + x ** 3 / 3.0).sum()
 
 
-SCALAR_FUNCTIONS = {
+SCALAR_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "sin_times_square": _sin_times_square,
     "log_sum_exp": _log_sum_exp,
     "coupled_tanh": _coupled_tanh,
@@ -94,7 +96,7 @@ def _scalar_norm(x):
     return (x ** 2).sum().sqrt()
 
 
-VECTOR_FUNCTIONS = {
+VECTOR_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "tanh_of_matmul": _tanh_of_matmul,
     "elementwise": _elementwise,
     "softmax_rows": _softmax_rows,
@@ -243,7 +245,7 @@ def value_program(module, program: list) -> dict:
     held when it was not a number.
     """
     Value = module.Value
-    nodes = []
+    nodes: list[Any] = []
 
     def operand(spec):
         kind, item = spec

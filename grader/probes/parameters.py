@@ -38,7 +38,7 @@ def registration(model: nn.Module) -> dict:
     modules = []
     linears = []
     for m in model.modules():
-        entry = {"type": type(m).__name__}
+        entry: dict[str, Any] = {"type": type(m).__name__}
         if isinstance(m, nn.Linear):
             entry.update(in_features=int(m.in_features), out_features=int(m.out_features))
             linears.append({"weight": _value(m.weight),
@@ -230,7 +230,7 @@ class _count_constructions:
 
     def __enter__(self):
         self.count = 0
-        self._created = []
+        self._created: list[nn.Module] = []
         self._init = nn.Module.__init__
         created = self._created
 
@@ -238,11 +238,12 @@ class _count_constructions:
             created.append(module_self)
             self._init(module_self, *args, **kwargs)
 
-        nn.Module.__init__ = counting
+        # The count is the point: every module constructed inside the block (restored on exit).
+        nn.Module.__init__ = counting  # type: ignore[method-assign,assignment]
         return self
 
     def __exit__(self, *exc):
-        nn.Module.__init__ = self._init
+        nn.Module.__init__ = self._init  # type: ignore[method-assign]
         self.count = sum(1 for m in self._created if getattr(m, "_parameters", None))
         self._created.clear()
         return False
@@ -250,7 +251,9 @@ class _count_constructions:
 
 def _graph_leaves(y: torch.Tensor) -> list[torch.Tensor]:
     """Every tensor whose gradient autograd accumulates (an AccumulateGrad node) from y."""
-    leaves, seen, stack = [], set(), [y.grad_fn]
+    leaves: list[torch.Tensor] = []
+    seen: set = set()
+    stack: list[Any] = [y.grad_fn]
     while stack:
         fn = stack.pop()
         if fn is None or fn in seen:

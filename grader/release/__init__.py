@@ -1,1 +1,2 @@
-"""What an instructor hands out: the student release, its leak scan, recorded visible checks, notebooks."""
+"""What an instructor hands out: the student release, its leak scan, recorded visible checks,
+notebooks."""

@@ -1,4 +1,5 @@
-"""A Gradescope autograder bundle that runs torchgrade (results format: `grader.outputs.gradescope`).
+"""A Gradescope autograder bundle that runs torchgrade (results format:
+`grader.outputs.gradescope`).
 
 The bundle (`build_bundle`) is a zip with `setup.sh` (installs torch 2.13.0, CPU build, and the
 torchgrade wheel shipped in the zip), `run_autograder` (grades `/autograder/submission` and writes
@@ -39,7 +40,8 @@ python3 -m venv /autograder/venv
 # torch first, pinned to the CPU build; then this torchgrade (its other dependencies from PyPI).
 /autograder/venv/bin/pip install -r requirements.txt
 /autograder/venv/bin/pip install wheels/torchgrade-{version}-*.whl
-/autograder/venv/bin/python -c "import grader, torch; print('torchgrade', grader.__version__, 'torch', torch.__version__)"
+/autograder/venv/bin/python -c "import grader, torch; \
+print('torchgrade', grader.__version__, 'torch', torch.__version__)"
 """
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash

@@ -121,7 +121,7 @@ def _segment(lines: list[str], nodes: list[ast.stmt]) -> str:
     return "\n".join(chunk)
 
 
-def _body(node: ast.AST) -> list[ast.stmt]:
+def _body(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> list[ast.stmt]:
     body = list(node.body)
     return body[1:] if body and _is_docstring(body[0]) else body
 

@@ -95,7 +95,7 @@ def module_parts(source: str) -> tuple[str, list[Part]]:
     plain_start: int | None = None  # first line of a run of plain statements
     previous_end = _docstring_end(tree)
     for node in body:
-        start, end = previous_end, node.end_lineno
+        start, end = previous_end, _end(node)
         previous_end = end
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if plain_start is None:
@@ -108,7 +108,7 @@ def module_parts(source: str) -> tuple[str, list[Part]]:
         doc = ast.get_docstring(node)
         if doc is not None and len(node.body) > 1:
             first = node.body[0]
-            drop = set(range(first.lineno - 1 - start, first.end_lineno - start))
+            drop = set(range(first.lineno - 1 - start, _end(first) - start))
             chunk = [line for i, line in enumerate(chunk) if i not in drop]
         parts.append(Part(node.name, _trim(chunk), doc, _signature(node)))
     if plain_start is not None:
@@ -127,7 +127,13 @@ def _is_docstring(node: ast.stmt) -> bool:
 
 
 def _docstring_end(tree: ast.Module) -> int:
-    return tree.body[0].end_lineno if tree.body and _is_docstring(tree.body[0]) else 0
+    return _end(tree.body[0]) if tree.body and _is_docstring(tree.body[0]) else 0
+
+
+def _end(node: ast.stmt) -> int:
+    """The last line of a parsed statement (typeshed allows None, for nodes made by hand)."""
+    assert node.end_lineno is not None
+    return node.end_lineno
 
 
 def _trim(lines: list[str]) -> str:
@@ -138,7 +144,7 @@ def _trim(lines: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _signature(node: ast.stmt) -> str:
+def _signature(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> str:
     if isinstance(node, ast.ClassDef):
         init = next((n for n in node.body if isinstance(n, ast.FunctionDef)
                      and n.name == "__init__"), None)

@@ -1,13 +1,13 @@
 """Grade many submissions in one pytest session: collect the checks once, run them per submission.
 
-`grader.running.runner.run_checks` starts a pytest session per submission; about half of its cost beyond
-the checks themselves is pytest configuring itself and collecting the check modules again
+`grader.running.runner.run_checks` starts a pytest session per submission; about half of its cost
+beyond the checks themselves is pytest configuring itself and collecting the check modules again
 (~25 ms of ~50 ms per submission with one exercise, growing with every exercise added). A grading
 process of a bulk run instead runs one session whose run loop (`BatchRunner`, a pytest plugin)
 takes submissions one after another and runs the same collected items for each, through pytest's
-own `pytest_runtest_protocol` hook: fixtures, marks, reports and `grader.checking.plugin` behave exactly as
-in a fresh session (pytest supports re-running an item; `pytest-rerunfailures` relies on it), and
-every submission gets its own `GradingSession` and its own workers. The last item of each
+own `pytest_runtest_protocol` hook: fixtures, marks, reports and `grader.checking.plugin` behave
+exactly as in a fresh session (pytest supports re-running an item; `pytest-rerunfailures` relies on
+it), and every submission gets its own `GradingSession` and its own workers. The last item of each
 submission is torn down with `nextitem=None`, so no fixture outlives a submission.
 `tests/test_bulk.py` checks that results equal those of `run_checks`, check by check.
 """

@@ -6,7 +6,8 @@ Processes and what they hold:
       |                   progress, writes the class outputs; never imports torch
       +- forkserver       multiprocessing's fork server: imported torch, pytest and the checks
            |              once (`PRELOAD`); each grading process is a fork of it
-           +- grading process x N   one pytest session for all its submissions (grader.running.batch),
+           +- grading process x N   one pytest session for all its submissions
+                |                   (grader.running.batch),
                 |                   its own warm worker parent; writes each submission's outputs
                 |                   (reads each submission itself: the parent parses nothing)
                 +- zygote           python -m grader.worker.zygote: imported torch once
@@ -60,8 +61,8 @@ log = logging.getLogger("torchgrade")
 # Imported once in the fork server, shared copy-on-write by every grading process (the check
 # modules are added by name: pytest finds them already imported). torch._dynamo: the first
 # torch.optim optimizer a check builds imports it (2 s), as the zygote does for the workers.
-# matplotlib: the first report picture imports it (0.6 s); grader.outputs.plots imports it lazily so that
-# a `torchgrade check` without failures never pays for it.
+# matplotlib: the first report picture imports it (0.6 s); grader.outputs.plots imports it lazily
+# so that a `torchgrade check` without failures never pays for it.
 PRELOAD = ["grader.running.batch", "grader.commands.grade", "torch._dynamo", "matplotlib.figure",
            "matplotlib.backends.backend_svg", "matplotlib.patches", "grader.outputs.plots"]
 MAX_ATTEMPTS = 2            # a submission whose grading process died twice is a grader failure
@@ -82,7 +83,7 @@ class GradeTask(BaseModel):
                                               "may hand in as their own (grader.intake.files)")
 
     @model_validator(mode="after")
-    def _named(self) -> "GradeTask":
+    def _named(self) -> GradeTask:
         if self.submission is not None and not self.student:
             self.student = self.submission.student
         if self.submission is None and self.path is None:
@@ -241,8 +242,8 @@ def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, steps: 
 
     def start() -> _Slot:
         ours, theirs = ctx.Pipe()
-        process = ctx.Process(target=serve, args=(theirs, settings, steps), name="torchgrade-grading",
-                              daemon=True)
+        process = ctx.Process(target=serve, args=(theirs, settings, steps),
+                              name="torchgrade-grading", daemon=True)
         process.start()
         theirs.close()
         return _Slot(process, ours)

@@ -30,8 +30,9 @@ def run_checks(submission: Submission, *, exercises: list[str],
     (`grader.scoring.results.result_of`).
 
     Student code runs only in workers forked by `zygote` (one is started when none is given).
-    Never raises for anything the submission does. `select` (a `grader.checking.selection.CheckSelection`)
-    runs only some of the checks and records the hidden ones it left out; default: all.
+    Never raises for anything the submission does. `select` (a
+    `grader.checking.selection.CheckSelection`) runs only some of the checks and records the
+    hidden ones it left out; default: all.
     """
     # References are computed single-threaded, like the workers, so that seeded runs agree.
     torch.set_num_threads(1)

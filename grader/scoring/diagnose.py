@@ -100,7 +100,7 @@ def _grad_not_zeroed(c: CheckResult) -> bool:
     backs, ratios = numbers(ev(c, E.backwards_per_step)), numbers(ev(c, E.grad_ratio))
     clean = not any(ev(c, k) for k in (E.empty_grad_steps, E.repeated_backward_steps,
                                        E.freed_graph_reused_steps, E.params_without_grad))
-    return (clean and len(ratios) >= 2 and backs and all(b == 1 for b in backs)
+    return bool(clean and len(ratios) >= 2 and backs and all(b == 1 for b in backs)
             and math.isclose(ratios[0], 1.0, abs_tol=1e-3)
             and any(not math.isclose(r, 1.0, abs_tol=1e-3) for r in ratios[1:]))
 
@@ -345,4 +345,5 @@ def _batchnorm_batch_of_one(c: CheckResult) -> bool:
 @rule("no-shuffle-sorted-data")
 def _no_shuffle(c: CheckResult) -> bool:
     single, total = ev(c, E.single_class_batches), ev(c, E.batches)
-    return isinstance(single, int) and isinstance(total, int) and total and single > total / 2
+    return bool(isinstance(single, int) and isinstance(total, int) and total
+                and single > total / 2)

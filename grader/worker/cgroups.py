@@ -41,7 +41,7 @@ class Hierarchy:
         return {"version": self.version, "controllers": list(self.controllers), "path": self.path}
 
     @classmethod
-    def from_json(cls, doc: dict) -> "Hierarchy":
+    def from_json(cls, doc: dict) -> Hierarchy:
         return cls(int(doc["version"]), tuple(doc["controllers"]), str(doc["path"]))
 
 
@@ -198,7 +198,7 @@ class ZygoteGroup:
         self.hierarchies = hierarchies
 
     @classmethod
-    def create(cls) -> "ZygoteGroup | None":
+    def create(cls) -> ZygoteGroup | None:
         name = f"{PREFIX}{_owner_tag()}-{secrets.token_hex(4)}"
         for option in _options():
             made: list[Hierarchy] = []
@@ -268,7 +268,7 @@ class WorkerGroup:
 
     @classmethod
     def create(cls, hierarchies: list[Hierarchy], name: str, memory: int,
-               processes: int) -> "WorkerGroup":
+               processes: int) -> WorkerGroup:
         """Make the folders and set the limits; OSError if any cannot be (nothing is left)."""
         group = cls(hierarchies, name)
         try:

@@ -91,9 +91,10 @@ def start(sock_fd: int, out_fd: int, scratch: str, limits: dict, uid: int | None
         os.environ.update({"HOME": scratch, "TMPDIR": scratch, "PATH": "/usr/bin:/bin",
                            "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
         sys.stdin = open(os.devnull)
-        # Line buffering keeps prints and tracebacks in the order they happened.
-        sys.stdout.reconfigure(line_buffering=True)
-        sys.stderr.reconfigure(line_buffering=True)
+        # Line buffering keeps prints and tracebacks in the order they happened. (Both are still
+        # the interpreter's TextIOWrapper here; typeshed types them as TextIO.)
+        sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+        sys.stderr.reconfigure(line_buffering=True)  # type: ignore[union-attr]
         apply_limits(WorkerLimits(**limits))
         import torch
 
@@ -275,7 +276,8 @@ def call(module: types.ModuleType | None, request: dict) -> dict:
         return {"ok": False, "error": {"kind": "missing", "message": f"no {name} defined"}}
     if not callable(target):
         return {"ok": False, "error": {
-            "kind": "not_callable", "message": f"{name} is a {type(target).__name__}, not a function"}}
+            "kind": "not_callable",
+            "message": f"{name} is a {type(target).__name__}, not a function"}}
     return _run(target, request.get("args", []), request.get("kwargs", {}), _student_files)
 
 

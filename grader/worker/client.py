@@ -175,7 +175,7 @@ class Zygote:
                     return None
                 self._reader.feed(chunk)
 
-    def spawn(self, limits: WorkerLimits) -> "Worker":
+    def spawn(self, limits: WorkerLimits) -> Worker:
         with self._lock:
             try:
                 return self._spawn(limits)
@@ -199,7 +199,7 @@ class Zygote:
             return True
         return False
 
-    def _spawn(self, limits: WorkerLimits) -> "Worker":
+    def _spawn(self, limits: WorkerLimits) -> Worker:
         scratch = tempfile.mkdtemp(prefix="w", dir=self.scratch_root)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         out_r, out_w = os.pipe()
@@ -251,7 +251,7 @@ class Zygote:
         if self.cgroup is not None and not self.cgroup.remove():
             log.warning("torchgrade: could not remove the cgroups %s", ", ".join(self.cgroup.dirs))
 
-    def __enter__(self) -> "Zygote":
+    def __enter__(self) -> Zygote:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -337,7 +337,8 @@ class Worker:
                 if remaining <= 0:
                     self.kill()
                     raise WorkerTimeout(timeout)
-                readable, _, _ = select.select([self.sock, self.out_fd], [], [], remaining)
+                watched: list[socket.socket | int] = [self.sock, self.out_fd]
+                readable, _, _ = select.select(watched, [], [], remaining)
                 if self.out_fd in readable:
                     self._drain(0)
                 if self.sock in readable:
@@ -386,7 +387,9 @@ class Worker:
             return "the worker process stopped answering"
         if note.get("signal"):
             sig = note["signal"]
-            name = SIGNAL_NAMES.get(sig, signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else f"signal {sig}")
+            name = SIGNAL_NAMES.get(sig, signal.Signals(sig).name
+                                    if sig in signal.Signals._value2member_map_
+                                    else f"signal {sig}")
             if note.get("memory"):
                 return (f"the worker process was killed: it went over its memory limit of "
                         f"{self.limits.memory / 2**30:g} GiB (counting everything it holds: "
@@ -394,7 +397,8 @@ class Worker:
             if sig == signal.SIGKILL:
                 return "the worker process was killed (SIGKILL; often the memory limit)"
             return f"the worker process crashed ({name}, signal {sig})"
-        return f"the worker process exited with status {note.get('code')} (os._exit or a fatal error)"
+        return (f"the worker process exited with status {note.get('code')} "
+                "(os._exit or a fatal error)")
 
     def cpu_seconds(self) -> float | None:
         """CPU time the worker has used so far, read by the grader from the kernel's accounts

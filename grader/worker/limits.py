@@ -18,9 +18,11 @@ class WorkerLimits(BaseModel):
     enforced by the grader, `memory` (and `processes` again) a cgroup set up by the zygote, the
     rest kernel rlimits set inside the worker."""
 
-    call_timeout: float = Field(5.0, gt=0, description="seconds per call unless a check says otherwise")
+    call_timeout: float = Field(5.0, gt=0, description="seconds per call unless a check says "
+                                "otherwise")
     load_timeout: float = Field(10.0, gt=0, description="seconds to import the student's module")
-    address_space: int = Field(4 * GiB, ge=GiB, description="RLIMIT_AS in bytes (torch maps ~0.7 GB)")
+    address_space: int = Field(4 * GiB, ge=GiB,
+                               description="RLIMIT_AS in bytes (torch maps ~0.7 GB)")
     # 1.5 GiB: every reference solution and style grades with full marks at 512 MiB (the
     # worker's own pages: torch's, inherited from the zygote, are charged there); two hostile
     # workers at the limit next to the grader still fit a small machine.
@@ -28,10 +30,12 @@ class WorkerLimits(BaseModel):
                         "processes hold (memory, shared memory, memfds, files in its tmpfs), "
                         "counted by a cgroup where the machine has one")
     cpu_seconds: int = Field(600, ge=1, description="RLIMIT_CPU over the worker's life")
-    processes: int = Field(64, ge=1, description="processes/threads the worker may add (RLIMIT_NPROC)")
+    processes: int = Field(64, ge=1,
+                           description="processes/threads the worker may add (RLIMIT_NPROC)")
     file_size: int = Field(64 * MiB, ge=0, description="largest file the worker may write")
     open_files: int = Field(256, ge=16, description="RLIMIT_NOFILE")
-    output_bytes: int = Field(64 * 1024, ge=1024, description="captured stdout+stderr kept per check")
+    output_bytes: int = Field(64 * 1024, ge=1024,
+                              description="captured stdout+stderr kept per check")
     output_total: int = Field(256 * 1024, ge=1024, description="captured output kept per exercise")
 
 

@@ -35,9 +35,11 @@ import site
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import IO
 
 import grader
 
@@ -74,10 +76,10 @@ class UidRange:
 
     base: int
     count: int
-    _lock: object = field(default=None, repr=False)
+    _lock: IO[str] | None = field(default=None, repr=False)
 
     @classmethod
-    def reserve(cls) -> "UidRange":
+    def reserve(cls) -> UidRange:
         LOCK_DIR.mkdir(mode=0o700, exist_ok=True)
         for block in range(UID_RANGES):
             handle = open(LOCK_DIR / f"{block}.lock", "w")
@@ -131,7 +133,8 @@ def _python_dirs() -> list[str]:
                   if p != Path("/") and p != package_root and p not in package_root.parents)
 
 
-def view_binds(scratch_root: str, cgroup_dirs: list[str] = ()) -> list[tuple[str, str, str]]:
+def view_binds(scratch_root: str,
+               cgroup_dirs: Sequence[str] = ()) -> list[tuple[str, str, str]]:
     """The workers' view as (kind, source, destination): bwrap's --ro-bind, --bind, --tmpfs
     and --symlink, from the allowlist in the module docstring."""
     package = Path(grader.__file__).resolve().parent
@@ -203,7 +206,7 @@ def must_not_see(extra=()) -> list[str]:
     return sorted(found)
 
 
-def bwrap_prefix(scratch_root: str, cgroup_dirs: list[str] = ()) -> list[str]:
+def bwrap_prefix(scratch_root: str, cgroup_dirs: Sequence[str] = ()) -> list[str]:
     """The bubblewrap command line that builds the workers' view (see the module docstring)."""
     binds = view_binds(scratch_root, cgroup_dirs)
     # bwrap creates missing parents root-only; workers run as other users and must be able to
@@ -237,7 +240,7 @@ def level(*, view: bool, namespaces: bool, uids: bool, memory: bool = True) -> s
 
 
 def describe_missing(*, view: bool, namespaces: bool, uids: bool, memory: bool = True,
-                     leaks: list[str] = ()) -> str:
+                     leaks: Sequence[str] = ()) -> str:
     missing = []
     if leaks:
         missing.append("a private filesystem view (a worker could see "

@@ -99,7 +99,9 @@ def _classes(module: types.ModuleType) -> Iterator[type]:
 
 def _freezable(cls: type) -> bool:
     # pydantic models (WorkerLimits) finish building themselves lazily through setattr.
-    return not any(c.__module__.startswith("pydantic") for c in type(cls).__mro__)
+    # mypy takes `type(cls).__mro__` for the metaclass's mro() method (it is the attribute).
+    return not any(c.__module__.startswith("pydantic")
+                   for c in type(cls).__mro__)  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------- fingerprints
@@ -182,9 +184,9 @@ class Sealed:
         what = _changed_names(vars(builtins), self._builtins, added=False)
         if what:
             return f"builtins.{what}"
-        for where, (fn, then) in self._prints.items():
-            if not _same_print(fn, then):
-                what = "code" if fn.__code__ is not then[0] else "defaults or closure"
+        for where, (fn, printed) in self._prints.items():
+            if not _same_print(fn, printed):
+                what = "code" if fn.__code__ is not printed[0] else "defaults or closure"
                 return f"the {what} of {where} was changed"
         return None
 

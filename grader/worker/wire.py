@@ -37,8 +37,9 @@ import select
 import socket
 import struct
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -95,8 +96,8 @@ DEFAULT_LIMITS = Limits()
 # What the grader accepts from a worker. The largest replies the checks get from honest code
 # (measured over a full grading of every solution, 549 replies) hold 20 KB of JSON, 1,766 JSON
 # values, 32 buffers of 8 MB in all, depth 19 and 5 dict keys that are not strings (an
-# optimizer's state); each limit is 10x that or more (a value costs ~0.6 us to decode). Worst cost of a reply at these limits:
-# see tests/test_hostile_decode.py.
+# optimizer's state); each limit is 10x that or more (a value costs ~0.6 us to decode). Worst cost
+# of a reply at these limits: see tests/test_hostile_decode.py.
 REPLY_LIMITS = Limits(max_json=4 << 20, max_buffers=4096, max_bytes=80 << 20, max_depth=64,
                       max_nodes=100_000, max_other_keys=1000)
 
@@ -139,12 +140,12 @@ class Allocation:
     name: str | None = None
     may_change: bool = False
 
-    def bounds(self, table: "SegmentTable") -> tuple[int, int]:
+    def bounds(self, table: SegmentTable) -> tuple[int, int]:
         """The allocation's address range in the grader's memory."""
         lo = table.segments[self.seg].addr + self.offset
         return lo, lo + self.nbytes
 
-    def first_change(self, table: "SegmentTable") -> tuple[tuple[int, ...], Any, Any] | None:
+    def first_change(self, table: SegmentTable) -> tuple[tuple[int, ...], Any, Any] | None:
         """(index, value before, value in shared memory now) of the first element whose bytes
         differ between the grader's copy and the shared memory; None if none does."""
         seg = table.segments[self.seg]
@@ -409,7 +410,8 @@ class _Encoder:
 
     def tensor(self, t: torch.Tensor):
         if t.layout != torch.strided or t.device.type != "cpu" or t.is_quantized:
-            raise NotPlainData(f"a {t.layout} tensor on {t.device}, which is not supported (return a dense CPU tensor)")
+            raise NotPlainData(f"a {t.layout} tensor on {t.device}, which is not supported "
+                               "(return a dense CPU tensor)")
         name = str(t.dtype).removeprefix("torch.")
         if name not in TORCH_DTYPES:
             raise NotPlainData(f"a tensor of dtype {t.dtype}, which is not supported")
@@ -568,7 +570,9 @@ class _Decoder:
         if type(strides) is not list or len(strides) != len(shape) or any(
                 type(s) is not int for s in strides) or type(v.get("offset")) is not int:
             raise WireError("bad view")
-        return self.table.view(v.get("seg"), dtype, shape, strides, v["offset"])
+        # Any id the sender wrote: the table refuses one it did not give out (None included).
+        seg = cast(int, v.get("seg"))
+        return self.table.view(seg, dtype, shape, strides, v["offset"])
 
     def ndarray(self, node) -> np.ndarray:
         dtype = self.np_dtype(node)
@@ -611,7 +615,7 @@ class _Decoder:
         return t.requires_grad_(grad) if grad else t
 
 
-def decode(doc: dict, buffers: list, table: SegmentTable | None = None, fds: list[int] = (),
+def decode(doc: dict, buffers: list, table: SegmentTable | None = None, fds: Sequence[int] = (),
            *, limits: Limits = DEFAULT_LIMITS, deadline: float | None = None) -> Any:
     """Rebuild a value from `encode`'s output; adopts the segments whose fds came with it.
 
@@ -625,6 +629,7 @@ def decode(doc: dict, buffers: list, table: SegmentTable | None = None, fds: lis
         if segs and (table is None or not fds):
             raise WireError("segments where none may be sent")
         for spec in segs:
+            assert table is not None  # checked above: segments come with a table
             table.adopt(int(spec["id"]), fds[int(spec["fd"])], int(spec["size"]))
         with _no_gc():
             return _Decoder(buffers, table, limits, deadline).value(doc.get("v"))
@@ -758,6 +763,7 @@ class FrameReader:
                            f"{limit >> 20} MB)")
 
     def _need_total(self) -> int:
+        assert self._need is not None  # called once a header announced the frame
         start, doc_len, lengths = self._need
         return start + doc_len + sum(lengths)
 

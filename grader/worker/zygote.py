@@ -3,7 +3,8 @@
 Run as `python -m grader.worker.zygote CTRL_FD` by `client.Zygote` (inside bubblewrap when the
 machine allows, see `sandbox.py`), never forked from the grader: the grader process holds checks
 and reference values, and a fork would copy them into the worker. This process imports torch,
-numpy, `grader.worker` and `grader.probes` only, runs no tensor operation (a fork after one can deadlock the child
+numpy, `grader.worker` and `grader.probes` only, runs no tensor operation (a fork after one can
+deadlock the child
 in torch's thread pools) and stays single-threaded.
 
 A contained worker (when the self-test at start-up passes) is three processes:
@@ -165,9 +166,9 @@ def spawn_contained(request: dict, fds: list[int], uid: int, close: list[int],
             for fd in fds:
                 os.close(fd)
             while True:  # PID 1 reaps every orphan; it leaves when the worker does
-                pid, status = os.waitpid(-1, 0)
+                pid, ended = os.waitpid(-1, 0)
                 if pid == worker:
-                    os.write(status_w, struct.pack("i", status))
+                    os.write(status_w, struct.pack("i", ended))
                     os._exit(0)
         os.close(status_w)
         for fd in fds:
@@ -269,7 +270,8 @@ def main() -> None:
           "leaks": leaks, "cgroup": {"memory": kinds.get("memory"), "pids": kinds.get("pids")}})
     try:
         while True:
-            readable, _, _ = select.select([ctrl, wake_r], [], [], 0.2 if stale else None)
+            watched: list[socket.socket | int] = [ctrl, wake_r]
+            readable, _, _ = select.select(watched, [], [], 0.2 if stale else None)
             if wake_r in readable:
                 os.read(wake_r, 4096)
             _reap(children, free_uids, send, stale)
@@ -321,7 +323,7 @@ def main() -> None:
             group.remove()
 
 
-EMPTY_VIEW = {"allowed": [], "masks": [], "private": [], "hidden": []}
+EMPTY_VIEW: dict[str, list[str]] = {"allowed": [], "masks": [], "private": [], "hidden": []}
 
 
 def _reap_all() -> None:
