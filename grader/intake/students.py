@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 
 from grader.errors import UsageError
@@ -46,6 +47,51 @@ def find_students(submissions: Path) -> list[tuple[str, Path]]:
     if not students:
         raise UsageError(f"{submissions} holds no student folders (one folder or .zip per student)")
     return list(students.items())
+
+
+def download_layout(submissions: Path, lms: str | None = None) -> str:
+    """How the class at `submissions` (a folder or a zip) is laid out: `lms` when given (one
+    of `grader.intake.lms.LAYOUTS`), else detected from its names; UsageError for a path that
+    is neither."""
+    from grader.intake.lms import LAYOUTS, detect
+
+    submissions = Path(submissions)
+    if lms is not None and lms not in LAYOUTS:
+        raise UsageError(f"--lms must be one of {', '.join(LAYOUTS)}")
+    if not submissions.exists():
+        raise UsageError(f"{submissions}: no such folder")
+    if not submissions.is_dir() and submissions.suffix.lower() != ".zip":
+        raise UsageError(f"{submissions} is not a folder nor a .zip of the class (use "
+                         "`torchgrade check` for one file)")
+    return lms or detect(submissions)
+
+
+def class_students(submissions: Path, staging: Path, layout: str,
+                   roster: Iterable[str] = ()) -> list[tuple[str, Path]]:
+    """(student id, path) of every student of the class: the folders or .zips of a class
+    folder (`find_students`, read where they are), or, for an LMS download or a class zip,
+    each student's files staged into `staging/<id>/` (`grader.intake.lms.stage`; nothing is
+    written into `submissions`). Every id of `roster` without a submission gets an empty
+    folder there, whose sidecar says "nothing handed in": it is graded (0 points) like any
+    other, so that every roster student is in every output."""
+    from grader.intake.lms import list_download, parse, stage, write_sidecar
+
+    if layout == "folders" and Path(submissions).is_dir():
+        students = find_students(submissions)
+        staged = stage([], staging)
+    else:
+        staged = stage(parse(list_download(submissions), layout), staging)
+        students = staged
+    have = {sid for sid, _ in students}
+    missing = []
+    for sid in roster:
+        if sid not in have and sid.lower() not in CLASS_FILES:
+            home = staging / sid
+            home.mkdir(parents=True, exist_ok=True)
+            write_sidecar(home, notes=["nothing handed in"])
+            missing.append((sid, home))
+            have.add(sid)
+    return [*students, *missing]
 
 
 def check_folders(submissions: Path, out: Path) -> None:
