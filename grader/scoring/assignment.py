@@ -37,7 +37,13 @@ def apply_assignment(result: SubmissionResult, assignment: Assignment, *,
     result.due = assignment.due_of(result.student)
     result.extended = result.student in assignment.extensions
     result.late_marker = late_marker
-    result.days_late = days_late(result.submitted_at, result.due, assignment, late_marker)
+    # The LMS's marker (no time) is late against the assignment's due date: a student's own
+    # extension, which the LMS does not know, outweighs it.
+    counted = late_marker and not result.extended
+    if late_marker and result.extended and result.submitted_at is None:
+        result.notes.append("the LMS marked this submission late (against the common due "
+                            "date, without a time); with your extension it is not counted late")
+    result.days_late = days_late(result.submitted_at, result.due, assignment, counted)
     result.late_penalty = penalty_of(result.days_late, assignment, result.max_score)
     return result
 
