@@ -450,3 +450,17 @@ def test_load_assignment_reads_extensions_and_overrides(tmp_path):
     plan = load_assignment(tmp_path / "a.toml")
     assert plan.extensions["ann"] == datetime(2026, 3, 2, 23, 59, 59)
     assert plan.override_rows[0].target == "x"
+
+
+def test_names_that_climb_out_stay_inside_the_staging_folder(tmp_path):
+    """A crafted zip's member names ("..", absolute) never write outside OUT/.lms/<id>/."""
+    z = tmp_path / "evil.zip"
+    with zipfile.ZipFile(z, "w") as f:
+        f.writestr("Eve E_7_assignsubmission_file_/../../../../escaped.py", SOLUTION)
+        f.writestr("Eve E_7_assignsubmission_file_//abs/strides_broadcasting.py", SOLUTION)
+        f.writestr("/Eve E_8_assignsubmission_file_/strides_broadcasting.py", SOLUTION)
+    staging = tmp_path / "out" / ".lms"
+    staged = dict(stage(parse(list_download(z), "moodle"), staging))
+    written = [p for p in tmp_path.rglob("*.py")]
+    assert written and all(p.is_relative_to(staging / "7") for p in written)
+    assert sorted(staged) == ["7"]

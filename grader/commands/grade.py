@@ -131,7 +131,8 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
             if previous is not None:
                 summary.results.append(previous)
                 continue
-            task = task_for(sid, mark, path, links.get(sid, set()))
+            task = task_for(sid, mark, path, links.get(sid, set()),
+                            staged=path.parent == out / STAGING)
             if roster and sid not in roster:
                 task.notes.append("not in the roster: graded under the id the submission "
                                   "gives; add it to the roster (lms_id column) if it is a "
@@ -183,10 +184,12 @@ def previous_result(folder: Path, mark: str) -> SubmissionResult | None:
     return result if result.fingerprint == mark and (folder / "report.html").is_file() else None
 
 
-def task_for(student: str, mark: str, path: Path, links: set[Inode]) -> GradeTask:
-    """The task of one student; a staged folder's sidecar (what the LMS said) gives its notes
-    and late marker."""
-    sidecar = read_sidecar(path) if path.is_dir() else None
+def task_for(student: str, mark: str, path: Path, links: set[Inode], *,
+             staged: bool = False) -> GradeTask:
+    """The task of one student; a folder torchgrade `staged` has a sidecar (what the LMS
+    said), which gives its notes and late marker (a student's own folder is never asked:
+    a sidecar there would be the student's word)."""
+    sidecar = read_sidecar(path) if staged else None
     return GradeTask(student=student, path=path, fingerprint=mark, own_links=sorted(links),
                      submitted_at=read_timestamp(path) if path.is_dir() else None,
                      notes=list(sidecar.notes) if sidecar else [],

@@ -210,7 +210,8 @@ def detect(path: Path) -> str:
     if path.is_dir():
         names = sorted(n for n in os.listdir(path)
                        if not n.startswith(".") and n not in SKIP_DIRS)
-        layout = detect_names(names)
+        # A folder's name ends in "/": only files can be Canvas's (flat) names.
+        layout = detect_names([n + "/" if (path / n).is_dir() else n for n in names])
         if layout == "folders" and len(names) == 1 and (path / names[0]).is_dir() \
                 and not (path / names[0]).is_symlink():
             inner = detect(path / names[0])  # the download unpacked one level down
@@ -251,7 +252,7 @@ def _student(students: dict[str, LmsStudent], lms_id: str, name: str = "") -> Lm
 def _add(student: LmsStudent, relpath: str, entry: Entry, original: str) -> None:
     """Keep `entry` as the student's file `relpath` (exercise files only; the others are
     listed)."""
-    parts = [p for p in PurePosixPath(relpath).parts if p not in ("", ".", "..")]
+    parts = [p for p in PurePosixPath(relpath).parts if p not in ("", ".", "..", "/")]
     if not parts or any(p.startswith(".") for p in parts):
         student.others.append(original)
         return
@@ -425,6 +426,10 @@ def stage(students: list[LmsStudent], folder: Path) -> list[tuple[str, Path]]:
                              "was not graded")
                 continue
             target = home / relpath
+            if not target.resolve().is_relative_to(home.resolve()):  # never outside its folder
+                notes.append(f"{entry.name} has a name that leads outside the submission: "
+                             "it was not graded")
+                continue
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
         if student.submitted_at is not None:
