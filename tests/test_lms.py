@@ -464,3 +464,16 @@ def test_names_that_climb_out_stay_inside_the_staging_folder(tmp_path):
     written = [p for p in tmp_path.rglob("*.py")]
     assert written and all(p.is_relative_to(staging / "7") for p in written)
     assert sorted(staged) == ["7"]
+
+
+def test_roster_ids_are_safe_folder_names(tmp_path):
+    """A roster line is a folder name under OUT: "../x" or "index.html" must not be one."""
+    from grader.intake.students import class_students
+
+    (tmp_path / "r.csv").write_text("student_id,lms_id\n../../evil,\nindex.html,\nok,\n")
+    roster = read_roster(tmp_path / "r.csv")
+    assert sorted(roster) == ["%2E.%2F..%2Fevil", "index%2Ehtml", "ok"]
+    staging = tmp_path / "out" / ".lms"
+    made = class_students([], staging, roster)
+    assert all(path.parent == staging for _, path in made) and len(made) == 3
+    assert not (tmp_path / "evil").exists()

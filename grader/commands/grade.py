@@ -23,7 +23,7 @@ from grader.intake.assignment import Assignment, from_exercises, read_timestamp,
 from grader.intake.files import Inode, class_hard_links, own_links
 from grader.intake.fingerprint import fingerprint, grading_digest, submission_digest
 from grader.intake.lms import STAGING, read_sidecar
-from grader.intake.students import check_folders, class_students, download_layout
+from grader.intake.students import check_folders, class_students, download_layout, read_class
 from grader.intake.submission import OUT_MARKER, exercises_in, load_quietly
 from grader.models import CheckRun, Submission, SubmissionResult, is_grader_failure
 from grader.outputs.exports import canvas_csv, grades_csv, moodle_csv
@@ -84,6 +84,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
     submissions, out = Path(submissions), Path(out)
     check_folders(submissions, out)
     layout = download_layout(submissions, lms)
+    found = read_class(submissions, layout)
     plan = plan_of(assignment, exercises)
     if jobs is not None and jobs < 1:
         raise UsageError("-j must be at least 1")
@@ -99,7 +100,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
     try:
         remove_stale_temp_files(out)  # left by a run that was killed mid-write
         write_atomic(out / OUT_MARKER, "This folder holds the results of `torchgrade grade`.\n")
-        students = class_students(submissions, out / STAGING, layout, roster)
+        students = class_students(found, out / STAGING, roster)
         if plan is None:  # the exercises found in the submissions, by file names only
             known = known_exercises()
             found = set().union(*(exercises_in(path, known) for _, path in students))

@@ -247,8 +247,9 @@ def read_overrides(path: Path) -> list[Override]:
 
 
 def read_roster(path: Path) -> dict[str, StudentInfo]:
-    """Roster lines by the id the outputs use: the `lms_id` column's (as a `safe_id`) when the
-    line has one, else `student_id`; a header row names the columns (nbgrader's names)."""
+    """Roster lines by the id the outputs use: the `lms_id` column's when the line has one,
+    else `student_id` (as a `safe_id`: a roster's id is a folder's name under OUT); a header
+    row names the columns (nbgrader's names)."""
     from grader.intake.submission import safe_id
 
     try:
@@ -264,7 +265,7 @@ def read_roster(path: Path) -> dict[str, StudentInfo]:
         sid = (row.get("student_id") or row.get("id") or "").strip()
         lms_id = (row.get("lms_id") or "").strip()
         if sid or lms_id:
-            roster[safe_id(lms_id) if lms_id else sid] = StudentInfo(
+            roster[safe_id(lms_id or sid)] = StudentInfo(
                 student_id=sid or lms_id, last_name=(row.get("last_name") or "").strip(),
                 first_name=(row.get("first_name") or "").strip(),
                 email=(row.get("email") or "").strip(), lms_id=lms_id)

@@ -66,26 +66,36 @@ def download_layout(submissions: Path, lms: str | None = None) -> str:
     return lms or detect(submissions)
 
 
-def class_students(submissions: Path, staging: Path, layout: str,
-                   roster: Iterable[str] = ()) -> list[tuple[str, Path]]:
-    """(student id, path) of every student of the class: the folders or .zips of a class
-    folder (`find_students`, read where they are), or, for an LMS download or a class zip,
-    each student's files staged into `staging/<id>/` (`grader.intake.lms.stage`; nothing is
-    written into `submissions`). Every id of `roster` without a submission gets an empty
-    folder there, whose sidecar says "nothing handed in": it is graded (0 points) like any
-    other, so that every roster student is in every output."""
-    from grader.intake.lms import list_download, parse, stage, write_sidecar
+def read_class(submissions: Path, layout: str) -> list:
+    """The students of a class, read but not staged (nothing is written; UsageError when there
+    is none): `find_students`' (id, path) pairs for a class folder, else the
+    `grader.intake.lms.LmsStudent`s of an LMS download or a class zip."""
+    from grader.intake.lms import list_download, parse
 
     if layout == "folders" and Path(submissions).is_dir():
-        students = find_students(submissions)
-        staged = stage([], staging)
-    else:
-        staged = stage(parse(list_download(submissions), layout), staging)
-        students = staged
+        return find_students(submissions)
+    return parse(list_download(submissions), layout)
+
+
+def class_students(found: list, staging: Path, roster: Iterable[str] = ()
+                   ) -> list[tuple[str, Path]]:
+    """(student id, path) of every student `read_class` found: a class folder's folders and
+    .zips are read where they are; an LMS download's students are staged into
+    `staging/<id>/` (`grader.intake.lms.stage`; nothing is written into the download). Every
+    id of `roster` without a submission gets an empty folder there, whose sidecar says
+    "nothing handed in": it is graded (0 points) like any other, so that every roster student
+    is in every output."""
+    from grader.intake.lms import LmsStudent, stage, write_sidecar
+
+    lms = [s for s in found if isinstance(s, LmsStudent)]
+    staged = stage(lms, staging)
+    students = staged if lms else list(found)
     have = {sid for sid, _ in students}
     missing = []
     for sid in roster:
-        if sid not in have and sid.lower() not in CLASS_FILES:
+        # (read_roster's ids are safe_ids: one name, never a dot-name or a class output's)
+        if sid not in have and "/" not in sid and not sid.startswith(".") \
+                and sid.lower() not in CLASS_FILES:
             home = staging / sid
             home.mkdir(parents=True, exist_ok=True)
             write_sidecar(home, notes=["nothing handed in"])
