@@ -41,7 +41,7 @@ from functools import partial
 from pathlib import Path, PurePosixPath
 
 from grader.errors import UsageError
-from grader.intake.files import Refused, open_regular, read_regular, refusal
+from grader.intake.files import Refused, open_regular, read_regular
 from grader.intake.submission import (MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES, MAX_ZIP_FILE_BYTES,
                                       MAX_ZIP_RATIO, SKIP_DIRS, display_path, safe_id)
 
