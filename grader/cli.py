@@ -28,7 +28,8 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
 
-    p = sub.add_parser("grade", help="grade a folder with one folder (or .zip) per student")
+    p = sub.add_parser("grade", help="grade a class: a folder with one folder (or .zip) per "
+                       "student, or an LMS download (Canvas, Moodle, Blackboard; folder or zip)")
     p.add_argument("submissions", type=Path, metavar="SUBMISSIONS")
     p.add_argument("--out", type=Path, required=True, metavar="OUT",
                    help="where results, reports, index.html and grades.csv go")
@@ -41,6 +42,9 @@ def build_parser() -> Parser:
     p.add_argument("--variants", type=Path, metavar="MANIFEST",
                    help="manifest.json of `torchgrade variants`: score each student's bug hunts "
                         "on the faults of their own copy")
+    p.add_argument("--lms", choices=("canvas", "moodle", "blackboard", "folders"),
+                   help="how SUBMISSIONS is laid out (default: detected): an LMS's "
+                        "\"download submissions\" folder or zip, or one folder per student")
     _common(p)
 
     p = sub.add_parser("check", help="check your work (a .py, .ipynb, folder or .zip): the "

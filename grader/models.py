@@ -231,6 +231,17 @@ class ExerciseResult(BaseModel):
     output: Output = Field("", description="what the module printed while it was imported")
 
 
+class Adjustment(BaseModel):
+    """An instructor's override, as applied: what the target had before and has after."""
+
+    target: Name = Field(description="the exercise or check id it applies to")
+    kind: Literal["exercise", "check"]
+    exercise: Name
+    before: float
+    after: float
+    reason: Line = ""
+
+
 class SubmissionResult(BaseModel):
     model_config = ConfigDict(validate_assignment=True)
 
@@ -252,6 +263,14 @@ class SubmissionResult(BaseModel):
                                           "timestamp.txt, when it has one")
     late_penalty: float = Field(0.0, ge=0, description="points taken off for lateness "
                                 "(not included in `score`)")
+    # LMS downloads, extensions and overrides (issue 17); optional for earlier results.
+    due: datetime | None = Field(None, description="the due date applied: the student's "
+                                 "extension, else the assignment's")
+    extended: bool = Field(False, description="`due` is the student's own extension")
+    days_late: int = Field(0, ge=0, description="started days late, after the grace period")
+    late_marker: bool = Field(False, description="the LMS marked it late without a time "
+                              "(Canvas's LATE): counted as one day late")
+    adjustments: list[Adjustment] = Field([], description="the instructor's overrides, applied")
     grading_s: float = Field(0.0, ge=0, description="wall time the grader spent on this "
                              "submission, seconds")
     checks_s: float = Field(0.0, ge=0, description="the checks' own compute, seconds: every "
@@ -268,7 +287,9 @@ class SubmissionResult(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def score(self) -> float:
-        return round(sum(c.points for c in self.checks), 6)
+        """The checks' points, plus what overrides of whole exercises added or took off."""
+        extra = sum(a.after - a.before for a in self.adjustments if a.kind == "exercise")
+        return round(sum(c.points for c in self.checks) + extra, 6)
 
     # mypy rejects any decorator over @property; this is the form pydantic documents.
     @computed_field  # type: ignore[prop-decorator]

@@ -196,7 +196,7 @@ def test_grades_csv_has_nbgrader_columns_and_is_ready_for_an_lms(graded):
     header = text.splitlines()[0].split(",")
     assert header == ["student", EXERCISE, "assignment", "duedate", "timestamp", "student_id",
                       "last_name", "first_name", "email", "raw_score", "late_submission_penalty",
-                      "score", "max_score"]
+                      "score", "max_score", "remarks"]
     rows = {r["student"]: r for r in csv.DictReader(io.StringIO(text))}
     assert list(rows) == sorted(rows) and len(rows) == 7
     expected = {"assignment": "hw1", "student_id": "ann", "last_name": "Lovelace",

@@ -130,10 +130,10 @@ def test_fix_first_groups_checks_failing_for_one_reason():
                     message="f(y) returned 3; expected 4."),
              failed("a.again", exercise="a", message="f(x) returned 1; expected 2.")]
     groups = to_fix_first(wrong + missing)
-    # the visible wrong values of f (one reason, twice), then the hidden check although it is
-    # worth more, then the missing file although it is worth 6 points: code that ran first
+    # the missing file first (issue 17: it costs its whole exercise), then the visible wrong
+    # values of f (one reason, twice), then the hidden check although it is worth more
     assert [[c.id for c in g] for g in groups] == [
-        ["a.values", "a.again"], ["a.hidden"], ["b.c0", "b.c1", "b.c2"]]
+        ["b.c0", "b.c1", "b.c2"], ["a.values", "a.again"], ["a.hidden"]]
     html = render_report(result(*wrong, *missing))
     assert "3 checks failing the same way" in html
 

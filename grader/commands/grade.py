@@ -19,13 +19,14 @@ from grader.commands.common import (GraderUnavailable, UsageError, default_jobs,
 from grader.commands.variants import read_variants
 from grader.course.bughunt import apply_variants
 from grader.course.registry import known_exercises
-from grader.intake.assignment import Assignment, from_exercises, read_timestamp
+from grader.intake.assignment import Assignment, from_exercises, read_timestamp, roster_aliases
 from grader.intake.files import Inode, class_hard_links, own_links
 from grader.intake.fingerprint import fingerprint, grading_digest, submission_digest
-from grader.intake.students import check_folders, find_students
+from grader.intake.lms import STAGING, read_sidecar
+from grader.intake.students import check_folders, class_students, download_layout, read_class
 from grader.intake.submission import OUT_MARKER, exercises_in, load_quietly
 from grader.models import CheckRun, Submission, SubmissionResult, is_grader_failure
-from grader.outputs.exports import grades_csv
+from grader.outputs.exports import canvas_csv, grades_csv, moodle_csv
 from grader.outputs.progress import Progress
 from grader.outputs.report import render_index
 from grader.outputs.folder import write_submission_outputs
@@ -63,7 +64,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
           limits: WorkerLimits | None = None,
           on_start: Callable[[int, int], None] | None = None,
           on_result: Callable[[SubmissionResult], None] | None = None,
-          variants: Path | None = None) -> GradeSummary:
+          variants: Path | None = None, lms: str | None = None) -> GradeSummary:
     """Grade every student in `submissions` with `jobs` grading processes; write each student's
     results.json, report.html and gradescope.json the moment they are graded, then the class
     index and the CSV gradebook into `out`.
@@ -74,28 +75,24 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
     called once before grading, `on_result` with every result as it arrives. KeyboardInterrupt
     stops every grading process, writes the class outputs of what was graded, and propagates.
     With `variants` (the manifest `variants()` wrote), each student's bug hunts are scored on
-    the faults their own copy holds.
+    the faults their own copy holds. `lms` forces the layout of `submissions` (see
+    `grader.intake.lms`; default: detected): an LMS download or a class zip is staged into
+    `out/.lms/`, never unpacked where it lies. Every roster student is graded (an empty
+    submission for one who handed nothing in); an id not in the roster is graded and warned.
     """
     started = time.monotonic()
     submissions, out = Path(submissions), Path(out)
     check_folders(submissions, out)
-    students = find_students(submissions)
+    layout = download_layout(submissions, lms)
+    found = read_class(submissions, layout)
     plan = plan_of(assignment, exercises)
     if jobs is not None and jobs < 1:
         raise UsageError("-j must be at least 1")
-    if plan is None:  # the exercises found in the submissions, by file names only
-        known = known_exercises()
-        found = set().union(*(exercises_in(path, known) for _, path in students))
-        plan = from_exercises([e for e in known if e in found] or known, name=submissions.name)
-    chosen = plan.exercise_names
-    roster = roster_of(plan)
+    roster = roster_of(plan) if plan is not None else {}
+    if plan is not None and roster:
+        plan = plan.with_aliases(roster_aliases(roster))
     manifest = read_variants(variants) if variants is not None else None
-    scoring = plan.scoring_key()
-    if manifest is not None:  # another key, another grading: results are not reused
-        scoring += "\nvariants " + manifest.model_dump_json()
-    grading = grading_digest(exercises=chosen, scoring=scoring,
-                             limits=(limits or WorkerLimits()).model_dump_json())
-    summary = GradeSummary(out=out, exercises=chosen, assignment=plan)
+    summary = GradeSummary(out=out)
     try:
         lock = OutLock(out).__enter__()
     except BlockingIOError:
@@ -103,18 +100,45 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
     try:
         remove_stale_temp_files(out)  # left by a run that was killed mid-write
         write_atomic(out / OUT_MARKER, "This folder holds the results of `torchgrade grade`.\n")
+        students = class_students(found, out / STAGING, roster)
+        if plan is None:  # the exercises found in the submissions, by file names only
+            known = known_exercises()
+            present = set().union(*(exercises_in(path, known) for _, path in students))
+            plan = from_exercises([e for e in known if e in present] or known,
+                                  name=submissions.stem if layout != "folders"
+                                  else submissions.name)
+        chosen = plan.exercise_names
+        scoring = plan.scoring_key()
+        if manifest is not None:  # another key, another grading: results are not reused
+            scoring += "\nvariants " + manifest.model_dump_json()
+        grading = grading_digest(exercises=chosen, scoring=scoring,
+                                 limits=(limits or WorkerLimits()).model_dump_json())
+        summary.exercises, summary.assignment = chosen, plan
         tasks = []
         links = class_hard_links(students)
+        strangers = [sid for sid, _ in students if roster and sid not in roster]
+        if strangers:
+            log.warning("torchgrade: warning: %d submission(s) not in the roster, graded and "
+                        "marked \"not in the roster\": %s", len(strangers),
+                        ", ".join(strangers[:10]) + (" ..." if len(strangers) > 10 else ""))
         for sid, path in students:
             # The parent reads no student file beyond fingerprints (bounded, regular files
             # only): the grading processes load the submissions, in parallel.
+            own = (f"\nstudent {plan.student_key(sid)}\nroster {bool(roster)} "
+                   f"{sid in roster}")
             with own_links(links.get(sid, ())):
-                mark = fingerprint(submission_digest(path), grading)
+                mark = fingerprint(submission_digest(path), grading + own)
             previous = None if force else previous_result(out / sid, mark)
             if previous is not None:
                 summary.results.append(previous)
                 continue
-            tasks.append(task_for(sid, mark, path, links.get(sid, set())))
+            task = task_for(sid, mark, path, links.get(sid, set()),
+                            staged=path.parent == out / STAGING)
+            if roster and sid not in roster:
+                task.notes.append("not in the roster: graded under the id the submission "
+                                  "gives; add it to the roster (lms_id column) if it is a "
+                                  "student of the class")
+            tasks.append(task)
         summary.up_to_date = len(summary.results)
         if on_start is not None:
             on_start(len(students), summary.up_to_date)
@@ -162,9 +186,16 @@ def previous_result(folder: Path, mark: str | None) -> SubmissionResult | None:
     return result if result.fingerprint == mark and (folder / "report.html").is_file() else None
 
 
-def task_for(student: str, mark: str, path: Path, links: set[Inode]) -> GradeTask:
+def task_for(student: str, mark: str, path: Path, links: set[Inode], *,
+             staged: bool = False) -> GradeTask:
+    """The task of one student; a folder torchgrade `staged` has a sidecar (what the LMS
+    said), which gives its notes and late marker (a student's own folder is never asked:
+    a sidecar there would be the student's word)."""
+    sidecar = read_sidecar(path) if staged else None
     return GradeTask(student=student, path=path, fingerprint=mark, own_links=sorted(links),
-                     submitted_at=read_timestamp(path) if path.is_dir() else None)
+                     submitted_at=read_timestamp(path) if path.is_dir() else None,
+                     notes=list(sidecar.notes) if sidecar else [],
+                     late_marker=bool(sidecar and sidecar.late_marker))
 
 
 def write_class_outputs(summary: GradeSummary, *, roster: dict | None = None) -> None:
@@ -188,6 +219,9 @@ def write_class_files(summary: GradeSummary, results: list[SubmissionResult],
     write_atomic(summary.out / "grades.csv",
                  grades_csv(results, summary.exercises, assignment=name,
                             duedate=plan.due if plan else None, roster=roster))
+    write_atomic(summary.out / "canvas_grades.csv",
+                 canvas_csv(results, assignment=name or "torchgrade", roster=roster))
+    write_atomic(summary.out / "moodle_grades.csv", moodle_csv(results, roster=roster))
 
 
 
@@ -204,6 +238,8 @@ def read_task(task: GradeTask, settings: PoolSettings) -> Submission:
         assert task.path is not None  # a task comes with its submission or its path
         with own_links(task.own_links):
             submission = load_quietly(task.path, task.student, settings.exercises)
+        if task.notes:
+            submission.notes[:0] = task.notes
     if settings.variants is not None:
         submission = apply_variants(submission, settings.variants)
     return submission
@@ -222,7 +258,8 @@ def finish_task(outcome: CheckRun | BaseException, task: GradeTask, settings: Po
                                     submitted_at=task.submitted_at)
         else:
             result = result_of(outcome, assignment=settings.assignment,
-                               submitted_at=task.submitted_at, fingerprint=task.fingerprint)
+                               submitted_at=task.submitted_at, fingerprint=task.fingerprint,
+                               late_marker=task.late_marker)
         write_submission_outputs(result, settings.out)
         return result
     except Exception as exc:  # noqa: BLE001 - one submission's outputs, never the process
@@ -262,7 +299,7 @@ def main(args: argparse.Namespace) -> int:
         summary = grade(args.submissions, out=args.out, exercises=args.exercises,
                         assignment=args.assignment, jobs=args.jobs, force=args.force,
                         limits=limits_of(args.timeout), on_start=progress.start,
-                        on_result=progress.result, variants=args.variants)
+                        on_result=progress.result, variants=args.variants, lms=args.lms)
     finally:
         progress.close()
     print(summary_line(summary))

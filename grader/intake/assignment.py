@@ -7,10 +7,21 @@ An instructor keeps one small TOML file per assignment:
     exercises = ["strides_broadcasting", { name = "manual_backward", points = 20 }]
     roster = "students.csv"                  # optional: student_id,last_name,first_name,email
 
+    overrides = "overrides.csv"              # optional: student,target,points,reason
+
     [late_policy]                            # optional
     penalty_per_day = 0.1                    # fraction of the maximum, per started day late
     max_penalty = 0.5                        # never more than this fraction
     grace_minutes = 15
+
+    [extensions]                             # optional: a due date of their own, per student
+    "12345" = 2026-03-04T23:59:00+01:00      # (an id of the outputs or the roster's student_id)
+
+The roster's optional `lms_id` column maps the id the LMS gives (Canvas user id, Moodle
+participant id, Blackboard username: the id of `OUT/<id>/`) to the roster's student. An
+overrides file line sets what a student gets for one exercise or check (`points` a number), or
+adds to it (`+2`, `-1.5`), with the instructor's `reason`; extensions and overrides are
+recorded in each result and shown in every output.
 
 `points` rescales an exercise's checks so that they add up to that many points (each check
 keeps its share). Without it an exercise is worth the points its checks declare.
@@ -56,12 +67,25 @@ class LatePolicy(BaseModel):
 
 
 class StudentInfo(BaseModel):
-    """One roster line, as nbgrader's `db student import` reads it."""
+    """One roster line, as nbgrader's `db student import` reads it, plus the LMS's id."""
 
     student_id: str
     last_name: str = ""
     first_name: str = ""
     email: str = ""
+    lms_id: str = ""
+
+
+class Override(BaseModel):
+    """One line of the overrides file: the instructor's word on one exercise or check."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    student: str = Field(min_length=1)
+    target: str = Field(min_length=1, description="an exercise name or a check id")
+    points: float
+    relative: bool = Field(False, description="`points` is added (+2, -1.5), not set")
+    reason: str = ""
 
 
 class Assignment(BaseModel):
@@ -72,7 +96,11 @@ class Assignment(BaseModel):
     due: datetime | None = Field(None, description="naive times are the machine's local time")
     late_policy: LatePolicy | None = None
     roster: Path | None = Field(None, description="CSV with student_id, last_name, first_name, "
-                                "email; relative to the assignment file")
+                                "email, lms_id; relative to the assignment file")
+    extensions: dict[str, datetime] = Field({}, description="student -> their own due date")
+    overrides: Path | None = Field(None, description="CSV with student, target (exercise or "
+                                   "check id), points, reason; relative to the assignment file")
+    override_rows: list[Override] = Field([], description="the overrides file, as read")
 
     @field_validator("exercises", mode="before")
     @classmethod
@@ -97,6 +125,13 @@ class Assignment(BaseModel):
             return datetime.combine(value, time(23, 59, 59))
         return value
 
+    @field_validator("extensions", mode="before")
+    @classmethod
+    def _dates_mean_end_of_day(cls, value):
+        if isinstance(value, dict):
+            return {str(k): cls._date_means_end_of_day(v) for k, v in value.items()}
+        return value
+
     @property
     def exercise_names(self) -> list[str]:
         return [e.name for e in self.exercises]
@@ -112,8 +147,31 @@ class Assignment(BaseModel):
         return None
 
     def scoring_key(self) -> str:
-        """Everything here that changes a result (what the fingerprint must cover)."""
-        return self.model_dump_json(exclude={"roster"})
+        """Everything here that changes every result (what the fingerprint must cover); what
+        changes one student's is their `student_key`."""
+        return self.model_dump_json(exclude={"roster", "extensions", "overrides",
+                                             "override_rows"})
+
+    def student_key(self, student: str) -> str:
+        """What of this assignment is the student's own (their extension, their overrides):
+        part of their fingerprint, so that a changed override regrades them."""
+        due = self.extensions.get(student)
+        rows = [r.model_dump_json() for r in self.override_rows if r.student == student]
+        return f"extension {due.isoformat() if due else ''}\noverrides {rows}"
+
+    def due_of(self, student: str) -> datetime | None:
+        """The student's due date: their extension's, else the assignment's (aware, UTC)."""
+        due = self.extensions.get(student, self.due)
+        return aware_utc(due) if due is not None else None
+
+    def with_aliases(self, aliases: dict[str, str]) -> Assignment:
+        """This assignment with extensions and overrides keyed by the outputs' ids (a roster's
+        student_id becomes the LMS id it maps to, see `read_roster`)."""
+        copy = self.model_copy(deep=True)
+        copy.extensions = {aliases.get(k, k): v for k, v in self.extensions.items()}
+        for row in copy.override_rows:
+            row.student = aliases.get(row.student, row.student)
+        return copy
 
 
 def from_exercises(exercises: list[str], name: str = "") -> Assignment:
@@ -138,6 +196,10 @@ def load_assignment(path: Path) -> Assignment:
         raise AssignmentError(f"{path}: {describe_errors(exc)}") from None
     if assignment.roster is not None and not assignment.roster.is_absolute():
         assignment.roster = (path.parent / assignment.roster).resolve()
+    if assignment.overrides is not None:
+        if not assignment.overrides.is_absolute():
+            assignment.overrides = (path.parent / assignment.overrides).resolve()
+        assignment.override_rows = read_overrides(assignment.overrides)
     if not assignment.name:
         assignment.name = path.stem
     return assignment
@@ -157,25 +219,67 @@ def describe_errors(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def read_overrides(path: Path) -> list[Override]:
+    """The overrides file: a header `student,target,points,reason` (`exercise` or `check` may
+    name the target column); `points` a number (set) or signed (`+2`: added)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise AssignmentError(f"overrides {path}: cannot be read ({exc})") from None
+    rows = []
+    for n, row in enumerate(csv.DictReader(text.splitlines()), start=2):
+        row = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
+        target = row.get("target") or row.get("check") or row.get("exercise") or ""
+        points = row.get("points", "")
+        if not row.get("student") and not target and not points:
+            continue  # a blank line
+        try:
+            value = float(points)
+        except ValueError:
+            raise AssignmentError(f"overrides {path}, line {n}: points {points!r} is not a "
+                                  "number (e.g. 7, +2 or -1.5)") from None
+        if not row.get("student") or not target:
+            raise AssignmentError(f"overrides {path}, line {n}: needs a student and a target "
+                                  "(an exercise or a check id)")
+        rows.append(Override(student=row["student"], target=target, points=value,
+                             relative=points[:1] in "+-", reason=row.get("reason", "")))
+    return rows
+
+
 def read_roster(path: Path) -> dict[str, StudentInfo]:
-    """Roster lines by student id; a header row names the columns (nbgrader's names)."""
+    """Roster lines by the id the outputs use: the `lms_id` column's when the line has one,
+    else `student_id` (as a `safe_id`: a roster's id is a folder's name under OUT); a header
+    row names the columns (nbgrader's names)."""
+    from grader.intake.submission import safe_id
+
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise AssignmentError(f"roster {path}: cannot be read ({exc})") from None
     rows = list(csv.DictReader(text.splitlines()))
-    if rows and "student_id" not in rows[0] and "id" not in rows[0]:
+    if rows and not {"student_id", "id", "lms_id"} & set(rows[0]):
         raise AssignmentError(f"roster {path}: needs a header with student_id (or id), "
-                              "last_name, first_name, email")
+                              "last_name, first_name, email, and optionally lms_id")
     roster = {}
     for row in rows:
         sid = (row.get("student_id") or row.get("id") or "").strip()
-        if sid:
-            roster[sid] = StudentInfo(student_id=sid,
-                                      last_name=(row.get("last_name") or "").strip(),
-                                      first_name=(row.get("first_name") or "").strip(),
-                                      email=(row.get("email") or "").strip())
+        lms_id = (row.get("lms_id") or "").strip()
+        if sid or lms_id:
+            roster[safe_id(lms_id or sid)] = StudentInfo(
+                student_id=sid or lms_id, last_name=(row.get("last_name") or "").strip(),
+                first_name=(row.get("first_name") or "").strip(),
+                email=(row.get("email") or "").strip(), lms_id=lms_id)
     return roster
+
+
+def roster_aliases(roster: dict[str, StudentInfo]) -> dict[str, str]:
+    """A roster's student_ids (and emails) -> the ids of the outputs, where they differ."""
+    aliases = {}
+    for key, info in roster.items():
+        for other in (info.student_id, info.email):
+            if other and other != key:
+                aliases[other] = key
+    return aliases
 
 
 def read_timestamp(student_path: Path) -> datetime | None:

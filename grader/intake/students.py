@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 
 from grader.errors import UsageError
@@ -46,6 +47,61 @@ def find_students(submissions: Path) -> list[tuple[str, Path]]:
     if not students:
         raise UsageError(f"{submissions} holds no student folders (one folder or .zip per student)")
     return list(students.items())
+
+
+def download_layout(submissions: Path, lms: str | None = None) -> str:
+    """How the class at `submissions` (a folder or a zip) is laid out: `lms` when given (one
+    of `grader.intake.lms.LAYOUTS`), else detected from its names; UsageError for a path that
+    is neither."""
+    from grader.intake.lms import LAYOUTS, detect
+
+    submissions = Path(submissions)
+    if lms is not None and lms not in LAYOUTS:
+        raise UsageError(f"--lms must be one of {', '.join(LAYOUTS)}")
+    if not submissions.exists():
+        raise UsageError(f"{submissions}: no such folder")
+    if not submissions.is_dir() and submissions.suffix.lower() != ".zip":
+        raise UsageError(f"{submissions} is not a folder nor a .zip of the class (use "
+                         "`torchgrade check` for one file)")
+    return lms or detect(submissions)
+
+
+def read_class(submissions: Path, layout: str) -> list:
+    """The students of a class, read but not staged (nothing is written; UsageError when there
+    is none): `find_students`' (id, path) pairs for a class folder, else the
+    `grader.intake.lms.LmsStudent`s of an LMS download or a class zip."""
+    from grader.intake.lms import list_download, parse
+
+    if layout == "folders" and Path(submissions).is_dir():
+        return find_students(submissions)
+    return parse(list_download(submissions), layout)
+
+
+def class_students(found: list, staging: Path, roster: Iterable[str] = ()
+                   ) -> list[tuple[str, Path]]:
+    """(student id, path) of every student `read_class` found: a class folder's folders and
+    .zips are read where they are; an LMS download's students are staged into
+    `staging/<id>/` (`grader.intake.lms.stage`; nothing is written into the download). Every
+    id of `roster` without a submission gets an empty folder there, whose sidecar says
+    "nothing handed in": it is graded (0 points) like any other, so that every roster student
+    is in every output."""
+    from grader.intake.lms import LmsStudent, stage, write_sidecar
+
+    lms = [s for s in found if isinstance(s, LmsStudent)]
+    staged = stage(lms, staging)
+    students = staged if lms else list(found)
+    have = {sid for sid, _ in students}
+    missing = []
+    for sid in roster:
+        # (read_roster's ids are safe_ids: one name, never a dot-name or a class output's)
+        if sid not in have and "/" not in sid and not sid.startswith(".") \
+                and sid.lower() not in CLASS_FILES:
+            home = staging / sid
+            home.mkdir(parents=True, exist_ok=True)
+            write_sidecar(home, notes=["nothing handed in"])
+            missing.append((sid, home))
+            have.add(sid)
+    return [*students, *missing]
 
 
 def check_folders(submissions: Path, out: Path) -> None:

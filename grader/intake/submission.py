@@ -11,6 +11,7 @@ import hashlib
 import io
 import logging
 import os
+import re
 import tokenize
 import zipfile
 from collections.abc import Callable, Iterable
@@ -124,6 +125,49 @@ def display_path(path: Path) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
+# --------------------------------------------------------------------------- which exercise
+
+# What people and LMSs add to a file's name: a browser's " (1)", a re-upload's "-2", "_v2",
+# " copy", "Copy of ".
+DECORATION = re.compile(r"(?:\s*\(\d+\)|[-_ ]v?\d+|[-_ ]copy|[-_ ]final)$", re.I)
+LEADING = re.compile(r"^(?:copy of |copia de )", re.I)
+
+
+def match_exercise(relpath: str, wanted: list[str]) -> tuple[str | None, str | None]:
+    """The exercise a file of a submission is for, and a note when only its decorated name
+    says so: the exact name (`grader.course.bughunt.exercise_for`), else the name with case,
+    spaces or hyphens for underscores, decorations (" (1)", "-2", "_v2", " copy") or a prefix
+    ending in "_", "-" or " " (Canvas's `name_123_456_`) set aside; the longest exercise name
+    wins. (None, None) when nothing matches."""
+    exact = exercise_for(relpath, wanted)
+    if exact is not None:
+        return exact, None
+    path = PurePosixPath(relpath)
+    if path.suffix.lower() not in SUFFIXES:
+        return None, None
+    stem = LEADING.sub("", path.stem.strip())
+    while (bare := DECORATION.sub("", stem)) != stem and bare:
+        stem = bare
+    key = re.sub(r"[\s\-]+", "_", stem.strip().lower())
+    in_hunt = path.parent.name == BUGHUNT_FOLDER
+    best = None
+    for name in sorted(wanted, key=len, reverse=True):
+        for candidate in (name, name.removeprefix("bughunt_") if in_hunt else None):
+            if candidate and (key == candidate or key.endswith("_" + candidate)):
+                best = name
+                break
+        if best:
+            break
+    if best is None:
+        return None, None
+    return best, (f"{relpath} was graded as {best} (its name differs from {best}.py: name the "
+                  "file exactly like that next time)")
+
+
+def expected_names(wanted: Iterable[str]) -> str:
+    return ", ".join(f"{w}.py" for w in wanted)
+
+
 # --------------------------------------------------------------------------- loading
 
 
@@ -141,23 +185,50 @@ def load_submission(path: Path, *, exercises: Iterable[str], student: str | None
     note = original_name_note(path, sub.student)
     if note:
         sub.notes.append(note)
-    by_exercise: dict[str, list[Found]] = {}
-    for found in scan(path, wanted, sub.notes):
-        exercise = exercise_for(found.relpath, wanted)
+    by_exercise: dict[str, list[tuple[Found, str | None]]] = {}
+    candidates = scan(path, wanted, sub.notes)
+    for found in candidates:
+        exercise, decorated = match_exercise(found.relpath, wanted)
         if exercise is not None:
-            by_exercise.setdefault(exercise, []).append(found)
+            by_exercise.setdefault(exercise, []).append((found, decorated))
     for exercise in wanted:
+        # An exactly named file comes before a decorated one, then shallowest, .py first.
         options = sorted(by_exercise.get(exercise, []),
-                         key=lambda f: (rank_depth(f), not f.relpath.endswith(".py"), f.relpath))
+                         key=lambda o: (o[1] is not None, rank_depth(o[0]),
+                                        not o[0].relpath.endswith(".py"), o[0].relpath))
         if not options:
             continue
-        chosen = options[0]
+        chosen, decorated = options[0]
         module = read_module(exercise, chosen)
+        if decorated:
+            module.notes.insert(0, decorated)
         if len(options) > 1:
-            others = ", ".join(f.relpath for f in options[1:])
+            others = ", ".join(o[0].relpath for o in options[1:])
             module.notes.append(f"graded {chosen.relpath}; also found {others} (ignored)")
         sub.modules[exercise] = module
+    missing = [e for e in wanted if e not in sub.modules]
+    if missing:
+        sub.notes.append(files_found_note(path, candidates, missing))
     return sub
+
+
+def files_found_note(path: Path, candidates: list[Found], missing: list[str]) -> str:
+    """What a submission holds, for one with no file for some exercise: the names found (at
+    most 20; a folder's every file, within MAX_DEPTH) and the names expected."""
+    names = [f.relpath for f in candidates]
+    if path.is_dir():
+        names = []
+        for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
+            rel = Path(dirpath).relative_to(path)
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS
+                                 and not d.startswith(".") and len(rel.parts) < MAX_DEPTH)
+            names += [display_path(rel / n) for n in sorted(filenames)
+                      if not n.startswith(".") and n != "timestamp.txt"]
+            if len(names) > 20:
+                break
+    shown = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
+    return (f"no file for {', '.join(missing)}: expected {expected_names(missing)} (or "
+            f".ipynb); files found: {shown or 'none'}")
 
 
 def rank_depth(found: Found) -> int:
@@ -185,7 +256,8 @@ def exercises_in(path: Path, exercises: Iterable[str]) -> set[str]:
     file is read; a zip's listing only within MAX_ZIP_ENTRIES); never raises."""
     wanted = list(exercises)
     try:
-        return {e for f in scan(Path(path), wanted, []) if (e := exercise_for(f.relpath, wanted))}
+        return {e for f in scan(Path(path), wanted, [])
+                if (e := match_exercise(f.relpath, wanted)[0])}
     except Exception:  # noqa: BLE001 - the grading process reports the problem
         return set()
 
@@ -206,7 +278,7 @@ def scan(path: Path, wanted: list[str], notes: list[str]) -> list[Found]:
         # bughunt/regression.py handed in alone is still the bug hunt "bughunt_regression".
         relpath = (f"{BUGHUNT_FOLDER}/{name}" if path.resolve().parent.name == BUGHUNT_FOLDER
                    else name)
-        if exercise_for(relpath, wanted) is None:
+        if match_exercise(relpath, wanted)[0] is None:
             notes.append(f"{name} is not an exercise file: name it after the exercise, "
                          f"one of {', '.join(f'{w}.py' for w in wanted)}")
         return [Found(relpath, 0, st.st_size, partial(read_regular, path))]

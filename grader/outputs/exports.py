@@ -21,11 +21,12 @@ def grades_csv(results: list[SubmissionResult], exercises: list[str], *,
                assignment: str = "", duedate: datetime | None = None,
                roster: Mapping[str, Any] | None = None) -> str:
     """One row per student: `student`, the score of each exercise, then nbgrader's export
-    columns (`raw_score` the points earned, `score` after the late penalty, never below 0).
+    columns (`raw_score` the points earned, `score` after the late penalty, never below 0),
+    then `remarks` (`remarks()`).
     `roster` maps student ids to objects with last_name, first_name and email."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["student", *exercises, *NBGRADER_COLUMNS])
+    writer.writerow(["student", *exercises, *NBGRADER_COLUMNS, "remarks"])
     for result in sorted(results, key=lambda r: r.student):
         per = {e.exercise: e.score for e in result.exercises}
         person = (roster or {}).get(result.student)
@@ -33,11 +34,30 @@ def grades_csv(results: list[SubmissionResult], exercises: list[str], *,
         writer.writerow([
             _cell(result.student), *(_num(per.get(e, 0.0)) for e in exercises),
             _cell(result.assignment or assignment), _time(duedate),
-            _time(result.submitted_at), _cell(result.student),
+            _time(result.submitted_at),
+            _cell(getattr(person, "student_id", "") or result.student),
             _cell(getattr(person, "last_name", "")), _cell(getattr(person, "first_name", "")),
             _cell(getattr(person, "email", "")), _num(result.score),
-            _num(result.late_penalty), _num(final), _num(result.max_score)])
+            _num(result.late_penalty), _num(final), _num(result.max_score),
+            _cell(remarks(result))])
     return out.getvalue()
+
+
+def remarks(result: SubmissionResult) -> str:
+    """What a gradebook's reader must know beyond the numbers: nothing handed in, not in the
+    roster, an extension, lateness, the instructor's adjustments."""
+    parts = [n for n in result.notes
+             if n == "nothing handed in" or n.startswith("not in the roster")]
+    parts = [p.split(":", 1)[0] for p in parts]
+    if result.extended and result.due is not None:
+        parts.append(f"extension to {_time(result.due)}")
+    if result.days_late:
+        parts.append(f"{result.days_late} day(s) late" + (" (LMS marker)" if result.late_marker
+                                                          and result.submitted_at is None else ""))
+    for adj in result.adjustments:
+        parts.append(f"adjusted {adj.target} {_num(adj.before)}->{_num(adj.after)}: "
+                     f"{adj.reason or 'no reason given'}")
+    return "; ".join(parts)
 
 
 def _time(moment: datetime | None) -> str:
@@ -53,3 +73,80 @@ def _num(x: float) -> str:
 def _cell(text: str) -> str:
     """Keep spreadsheets from reading a student id as a formula."""
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+# --------------------------------------------------------------------------- LMS gradebooks
+# Canvas's gradebook import (Canvas guides, "How do I import grades in the Gradebook?"): a
+# UTF-8 CSV whose first columns are those of its own export, `Student, ID, SIS User ID,
+# SIS Login ID, Section`; a student is matched by ID (the Canvas user id), else SIS User ID,
+# else SIS Login ID; every further column is an assignment (matched by its name, or by
+# "Name (assignment id)"; a new name creates one); an optional second row whose Student cell
+# is "Points Possible" gives the points of a new assignment; grades are plain numbers, and an
+# empty cell changes nothing.
+CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+# Moodle's assignment grading worksheet ("Upload grading worksheet", assignfeedback_offline):
+# `Identifier` ("Participant <id>", the id of the download's folder names) and `Grade` are
+# required, `Feedback comments` fills the feedback; `Email address` lets the gradebook's CSV
+# import ("Map from: Email address") take the same file.
+MOODLE_COLUMNS = ["Identifier", "Full name", "Email address", "Grade", "Maximum Grade",
+                  "Feedback comments"]
+
+
+def final_score(result: SubmissionResult) -> float:
+    """What the student gets: the score after the late penalty, never below 0."""
+    return max(0.0, result.score - result.late_penalty)
+
+
+def canvas_csv(results: list[SubmissionResult], *, assignment: str,
+               roster: Mapping[str, Any] | None = None) -> str:
+    """`OUT/canvas_grades.csv` for Canvas's gradebook import: one row per student (their id is
+    the Canvas user id of the download, or the roster's `lms_id`), the final score in the
+    column `assignment`, and the Points Possible row."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow([*CANVAS_COLUMNS, assignment])
+    maximum = max((r.max_score for r in results), default=0.0)
+    writer.writerow(["Points Possible", "", "", "", "", _num(maximum)])
+    for result in sorted(results, key=lambda r: r.student):
+        person = (roster or {}).get(result.student)
+        name = ", ".join(x for x in (getattr(person, "last_name", ""),
+                                     getattr(person, "first_name", "")) if x)
+        writer.writerow([_cell(name or result.student), _cell(result.student),
+                         _cell(getattr(person, "student_id", "") if person else ""),
+                         _cell(getattr(person, "email", "") if person else ""), "",
+                         _num(final_score(result)) if result.checks else ""])
+    return out.getvalue()
+
+
+def moodle_csv(results: list[SubmissionResult], *,
+               roster: Mapping[str, Any] | None = None) -> str:
+    """`OUT/moodle_grades.csv`, Moodle's grading worksheet: `Participant <id>` for the
+    download's participant ids, the final score and a line of feedback per student."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(MOODLE_COLUMNS)
+    for result in sorted(results, key=lambda r: r.student):
+        person = (roster or {}).get(result.student)
+        name = " ".join(x for x in (getattr(person, "first_name", ""),
+                                    getattr(person, "last_name", "")) if x)
+        ident = f"Participant {result.student}" if result.student.isdigit() else result.student
+        writer.writerow([_cell(ident), _cell(name), _cell(getattr(person, "email", "")),
+                         _num(final_score(result)) if result.checks else "",
+                         _num(result.max_score), _cell(feedback_line(result))])
+    return out.getvalue()
+
+
+def feedback_line(result: SubmissionResult) -> str:
+    """One line for the LMS's feedback: the score, what changed it, the first note."""
+    if not result.checks:
+        return "not graded (the grader failed: run torchgrade grade again)"
+    parts = [f"torchgrade: {_num(result.score)}/{_num(result.max_score)}"]
+    if result.late_penalty:
+        parts.append(f"late by {result.days_late} day(s): -{_num(result.late_penalty)}, "
+                     f"final {_num(final_score(result))}")
+    for adj in result.adjustments:
+        parts.append(f"instructor's adjustment of {adj.target}: {_num(adj.before)} -> "
+                     f"{_num(adj.after)} ({adj.reason or 'no reason given'})")
+    if "nothing handed in" in result.notes:
+        parts.append("nothing handed in")
+    return "; ".join(parts)

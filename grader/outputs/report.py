@@ -50,6 +50,7 @@ def environment() -> jinja2.Environment:
                               and not isinstance(v, markupsafe.Markup) else v)
     env.filters["code"] = code_spans
     env.filters["num"] = lambda x: f"{x:g}"
+    env.filters["when"] = lambda t: t.strftime("%Y-%m-%d %H:%M %Z").strip() if t else ""
     env.filters["url"] = lambda s: quote(str(s))
     env.filters["anchor"] = anchor
     return env
@@ -238,14 +239,14 @@ def fix_groups(checks: list[CheckResult]) -> list[list[CheckResult]]:
 
 
 def to_fix_first(checks: list[CheckResult], n: int = FIX_FIRST) -> list[list[CheckResult]]:
-    """What a student should look at first, as groups of checks failing for one reason: code
-    that ran before files not submitted, visible before hidden, most points first, then in
+    """What a student should look at first, as groups of checks failing for one reason: files
+    not handed in (most points first), then visible before hidden, most points first, then in
     curriculum order."""
     order = {id(c): i for i, c in enumerate(checks)}
     groups = fix_groups(checks)
-    # A file not sent in is one line to act on, not a bug to understand: what the student's
-    # code got wrong comes first, however many points the missing file carries.
-    return sorted(groups, key=lambda g: (any(c.reason == "not_submitted" for c in g),
+    # A file not handed in costs all of its exercise's points and takes one action to fix
+    # (issue 17): it comes first, with its points.
+    return sorted(groups, key=lambda g: (not any(c.reason == "not_submitted" for c in g),
                                          all(c.visibility != "visible" for c in g),
                                          -sum(c.max_points for c in g), order[id(g[0])]))[:n]
 

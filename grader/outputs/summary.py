@@ -6,6 +6,7 @@ Pure functions of `SubmissionResult`s; `grader.outputs.report.render_index` rend
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import Counter
 from datetime import datetime, timezone
@@ -13,7 +14,8 @@ from datetime import datetime, timezone
 from pydantic import BaseModel, Field
 
 import grader
-from grader.models import CheckResult, SubmissionResult, Visibility, state_of
+from grader.models import CheckResult, ExerciseResult, SubmissionResult, Visibility, state_of
+from grader.outputs.exports import remarks
 from grader.outputs.outcomes import OUTCOMES
 
 HISTOGRAM_BINS = 10
@@ -23,6 +25,8 @@ DIAGNOSIS_EXAMPLES = 5  # students named (and linked) per diagnosis in the index
 class ExerciseCell(BaseModel):
     score: float | None = Field(None, description="None: the exercise was not graded")
     max_score: float = 0.0
+    state: str = Field("", description="graded, not handed in, syntax error, not started or "
+                       "crashed (`exercise_state`)")
 
 
 class StudentRow(BaseModel):
@@ -38,6 +42,8 @@ class StudentRow(BaseModel):
                         "implemented yet), timed out or crashed")
     grader_failure: bool = False
     notes: list[str] = []
+    remarks: str = Field("", description="nothing handed in, not in the roster, extension, "
+                         "lateness, the instructor's adjustments (`exports.remarks`)")
 
 
 class HistogramBin(BaseModel):
@@ -106,12 +112,34 @@ def is_broken(check: CheckResult) -> bool:
     return OUTCOMES[state_of(check)].broken
 
 
+SYNTAX = re.compile(r"^(SyntaxError|IndentationError|TabError) in ", re.M)
+
+
+def exercise_state(result: SubmissionResult, part: ExerciseResult) -> str:
+    """What happened to one exercise, in words: "not handed in" (no file), "syntax error" (it
+    does not compile), "not started" (every check met code not implemented yet), "crashed"
+    (a check crashed or ran out of time, or every check's call raised), else "graded"."""
+    checks = [c for c in result.checks if c.exercise == part.exercise]
+    reasons = {getattr(c, "reason", None) for c in checks}
+    if part.path is None or "not_submitted" in reasons:
+        return "not handed in"
+    if "syntax_error" in reasons or any(SYNTAX.search(n) for n in part.notes):
+        return "syntax error"
+    if checks and ("not_started" in reasons or all(state_of(c) == "todo" for c in checks)):
+        return "not started"
+    if any(c.status in ("crashed", "timeout") for c in checks) or (
+            checks and all(c.status == "error" and state_of(c) != "todo" for c in checks)):
+        return "crashed"
+    return "graded"
+
+
 def student_row(result: SubmissionResult, exercises: list[str]) -> StudentRow:
     per = {e.exercise: e for e in result.exercises}
     final = max(0.0, result.score - result.late_penalty)
     return StudentRow(
-        student=result.student,
-        exercises=[ExerciseCell(score=per[e].score, max_score=per[e].max_score) if e in per
+        student=result.student, remarks=remarks(result),
+        exercises=[ExerciseCell(score=per[e].score, max_score=per[e].max_score,
+                                state=exercise_state(result, per[e])) if e in per
                    else ExerciseCell() for e in exercises],
         score=result.score, max_score=result.max_score, late_penalty=result.late_penalty,
         final=round(final, 6),

@@ -81,6 +81,9 @@ class GradeTask(BaseModel):
     submitted_at: datetime | None = None
     own_links: list[tuple[int, int]] = Field([], description="hard-linked files this student "
                                               "may hand in as their own (grader.intake.files)")
+    notes: list[str] = Field([], description="what the class's intake says about this "
+                             "submission (the LMS, the roster): added to its notes")
+    late_marker: bool = Field(False, description="the LMS marked it late without a time")
 
     @model_validator(mode="after")
     def _named(self) -> GradeTask:

@@ -21,16 +21,17 @@ MAX_NOTES = 20  # a notebook of 10,000 failing cells still gets a readable repor
 
 def result_of(run: CheckRun, *, assignment: Assignment | None = None,
               submitted_at: datetime | None = None,
-              fingerprint: str | None = None) -> SubmissionResult:
+              fingerprint: str | None = None, late_marker: bool = False) -> SubmissionResult:
     """The finished result of `run`: assembled and diagnosed, with the run's isolation and
-    time; with `assignment`, rescaled and the late penalty of `submitted_at` taken; stamped
-    with `fingerprint` (None: the next run grades it again)."""
+    time; with `assignment`, rescaled, the student's overrides applied and the late penalty of
+    `submitted_at` (or of the LMS's `late_marker`) taken; stamped with `fingerprint` (None:
+    the next run grades it again)."""
     result = assemble(run)
     result.isolation = run.isolation
     result.grading_s = round(run.grading_s, 4)
     result.submitted_at = submitted_at
     if assignment is not None:
-        result = apply_assignment(result, assignment)
+        result = apply_assignment(result, assignment, late_marker=late_marker)
     result.fingerprint = fingerprint
     return result
 

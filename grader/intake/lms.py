@@ -1,0 +1,472 @@
+"""What an LMS's "Download submissions" gives: a class in one flat folder (or the zip of it),
+turned into one staged folder per student.
+
+Recognised layouts (`detect` picks one from the names alone; `--lms` forces one):
+
+- **canvas**: one flat folder, `<name>[_LATE|_late]_<user id>_<attachment id>_<file name>`
+  (`<name>` is the student's last and first names, lower case, without punctuation); with
+  anonymous grading `anon_<id>[_LATE]_<attachment id>_<file name>`. A file uploaded again with
+  the same name comes back as `<file>-N.<ext>`: the highest N is the latest, only it is kept.
+  `LATE` marks a submission Canvas counted late (the download carries no time).
+- **moodle**: `<Full Name>_<participant id>_assignsubmission_file[_]/<files>` (one folder per
+  student and plugin), or flat `<Full Name>_<participant id>_assignsubmission_file_<file>`;
+  `..._assignsubmission_onlinetext_` (the online text) is ignored; group submissions prefix the
+  name with `<Group>-`; blind marking names everyone `Participant`.
+- **blackboard**: `<Assignment>_<username>_attempt_<YYYY-MM-DD-HH-MM-SS>_<file>` plus one
+  receipt `<Assignment>_<username>_attempt_<time>.txt` per attempt; only the latest attempt
+  of each student is kept, and its time is the hand-in time (Blackboard writes the server's
+  local time without a zone: read as this machine's local time).
+- **folders**: one folder or .zip per student (torchgrade's own layout; not staged when it is
+  a folder).
+
+The student id is the LMS's own (Canvas user id or `anon_<id>`, Moodle participant id,
+Blackboard username), always a `safe_id`. Nothing is written into the download: `stage` copies
+each student's exercise files (.py, .ipynb, .zip; bounded, regular files only, read through
+`grader.intake.files`) into a folder of their own under OUT, with `timestamp.txt` when the LMS
+gave a time and `SIDECAR` (what the LMS said: name, late marker, notes).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from pathlib import Path, PurePosixPath
+
+from grader.errors import UsageError
+from grader.intake.files import Refused, open_regular, read_regular
+from grader.intake.submission import (MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES, MAX_ZIP_FILE_BYTES,
+                                      MAX_ZIP_RATIO, SKIP_DIRS, display_path, safe_id)
+
+log = logging.getLogger("torchgrade")
+
+LAYOUTS = ("canvas", "moodle", "blackboard", "folders")
+SIDECAR = ".torchgrade-lms.json"   # in a staged folder: what the LMS said about the student
+STAGING = ".lms"                   # OUT/.lms/<student>/: the staged submissions
+MAX_ENTRIES = 100_000              # names looked at in a download (folder or zip)
+MAX_CLASS_ZIP_BYTES = 8 << 30      # a class zip, on disk
+MAX_CLASS_UNPACKED = 16 << 30      # a class zip, declared uncompressed size of all entries
+MAX_FILES_PER_STUDENT = 200        # files staged per student
+STAGED = (".py", ".ipynb", ".zip")
+LIMITS = {".py": MAX_SOURCE_BYTES, ".ipynb": MAX_NOTEBOOK_BYTES, ".zip": MAX_ZIP_FILE_BYTES}
+
+CANVAS = re.compile(r"^(?P<name>[^/]+?)(?:_(?P<late>LATE|late))?_(?P<uid>\d+)_(?P<att>\d+)_"
+                    r"(?P<file>[^/]+)$")
+CANVAS_ANON = re.compile(r"^(?P<uid>anon_[A-Za-z0-9]+)(?:_(?P<late>LATE|late))?_(?P<att>\d+)_"
+                         r"(?P<file>[^/]+)$")
+MOODLE = re.compile(r"^(?P<name>[^/]*?)_(?P<uid>\d+)_assignsubmission_(?P<plugin>[a-z]+)"
+                    r"(?:_(?P<rest>.*))?$", re.S)
+BLACKBOARD = re.compile(r"^(?P<prefix>[^/]+)_attempt_(?P<time>\d{4}-\d\d-\d\d-\d\d-\d\d-\d\d)"
+                        r"(?:_(?P<file>[^/]+)|\.txt)$")
+REUPLOAD = re.compile(r"^(?P<base>.+)-(?P<n>\d+)(?P<ext>\.[A-Za-z0-9]+)$")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One file of a download: its path relative to the download's root, and how to read at
+    most `limit` + 1 of its bytes (only regular files; see `grader.intake.files`)."""
+
+    name: str
+    size: int
+    read: Callable[[int], bytes]
+
+
+@dataclass
+class LmsStudent:
+    """One student's submission as the LMS handed it over."""
+
+    lms_id: str
+    name: str = ""
+    files: dict[str, Entry] = field(default_factory=dict)  # staged relative path -> entry
+    submitted_at: datetime | None = None
+    late_marker: bool = False
+    notes: list[str] = field(default_factory=list)
+    others: list[str] = field(default_factory=list)  # handed in, not exercise files
+
+    @property
+    def sid(self) -> str:
+        return safe_id(self.lms_id)
+
+
+# --------------------------------------------------------------------------- listing
+
+
+def list_download(path: Path) -> list[Entry]:
+    """Every regular file of a download (a folder, walked without following links, or a zip),
+    at most MAX_ENTRIES; a single top folder holding everything (the zip's own root) is
+    stripped. UsageError when a zip cannot be used at all."""
+    path = Path(path)
+    entries = _list_zip(path) if path.is_file() else _list_folder(path)
+    return _strip_root(entries)
+
+
+def _list_folder(root: Path) -> list[Entry]:
+    found: list[Entry] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith(".") or len(found) >= MAX_ENTRIES:
+                continue
+            full = Path(dirpath) / name
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            rel = display_path(full.relative_to(root))
+            # Anything but a regular file is listed (and reported when staged), never read:
+            # `read_regular` refuses it.
+            found.append(Entry(PurePosixPath(rel).as_posix(), st.st_size,
+                               partial(read_regular, full)))
+    return found
+
+
+def _list_zip(path: Path) -> list[Entry]:
+    try:
+        fd, st = open_regular(path)
+    except Refused as exc:
+        raise UsageError(f"{path} {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"{path} cannot be read ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        if st.st_size > MAX_CLASS_ZIP_BYTES:
+            raise UsageError(f"{path} is larger than {MAX_CLASS_ZIP_BYTES >> 30} GB")
+        try:
+            infos = zipfile.ZipFile(f).infolist()
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+            raise UsageError(f"{path} is not a readable zip file ({exc})") from None
+    if len(infos) > MAX_ENTRIES:
+        raise UsageError(f"{path} holds {len(infos)} entries; the limit is {MAX_ENTRIES}")
+    if sum(i.file_size for i in infos) > MAX_CLASS_UNPACKED:
+        raise UsageError(f"{path} would unpack to more than {MAX_CLASS_UNPACKED >> 30} GB")
+    found = []
+    for info in infos:
+        parts = PurePosixPath(info.filename).parts
+        if (info.is_dir() or not parts or ".." in parts or info.filename.startswith("/")
+                or any(p in SKIP_DIRS or p.startswith(".") for p in parts)):
+            continue
+        found.append(Entry(PurePosixPath(*parts).as_posix(), info.file_size,
+                           partial(_read_member, path, info)))
+    return found
+
+
+def _read_member(path: Path, info: zipfile.ZipInfo, limit: int) -> bytes:
+    packed = max(info.compress_size, 1)
+    if info.file_size > (1 << 20) and info.file_size > MAX_ZIP_RATIO * packed:
+        raise Refused(f"inflates {info.file_size // packed} times (a zip bomb?)")
+    fd, _ = open_regular(path)
+    with os.fdopen(fd, "rb") as f, zipfile.ZipFile(f) as z, z.open(info) as member:
+        return member.read(limit + 1)
+
+
+def _strip_root(entries: list[Entry]) -> list[Entry]:
+    """Entries relative to the single folder holding them all, when there is one (a zip of a
+    folder, a folder holding only the unpacked download)."""
+    while entries:
+        tops = {e.name.split("/", 1)[0] for e in entries}
+        if len(tops) != 1 or any("/" not in e.name for e in entries):
+            break
+        if detect_names(list(tops)) != "folders":  # a Moodle student folder is no root
+            break
+        inner = [Entry(e.name.split("/", 1)[1], e.size, e.read) for e in entries]
+        names = [e.name for e in inner]
+        if all("/" not in n for n in names) and detect_names(names) == "folders":
+            break  # one student's own folder (alice/x.py): alice is the student
+        entries = inner
+    return entries
+
+
+# --------------------------------------------------------------------------- detection
+
+
+def detect_names(names: list[str]) -> str:
+    """The layout that the top-level names of a download follow (see the module docstring):
+    the LMS whose pattern most of them match, else "folders"."""
+    tops = [n.split("/", 1)[0] for n in names]
+    flat = [n for n in names if "/" not in n]
+    counts = {
+        "moodle": sum(bool(MOODLE.match(t)) for t in tops),
+        "blackboard": sum(bool(BLACKBOARD.match(t)) for t in tops),
+        "canvas": sum(bool(CANVAS.match(t) or CANVAS_ANON.match(t)) for t in flat),
+    }
+    best = max(counts, key=lambda k: counts[k])
+    if counts[best] == 0:
+        return "folders"
+    # Canvas names are the loosest pattern: most of the flat files must follow it.
+    if best == "canvas" and counts["canvas"] * 2 < len(flat):
+        return "folders"
+    return best
+
+
+def detect(path: Path) -> str:
+    """The layout of the download at `path` (a folder or a zip), from names only."""
+    path = Path(path)
+    if path.is_dir():
+        names = sorted(n for n in os.listdir(path)
+                       if not n.startswith(".") and n not in SKIP_DIRS)
+        # A folder's name ends in "/": only files can be Canvas's (flat) names.
+        layout = detect_names([n + "/" if (path / n).is_dir() else n for n in names])
+        if layout == "folders" and len(names) == 1 and (path / names[0]).is_dir() \
+                and not (path / names[0]).is_symlink():
+            inner = detect(path / names[0])  # the download unpacked one level down
+            return inner
+        return layout
+    return detect_names([e.name for e in list_download(path)])
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def parse(entries: list[Entry], layout: str) -> list[LmsStudent]:
+    """The students of a download in `layout`; files that follow no name of it are reported
+    on the class (UsageError when nothing does)."""
+    parser = {"canvas": _parse_canvas, "moodle": _parse_moodle,
+              "blackboard": _parse_blackboard, "folders": _parse_folders}[layout]
+    students: dict[str, LmsStudent] = {}
+    ignored: list[str] = []
+    parser(entries, students, ignored)
+    if ignored:
+        shown = ", ".join(ignored[:5]) + (f" and {len(ignored) - 5} more" if len(ignored) > 5
+                                          else "")
+        log.warning(
+            "torchgrade: warning: %d file(s) of the %s download follow none of its names and "
+            "were not graded: %s", len(ignored), layout, shown)
+    if not students:
+        raise UsageError(f"no student submission found in this {layout} download")
+    return sorted(students.values(), key=lambda s: s.sid)
+
+
+def _student(students: dict[str, LmsStudent], lms_id: str, name: str = "") -> LmsStudent:
+    found = students.setdefault(lms_id, LmsStudent(lms_id=lms_id, name=name))
+    if name and not found.name:
+        found.name = name
+    return found
+
+
+def _add(student: LmsStudent, relpath: str, entry: Entry, original: str) -> None:
+    """Keep `entry` as the student's file `relpath` (exercise files only; the others are
+    listed)."""
+    parts = [p for p in PurePosixPath(relpath).parts if p not in ("", ".", "..", "/")]
+    if not parts or any(p.startswith(".") for p in parts):
+        student.others.append(original)
+        return
+    relpath = "/".join(parts)
+    if not relpath.lower().endswith(STAGED):
+        student.others.append(PurePosixPath(relpath).name)
+        return
+    if len(student.files) >= MAX_FILES_PER_STUDENT:
+        student.notes.append(f"{original} was not looked at: more than "
+                             f"{MAX_FILES_PER_STUDENT} files")
+        return
+    student.files[relpath] = entry
+
+
+def _parse_canvas(entries, students, ignored) -> None:
+    uploads: dict[tuple[str, str], list[tuple[int, int, str, Entry, str]]] = {}
+    for entry in entries:
+        match = ("/" not in entry.name) and (CANVAS_ANON.match(entry.name)
+                                             or CANVAS.match(entry.name))
+        if not match:
+            ignored.append(entry.name)
+            continue
+        groups = match.groupdict()
+        student = _student(students, groups["uid"], groups.get("name") or "")
+        if groups["late"]:
+            student.late_marker = True
+        base, n = groups["file"], 0
+        again = REUPLOAD.match(base)
+        if again:
+            base, n = again["base"] + again["ext"], int(again["n"])
+        uploads.setdefault((groups["uid"], base), []).append(
+            (n, int(groups["att"]), groups["file"], entry, entry.name))
+    for (uid, base), versions in uploads.items():
+        student = students[uid]
+        versions.sort(key=lambda v: (v[0], v[1]))
+        n, _, name, entry, original = versions[-1]
+        if len(versions) > 1:
+            older = ", ".join(v[2] for v in versions[:-1])
+            student.notes.append(f"{name} is the latest upload of {base} (Canvas numbers "
+                                 f"re-uploads -1, -2, ...): graded; earlier {older} ignored")
+        _add(student, base if n else name, entry, original)
+
+
+def _parse_moodle(entries, students, ignored) -> None:
+    for entry in entries:
+        top, _, inner = entry.name.partition("/")
+        match = MOODLE.match(top)
+        if not match:
+            ignored.append(entry.name)
+            continue
+        name, group = match["name"], ""
+        if "-" in name and name.split("-", 1)[0].strip():
+            # A group submission: "<Group>-<Full Name>" (names may hold hyphens too: the
+            # group is only reported, never used as an id).
+            group = name.split("-", 1)[0]
+        student = _student(students, match["uid"], name)
+        if group and not any("group" in n for n in student.notes):
+            student.notes.append(f"Moodle names this submission \"{name}\": if it is a group "
+                                 f"submission (group {group}), it is graded for this participant")
+        if match["plugin"] != "file":
+            student.others.append(f"{top}/{inner}".rstrip("/") + " (Moodle "
+                                  f"{match['plugin']}: not graded)")
+            continue
+        # folder form: ..._file_/<inner>; flat form: ..._file_<file>
+        relpath = inner if inner else (match["rest"] or "")
+        if not relpath:
+            ignored.append(entry.name)
+            continue
+        _add(student, relpath, entry, entry.name)
+
+
+def _parse_blackboard(entries, students, ignored) -> None:
+    attempts: dict[str, dict[str, list[tuple[str, Entry]]]] = {}
+    receipts: dict[tuple[str, str], Entry] = {}
+    for entry in entries:
+        match = "/" not in entry.name and BLACKBOARD.match(entry.name)
+        if not match:
+            ignored.append(entry.name)
+            continue
+        per = attempts.setdefault(match["prefix"], {}).setdefault(match["time"], [])
+        if match["file"] is None:
+            receipts[(match["prefix"], match["time"])] = entry
+        else:
+            per.append((match["file"], entry))
+    assignment = _common_prefix(list(attempts))
+    for prefix, times in attempts.items():
+        username = prefix[len(assignment):] if assignment else prefix.rsplit("_", 1)[-1]
+        receipt = receipts.get((prefix, max(times)))
+        named = _receipt_user(receipt, prefix) if receipt else None
+        username = named or username
+        student = _student(students, username)
+        latest = max(times)
+        student.submitted_at = datetime.strptime(latest, "%Y-%m-%d-%H-%M-%S").astimezone()
+        if len(times) > 1:
+            student.notes.append(f"Blackboard holds {len(times)} attempts: the latest "
+                                 f"({latest}) is graded")
+        for name, entry in times[latest]:
+            _add(student, name, entry, entry.name)
+        if not times[latest]:
+            student.notes.append(f"the latest Blackboard attempt ({latest}) holds no file")
+
+
+def _common_prefix(prefixes: list[str]) -> str:
+    """`<Assignment>_` shared by every `<Assignment>_<username>` (empty when there is only one:
+    then the username is the receipt's, or the last `_` part)."""
+    if len(prefixes) < 2:
+        return ""
+    common = os.path.commonprefix(prefixes)
+    return common[:common.rfind("_") + 1] if "_" in common else ""
+
+
+def _receipt_user(receipt: Entry, prefix: str) -> str | None:
+    """The username a Blackboard receipt names ("Name: First Last (username)"), when the
+    file name ends with it."""
+    try:
+        text = receipt.read(64 << 10)[:64 << 10].decode("utf-8", "replace")
+    except OSError:
+        return None
+    match = re.search(r"^Name:.*\(([^()\s]+)\)\s*$", text, re.M)
+    if match and prefix.endswith("_" + match[1]):
+        return match[1]
+    return None
+
+
+def _parse_folders(entries, students, ignored) -> None:
+    """A class zip in torchgrade's own layout: one folder (or .zip) per student."""
+    for entry in entries:
+        top, _, inner = entry.name.partition("/")
+        if not inner:
+            if top.lower().endswith(".zip"):  # a student's own zip: alice.zip
+                _add(_student(students, top[:-4]), top, entry, entry.name)
+            else:
+                ignored.append(entry.name)
+            continue
+        if inner == "timestamp.txt":
+            try:
+                from grader.intake.assignment import parse_timestamp
+
+                moment = parse_timestamp(entry.read(4096)[:4096].decode("utf-8"))
+            except (OSError, UnicodeDecodeError):
+                moment = None
+            _student(students, top).submitted_at = moment
+            continue
+        _add(_student(students, top), inner, entry, entry.name)
+
+
+# --------------------------------------------------------------------------- staging
+
+
+def stage(students: list[LmsStudent], folder: Path) -> list[tuple[str, Path]]:
+    """Copy each student's files into `folder/<student id>/` (emptied first; nothing else is
+    written anywhere), with `timestamp.txt` and `SIDECAR`; returns (student id, folder) pairs.
+    A file that cannot be read is not copied: the sidecar's notes say why."""
+    folder = Path(folder)
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    staged: list[tuple[str, Path]] = []
+    for student in students:
+        sid = student.sid
+        home = folder / sid
+        home.mkdir()
+        notes = list(student.notes)
+        for relpath, entry in sorted(student.files.items()):
+            suffix = PurePosixPath(relpath).suffix.lower()
+            limit = LIMITS.get(suffix, MAX_SOURCE_BYTES)
+            try:
+                data = entry.read(limit)[:limit + 1]
+            except (OSError, zipfile.BadZipFile, RuntimeError, ValueError, EOFError) as exc:
+                notes.append(f"{entry.name} could not be read from the download ({exc}): it "
+                             "was not graded")
+                continue
+            target = home / relpath
+            if not target.resolve().is_relative_to(home.resolve()):  # never outside its folder
+                notes.append(f"{entry.name} has a name that leads outside the submission: "
+                             "it was not graded")
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        if student.submitted_at is not None:
+            (home / "timestamp.txt").write_text(student.submitted_at.isoformat() + "\n",
+                                                encoding="utf-8")
+        if student.others:
+            shown = ", ".join(student.others[:20])
+            notes.append(f"also handed in (not exercise files, not graded): {shown}"
+                         + (f" and {len(student.others) - 20} more"
+                            if len(student.others) > 20 else ""))
+        write_sidecar(home, lms_id=student.lms_id, name=student.name,
+                      late_marker=student.late_marker, notes=notes)
+        staged.append((sid, home))
+    return staged
+
+
+def write_sidecar(home: Path, *, lms_id: str = "", name: str = "", late_marker: bool = False,
+                  notes: Sequence[str] = ()) -> None:
+    (Path(home) / SIDECAR).write_text(json.dumps({
+        "lms_id": lms_id, "name": name, "late_marker": late_marker, "notes": list(notes)}),
+        encoding="utf-8")
+
+
+@dataclass
+class Sidecar:
+    """What `stage` recorded about a student (empty for a folder that is not staged)."""
+
+    name: str = ""
+    late_marker: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def read_sidecar(folder: Path) -> Sidecar:
+    """The sidecar of a staged folder (never raises: a folder without one gets an empty one)."""
+    try:
+        data = json.loads(read_regular(Path(folder) / SIDECAR, 1 << 20).decode("utf-8"))
+        return Sidecar(name=str(data.get("name", "")), late_marker=bool(data.get("late_marker")),
+                       notes=[str(n) for n in data.get("notes", [])][:50])
+    except (OSError, ValueError, AttributeError):
+        return Sidecar()

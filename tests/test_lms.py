@@ -1,0 +1,479 @@
+"""From the LMS and back (issue 17): Canvas, Moodle and Blackboard downloads (folders and zips,
+re-uploads, late markers, decorated names, a roster) graded with `torchgrade grade DOWNLOAD
+--out OUT`, every roster student in every output, extensions and overrides, and the Canvas and
+Moodle gradebook CSVs checked against their importers' documented rules.
+
+The fake downloads are made the way each LMS names files (see `grader/intake/lms.py`). The
+end-to-end tests grade only `strides_broadcasting`, a few students each, to stay fast.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from conftest import EXERCISES, SOLUTIONS
+from grader.intake.assignment import Assignment, load_assignment, read_overrides, read_roster
+from grader.intake.lms import (CANVAS, Entry, detect, detect_names, list_download, parse,
+                               stage)
+from grader.intake.submission import load_submission, match_exercise
+from grader.models import CheckResult, ExerciseResult, SubmissionResult
+from grader.outputs.exports import canvas_csv, moodle_csv
+from grader.outputs.summary import exercise_state
+from grader.outputs.writing import read_json
+from grader.scoring.assignment import apply_assignment
+
+EXERCISE = "strides_broadcasting"
+SOLUTION = (SOLUTIONS / f"{EXERCISE}.py").read_text()
+STUB = (EXERCISES / f"{EXERCISE}.py").read_text()
+WANTED = ["strides_broadcasting", "manual_backward", "parameters", "training_loops",
+          "bughunt_regression"]
+
+
+def torchgrade(*args, timeout=900):
+    return subprocess.run([sys.executable, "-m", "grader.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def write(folder: Path, files: dict[str, str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
+
+
+def zipped(folder: Path, zip_path: Path, root: str = "") -> Path:
+    """`folder` as an LMS zips it (optionally under one root folder)."""
+    with zipfile.ZipFile(zip_path, "w") as z:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                z.write(path, f"{root}{path.relative_to(folder).as_posix()}")
+    return zip_path
+
+
+def tree(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every name under `folder` with its size and mtime: a download must stay untouched."""
+    return {p.relative_to(folder).as_posix(): (p.lstat().st_size, p.lstat().st_mtime_ns)
+            for p in sorted(folder.rglob("*"))}
+
+
+def entries(names: dict[str, str]) -> list[Entry]:
+    return [Entry(n, len(t), lambda limit, t=t: t.encode()[:limit + 1]) for n, t in names.items()]
+
+
+# --------------------------------------------------------------------------- the LMSs' names
+
+CANVAS_FILES = {
+    "lovelaceada_12345_67890_strides_broadcasting.py": SOLUTION,
+    # handed in late, then uploaded again: Canvas appends -1 to the later file's name
+    "turingalan_LATE_23456_78901_strides_broadcasting.py": STUB,
+    "turingalan_LATE_23456_78999_strides_broadcasting-1.py": SOLUTION,
+    # a browser's duplicate-download name, and a file that is no exercise
+    "hoppergrace_34567_11111_strides_broadcasting (1).py": SOLUTION,
+    "hoppergrace_34567_11112_notes.pdf": "%PDF",
+}
+
+
+def test_canvas_names_ids_late_markers_and_the_latest_re_upload():
+    students = {s.lms_id: s for s in parse(entries(CANVAS_FILES), "canvas")}
+    assert sorted(students) == ["12345", "23456", "34567"]
+    assert students["23456"].late_marker and not students["12345"].late_marker
+    # only the highest -N is kept, under the name the student gave it
+    assert list(students["23456"].files) == ["strides_broadcasting.py"]
+    kept = students["23456"].files["strides_broadcasting.py"]
+    assert kept.read(1 << 20).decode() == SOLUTION
+    assert any("latest upload" in n for n in students["23456"].notes)
+    assert list(students["34567"].files) == ["strides_broadcasting (1).py"]
+    assert students["34567"].others == ["notes.pdf"]
+    assert students["12345"].name == "lovelaceada"
+
+
+def test_canvas_anonymous_and_lower_case_late():
+    found = parse(entries({"anon_Xy12Z_late_4444_strides_broadcasting.py": SOLUTION,
+                           "anon_Q9_5555_strides_broadcasting.py": SOLUTION}), "canvas")
+    assert [(s.lms_id, s.late_marker) for s in found] == [("anon_Q9", False),
+                                                          ("anon_Xy12Z", True)]
+    assert CANVAS.match("smithjo_LATE_1_2_a_b_c.py")["file"] == "a_b_c.py"
+
+
+def test_moodle_folders_flat_files_online_text_and_groups():
+    found = {s.lms_id: s for s in parse(entries({
+        "Ada Lovelace_101_assignsubmission_file_/strides_broadcasting.py": SOLUTION,
+        "Ada Lovelace_101_assignsubmission_onlinetext_/onlinetext.html": "<p>hi</p>",
+        "Alan Turing_102_assignsubmission_file_strides_broadcasting.py": STUB,
+        "Team A-Grace Hopper_103_assignsubmission_file_/hw/strides_broadcasting (2).py": SOLUTION,
+        "Participant_104_assignsubmission_file/strides_broadcasting.py": SOLUTION,
+    }), "moodle")}
+    assert sorted(found) == ["101", "102", "103", "104"]  # the online text is no student
+    assert list(found["101"].files) == ["strides_broadcasting.py"]
+    assert "onlinetext" in found["101"].others[0]
+    assert list(found["102"].files) == ["strides_broadcasting.py"]  # the flat form
+    assert list(found["103"].files) == ["hw/strides_broadcasting (2).py"]
+    assert any("group Team A" in n for n in found["103"].notes)
+    assert found["101"].name == "Ada Lovelace"
+
+
+def test_blackboard_latest_attempt_wins_with_its_time():
+    receipt = "Name: Jo Smith (j_smith)\nAssignment: HW 1\nDate Submitted: ...\n"
+    found = {s.lms_id: s for s in parse(entries({
+        "HW 1_j_smith_attempt_2026-03-01-10-00-00_strides_broadcasting.py": STUB,
+        "HW 1_j_smith_attempt_2026-03-01-10-00-00.txt": receipt,
+        "HW 1_j_smith_attempt_2026-03-02-09-30-00_strides_broadcasting.py": SOLUTION,
+        "HW 1_j_smith_attempt_2026-03-02-09-30-00.txt": receipt,
+        "HW 1_adoe_attempt_2026-02-28-08-00-00_strides_broadcasting.py": SOLUTION,
+        "HW 1_adoe_attempt_2026-02-28-08-00-00.txt": "Name: A Doe (adoe)\n",
+    }), "blackboard")}
+    # "HW 1_" is the assignment shared by every name; a username may hold "_"
+    assert sorted(found) == ["adoe", "j_smith"]
+    smith = found["j_smith"]
+    assert smith.files["strides_broadcasting.py"].read(1 << 20).decode() == SOLUTION
+    assert smith.submitted_at == datetime(2026, 3, 2, 9, 30).astimezone()
+    assert any("2 attempts" in n for n in smith.notes)
+
+
+@pytest.mark.parametrize("layout, names", [
+    ("canvas", list(CANVAS_FILES)),
+    ("moodle", ["Ada Lovelace_101_assignsubmission_file_/x.py", "B C_7_assignsubmission_file_"]),
+    ("blackboard", ["HW_ann_attempt_2026-03-01-10-00-00_x.py"]),
+    ("folders", ["ann/strides_broadcasting.py", "bob/x.py", "cat.zip"]),
+])
+def test_layouts_are_detected_from_names(layout, names):
+    assert detect_names(names) == layout
+
+
+def test_detection_of_folders_zips_and_a_download_one_level_down(tmp_path):
+    canvas = write(tmp_path / "dl" / "submissions", CANVAS_FILES)
+    assert detect(canvas) == "canvas"
+    assert detect(tmp_path / "dl") == "canvas"  # the same folder one level down
+    z = zipped(canvas, tmp_path / "submissions.zip", root="submissions/")
+    assert detect(z) == "canvas"
+    assert {e.name for e in list_download(z)} == set(CANVAS_FILES)  # its root folder stripped
+    plain = write(tmp_path / "plain", {"ann/strides_broadcasting.py": SOLUTION,
+                                       "bob/strides_broadcasting.py": STUB})
+    assert detect(plain) == "folders"
+
+
+def test_staging_never_writes_into_the_download_and_bounds_every_file(tmp_path):
+    download = write(tmp_path / "dl", CANVAS_FILES)
+    huge = download / "bigbig_999_1_strides_broadcasting.py"
+    huge.write_bytes(b"#" * (3 << 20))  # over the 2 MB a source may have
+    os.mkfifo(download / "pipepipe_998_2_strides_broadcasting.py")  # must not block staging
+    before = tree(download)
+    staged = dict(stage(parse(list_download(download), "canvas"), tmp_path / "out" / ".lms"))
+    assert tree(download) == before
+    assert (staged["999"] / "strides_broadcasting.py").stat().st_size == (2 << 20) + 1
+    sidecar = json.loads((staged["998"] / ".torchgrade-lms.json").read_text())
+    assert any("could not be read" in n and "regular file" in n for n in sidecar["notes"])
+    assert not (staged["998"] / "strides_broadcasting.py").exists()
+    # the loader turns the truncated copy into its usual message
+    sub = load_submission(staged["999"], exercises=[EXERCISE], student="999")
+    assert "larger than 2 MB" in sub.modules[EXERCISE].fatal
+
+
+# --------------------------------------------------------------------------- decorated names
+
+@pytest.mark.parametrize("name, exercise", [
+    ("strides_broadcasting (1).py", "strides_broadcasting"),
+    ("Strides_Broadcasting-2.py", "strides_broadcasting"),
+    ("lovelaceada_12345_67890_strides_broadcasting.py", "strides_broadcasting"),
+    ("strides broadcasting.ipynb", "strides_broadcasting"),
+    ("Copy of manual_backward_v2.py", "manual_backward"),
+    ("hw1/bughunt/regression (3).py", "bughunt_regression"),
+    ("notparameters.py", None),
+    ("helpers.py", None),
+])
+def test_decorated_names_are_their_exercise_with_a_note(name, exercise):
+    found, note = match_exercise(name, WANTED)
+    assert found == exercise
+    assert (note is not None) == (exercise is not None) and (not note or name in note)
+
+
+def test_an_exact_name_wins_and_a_missing_file_lists_what_was_found(tmp_path):
+    folder = write(tmp_path / "ann", {"strides_broadcasting (1).py": STUB,
+                                      "strides_broadcasting.py": SOLUTION, "notes.txt": ""})
+    sub = load_submission(folder, exercises=[EXERCISE, "parameters"], student="ann")
+    assert sub.modules[EXERCISE].path == "strides_broadcasting.py"
+    listing = [n for n in sub.notes if n.startswith("no file for parameters")]
+    assert listing and "parameters.py" in listing[0] and "notes.txt" in listing[0]
+    assert "strides_broadcasting (1).py" in listing[0]
+
+
+# --------------------------------------------------------------------------- roster, overrides
+
+def test_roster_maps_lms_ids_and_overrides_are_read(tmp_path):
+    (tmp_path / "roster.csv").write_text("student_id,last_name,first_name,email,lms_id\n"
+                                         "s1,Lovelace,Ada,ada@x.org,12345\ns2,Plain,Pat,,\n")
+    roster = read_roster(tmp_path / "roster.csv")
+    assert sorted(roster) == ["12345", "s2"] and roster["12345"].student_id == "s1"
+    (tmp_path / "o.csv").write_text("student,target,points,reason\n"
+                                    "s1,strides_broadcasting,+1.5,regraded by hand\n"
+                                    "12345,test_x,0,copied\n")
+    rows = read_overrides(tmp_path / "o.csv")
+    assert [(r.student, r.target, r.points, r.relative) for r in rows] == [
+        ("s1", "strides_broadcasting", 1.5, True), ("12345", "test_x", 0, False)]
+
+
+def _result(points: list[float], student="12345") -> SubmissionResult:
+    checks = [CheckResult(id=f"c{i}", exercise="ex", targets=["f"], visibility="visible",
+                          points=p, max_points=5, status="passed" if p == 5 else "failed")
+              for i, p in enumerate(points)]
+    return SubmissionResult(student=student, grader_version="t", checks=checks, exercises=[
+        ExerciseResult(exercise="ex", path="ex.py", score=sum(points), max_score=5 * len(points))])
+
+
+def test_overrides_and_extensions_are_applied_and_recorded():
+    plan = Assignment.model_validate({
+        "name": "hw", "exercises": ["ex"], "due": datetime(2026, 3, 1, tzinfo=timezone.utc),
+        "late_policy": {"penalty_per_day": 0.1},
+        "extensions": {"s1": datetime(2026, 3, 5, tzinfo=timezone.utc)},
+        "override_rows": [{"student": "s1", "target": "c1", "points": 4, "reason": "by hand"},
+                          {"student": "s1", "target": "ex", "points": -1, "relative": True,
+                           "reason": "late slides"},
+                          {"student": "s1", "target": "nope", "points": 1}]})
+    plan = plan.with_aliases({"s1": "12345"})  # the roster's id -> the LMS id of OUT/
+    result = _result([5, 0]).model_copy(update={
+        "submitted_at": datetime(2026, 3, 3, tzinfo=timezone.utc)})
+    done = apply_assignment(result, plan)
+    assert [(a.target, a.before, a.after) for a in done.adjustments] == [("c1", 0, 4),
+                                                                         ("ex", 9, 8)]
+    assert done.score == 8 and done.exercises[0].score == 8
+    assert any("nope" in n for n in done.notes)
+    assert done.extended and done.days_late == 0 and done.late_penalty == 0  # extension
+    other = apply_assignment(_result([5, 5], student="777").model_copy(update={
+        "submitted_at": datetime(2026, 3, 3, tzinfo=timezone.utc)}), plan)
+    assert other.days_late == 2 and other.late_penalty == 2 and not other.adjustments
+    marked = apply_assignment(_result([5, 5], student="777"), plan, late_marker=True)
+    assert marked.days_late == 1 and marked.late_penalty == 1  # LATE, no time: one day
+    # a changed override changes the student's part of the fingerprint, no one else's
+    changed = plan.model_copy(deep=True)
+    changed.override_rows[0].points = 3
+    assert changed.student_key("12345") != plan.student_key("12345")
+    assert changed.student_key("777") == plan.student_key("777")
+    assert changed.scoring_key() == plan.scoring_key()
+
+
+def test_exercise_states_for_the_class_index():
+    def part(path="ex.py", notes=()):
+        return ExerciseResult(exercise="ex", path=path, score=0, max_score=5, notes=list(notes))
+
+    def res(status, message="", reason=None):
+        c = CheckResult(id="c", exercise="ex", targets=["f"], visibility="visible", points=0,
+                        max_points=5, status=status, message=message, reason=reason)
+        return SubmissionResult(student="s", grader_version="t", checks=[c])
+
+    assert exercise_state(res("error", "file not submitted"), part(path=None)) == "not handed in"
+    assert exercise_state(res("error"), part(notes=["SyntaxError in ex.py, line 3: x"])) \
+        == "syntax error"
+    assert exercise_state(res("error", reason="not_implemented"), part()) == "not started"
+    assert exercise_state(res("timeout"), part()) == "crashed"
+    assert exercise_state(res("failed"), part()) == "graded"
+
+
+# --------------------------------------------------------------------------- LMS CSVs
+
+def _graded(student, score, late=0.0, notes=()):
+    r = _result([score], student=student)
+    return r.model_copy(update={"late_penalty": late, "notes": list(notes)})
+
+
+def test_canvas_csv_follows_the_gradebook_importer_rules():
+    """Canvas's importer: the first row's first five columns are exactly `Student, ID, SIS User
+    ID, SIS Login ID, Section` (its export's), then one column per assignment; a row whose
+    Student is "Points Possible" may follow the header; a student is matched by ID (Canvas user
+    id), else SIS User ID, else SIS Login ID; grades are plain numbers; CSV, UTF-8."""
+    roster = {"12345": type("P", (), {"student_id": "s1", "email": "a@x.org",
+                                      "last_name": "Lovelace", "first_name": "Ada"})()}
+    text = canvas_csv([_graded("23456", 5, late=1), _graded("12345", 2)], assignment="hw1",
+                      roster=roster)
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "hw1"]
+    assert rows[1][0] == "Points Possible" and float(rows[1][5]) == 5
+    body = {r[1]: r for r in rows[2:]}
+    assert body["12345"][:4] == ["Lovelace, Ada", "12345", "s1", "a@x.org"]
+    assert float(body["23456"][5]) == 4  # after the late penalty
+    assert all(r[1] and float(r[5]) >= 0 for r in rows[2:])
+    text.encode("utf-8")
+
+
+def test_moodle_csv_follows_the_grading_worksheet_rules():
+    """Moodle's assignment grading worksheet import: an `Identifier` column of "Participant
+    <id>" (the download's participant ids) and a numeric `Grade` column are required; `Feedback
+    comments` is the feedback; the grade must lie within the maximum."""
+    text = moodle_csv([_graded("101", 5), _graded("102", 0, notes=["nothing handed in"])])
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert {"Identifier", "Grade", "Feedback comments"} <= set(rows[0])
+    assert [r["Identifier"] for r in rows] == ["Participant 101", "Participant 102"]
+    assert all(0 <= float(r["Grade"]) <= float(r["Maximum Grade"]) for r in rows)
+    assert "nothing handed in" in rows[1]["Feedback comments"]
+
+
+# --------------------------------------------------------------------------- end to end
+
+ASSIGNMENT = """
+name = "hw1"
+due = 2026-03-01T23:59:00+00:00
+roster = "roster.csv"
+overrides = "overrides.csv"
+exercises = [{ name = "strides_broadcasting", points = 10 }]
+
+[late_policy]
+penalty_per_day = 0.1
+max_penalty = 0.3
+
+[extensions]
+s2 = 2026-03-09
+"""
+
+
+@pytest.fixture(scope="module")
+def canvas_zip_graded(tmp_path_factory):
+    """A Canvas download as the zip Canvas gives, graded with a roster (one roster student
+    handed nothing in; one submitter is not in it), an extension and an override."""
+    root = tmp_path_factory.mktemp("canvas")
+    download = write(root / "dl", CANVAS_FILES)
+    z = zipped(download, root / "submissions.zip")
+    (root / "roster.csv").write_text(
+        "student_id,last_name,first_name,email,lms_id\n"
+        "s1,Lovelace,Ada,ada@x.org,12345\ns2,Turing,Alan,alan@x.org,23456\n"
+        "s4,Nobody,Ned,ned@x.org,99999\n")
+    (root / "overrides.csv").write_text("student,target,points,reason\n"
+                                        "s1,strides_broadcasting,-2,copied a docstring\n")
+    (root / "hw1.toml").write_text(ASSIGNMENT)
+    out = root / "out"
+    run = torchgrade("grade", z, "--out", out, "--assignment", root / "hw1.toml", "-j", "2")
+    return root, z, out, run
+
+
+def test_canvas_zip_every_student_under_their_lms_id(canvas_zip_graded):
+    root, z, out, run = canvas_zip_graded
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = {p.parent.name: read_json(p) for p in out.glob("*/results.json")}
+    assert sorted(results) == ["12345", "23456", "34567", "99999"]
+    assert results["12345"].score == 8  # 10, then the instructor's -2
+    assert results["12345"].adjustments[0].reason == "copied a docstring"
+    assert results["23456"].score == 10  # the re-upload (-1) graded, not the stub
+    assert results["23456"].late_marker and results["23456"].extended
+    assert results["23456"].late_penalty == 0  # LATE, but within the extension
+    assert results["34567"].score == 10  # "strides_broadcasting (1).py"
+    assert any("was graded as strides_broadcasting" in n
+               for n in results["34567"].exercises[0].notes)
+    assert any(n.startswith("not in the roster") for n in results["34567"].notes)
+    assert "not in the roster" in run.stderr
+    assert results["99999"].score == 0 and "nothing handed in" in results["99999"].notes
+    assert not (root / "dl" / ".lms").exists() and not list(root.glob("*.lms*"))
+
+
+def test_canvas_zip_gradebooks_hold_every_roster_student(canvas_zip_graded):
+    _, _, out, _ = canvas_zip_graded
+    grades = {r["student"]: r for r in csv.DictReader(io.StringIO((out / "grades.csv")
+                                                                  .read_text()))}
+    assert sorted(grades) == ["12345", "23456", "34567", "99999"]
+    assert grades["99999"]["score"] == "0" and "nothing handed in" in grades["99999"]["remarks"]
+    assert "copied a docstring" in grades["12345"]["remarks"]
+    assert "extension" in grades["23456"]["remarks"] and grades["12345"]["student_id"] == "s1"
+    canvas = list(csv.reader(io.StringIO((out / "canvas_grades.csv").read_text())))
+    assert canvas[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+    assert {r[1]: r[5] for r in canvas[2:]} == {"12345": "8", "23456": "10", "34567": "10",
+                                                 "99999": "0"}
+    moodle = list(csv.DictReader(io.StringIO((out / "moodle_grades.csv").read_text())))
+    assert len(moodle) == 4
+    index = (out / "index.html").read_text()
+    assert "nothing handed in" in index and "not handed in" in index
+    report = (out / "23456" / "report.html").read_text()
+    assert "your extension" in report and "Lateness" in report
+    assert "copied a docstring" in (out / "12345" / "report.html").read_text()
+
+
+def test_canvas_regrade_keeps_adjustments_and_a_changed_override_regrades(canvas_zip_graded):
+    root, z, out, _ = canvas_zip_graded
+    again = torchgrade("grade", z, "--out", out, "--assignment", root / "hw1.toml", "-j", "2")
+    assert again.returncode == 0 and "0 graded now, 4 up to date" in again.stdout
+    (root / "overrides.csv").write_text("student,target,points,reason\n"
+                                        "s1,strides_broadcasting,-3,copied two docstrings\n")
+    third = torchgrade("grade", z, "--out", out, "--assignment", root / "hw1.toml", "-j", "2")
+    assert "1 graded now, 3 up to date" in third.stdout, third.stdout
+    assert read_json(out / "12345" / "results.json").score == 7
+
+
+def test_moodle_and_blackboard_folders_end_to_end(tmp_path):
+    moodle = write(tmp_path / "moodle", {
+        "Ada Lovelace_101_assignsubmission_file_/strides_broadcasting (1).py": SOLUTION,
+        "Ada Lovelace_101_assignsubmission_onlinetext_/onlinetext.html": "<p>done</p>",
+        "Alan Turing_102_assignsubmission_file_strides_broadcasting.py": STUB,
+    })
+    before = tree(moodle)
+    run = torchgrade("grade", moodle, "--out", tmp_path / "mout", "--exercises", EXERCISE,
+                     "-j", "2")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert tree(moodle) == before
+    scores = {p.parent.name: read_json(p).score for p in (tmp_path / "mout").glob("*/results.json")}
+    assert scores["101"] == scores["101"] > 0 and scores["102"] == 0 and len(scores) == 2
+    assert "Participant 101" in (tmp_path / "mout" / "moodle_grades.csv").read_text()
+
+    bb = write(tmp_path / "bb", {
+        "HW 1_ann_attempt_2026-03-01-10-00-00_strides_broadcasting.py": SOLUTION,
+        "HW 1_ann_attempt_2026-03-02-09-30-00_strides_broadcasting.py": STUB,
+        "HW 1_ann_attempt_2026-03-02-09-30-00.txt": "Name: Ann A (ann)\n",
+    })
+    run = torchgrade("grade", bb, "--out", tmp_path / "bout", "--exercises", EXERCISE,
+                     "--lms", "blackboard")
+    assert run.returncode == 0, run.stderr[-3000:]
+    ann = read_json(tmp_path / "bout" / "ann" / "results.json")
+    assert ann.score == 0  # the latest attempt (the stub) is graded
+    assert ann.submitted_at == datetime(2026, 3, 2, 9, 30).astimezone()
+
+
+def test_a_plain_class_zip_and_a_bad_lms_flag(tmp_path):
+    plain = write(tmp_path / "class", {"ann/strides_broadcasting.py": SOLUTION})
+    run = torchgrade("grade", zipped(plain, tmp_path / "class.zip", root="class/"),
+                     "--out", tmp_path / "out", "--exercises", EXERCISE)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert read_json(tmp_path / "out" / "ann" / "results.json").score > 0
+    bad = torchgrade("grade", plain, "--out", tmp_path / "o2", "--lms", "sakai")
+    assert bad.returncode == 2 and "--lms" in bad.stderr
+
+
+def test_load_assignment_reads_extensions_and_overrides(tmp_path):
+    (tmp_path / "o.csv").write_text("student,target,points,reason\nann,x,1,r\n")
+    (tmp_path / "a.toml").write_text('exercises = ["strides_broadcasting"]\n'
+                                     'overrides = "o.csv"\n[extensions]\nann = 2026-03-02\n')
+    plan = load_assignment(tmp_path / "a.toml")
+    assert plan.extensions["ann"] == datetime(2026, 3, 2, 23, 59, 59)
+    assert plan.override_rows[0].target == "x"
+
+
+def test_names_that_climb_out_stay_inside_the_staging_folder(tmp_path):
+    """A crafted zip's member names ("..", absolute) never write outside OUT/.lms/<id>/."""
+    z = tmp_path / "evil.zip"
+    with zipfile.ZipFile(z, "w") as f:
+        f.writestr("Eve E_7_assignsubmission_file_/../../../../escaped.py", SOLUTION)
+        f.writestr("Eve E_7_assignsubmission_file_//abs/strides_broadcasting.py", SOLUTION)
+        f.writestr("/Eve E_8_assignsubmission_file_/strides_broadcasting.py", SOLUTION)
+    staging = tmp_path / "out" / ".lms"
+    staged = dict(stage(parse(list_download(z), "moodle"), staging))
+    written = [p for p in tmp_path.rglob("*.py")]
+    assert written and all(p.is_relative_to(staging / "7") for p in written)
+    assert sorted(staged) == ["7"]
+
+
+def test_roster_ids_are_safe_folder_names(tmp_path):
+    """A roster line is a folder name under OUT: "../x" or "index.html" must not be one."""
+    from grader.intake.students import class_students
+
+    (tmp_path / "r.csv").write_text("student_id,lms_id\n../../evil,\nindex.html,\nok,\n")
+    roster = read_roster(tmp_path / "r.csv")
+    assert sorted(roster) == ["%2E.%2F..%2Fevil", "index%2Ehtml", "ok"]
+    staging = tmp_path / "out" / ".lms"
+    made = class_students([], staging, roster)
+    assert all(path.parent == staging for _, path in made) and len(made) == 3
+    assert not (tmp_path / "evil").exists()
