@@ -1,7 +1,9 @@
 """Behaviour unchanged by a refactor: grade the demo class's samples and one student per mutant
 (tests/mutants) with a checkout's own grader, before and after, and compare every results.json.
 
-usage: python scripts/same_results.py grade REPO OUT       (REPO's .venv and code; ~10 min)
+usage: python scripts/same_results.py grade REPO OUT [CLASS]  (REPO's .venv and code; ~10 min;
+           CLASS: grade that class folder instead of building one from REPO's mutants, so that
+           both runs grade the very same files)
        python scripts/same_results.py compare OUT_A OUT_B  (exit 1 if any results.json differs)
 
 Compared: everything but timings (`grading_s`, `checks_s`), dates, the `fingerprint` (it hashes
@@ -40,10 +42,11 @@ def make_class(repo: Path, dest: Path) -> None:
             shutil.copytree(s, dest / f"sample__{s.name}")
 
 
-def grade(repo: Path, out: Path) -> None:
-    cls = out.with_name(out.name + "-class")
-    shutil.rmtree(cls, ignore_errors=True)
-    make_class(repo, cls)
+def grade(repo: Path, out: Path, cls: Path | None = None) -> None:
+    if cls is None:
+        cls = out.with_name(out.name + "-class")
+        shutil.rmtree(cls, ignore_errors=True)
+        make_class(repo, cls)
     py = repo / ".venv" / "bin" / "python"
     r = subprocess.run(["nice", str(py), "-m", "grader", "grade", str(cls), "--out", str(out),
                         "-j", "2"], check=False, cwd=repo)
@@ -81,6 +84,7 @@ def compare(a: Path, b: Path) -> int:
 
 if __name__ == "__main__":
     if sys.argv[1] == "grade":
-        grade(Path(sys.argv[2]).resolve(), Path(sys.argv[3]).resolve())
+        grade(Path(sys.argv[2]).resolve(), Path(sys.argv[3]).resolve(),
+              Path(sys.argv[4]).resolve() if len(sys.argv) > 4 else None)
     else:
         sys.exit(compare(Path(sys.argv[2]), Path(sys.argv[3])))
