@@ -16,7 +16,7 @@ import torch
 from grader.checking.student import ModuleUnavailable, StudentError, StudentModule, StudentRaised
 from grader.models import ModuleSource, SourceChunk
 from grader.worker import messages, wire
-from grader.worker.client import Worker
+from grader.worker.client import Worker, Zygote, ZygoteError
 from grader.worker.limits import WorkerLimits
 
 
@@ -236,7 +236,8 @@ def test_malformed_control_messages_are_refused_naming_the_field(msg, field):
     assert repr(field) in str(info.value) and repr(msg["op"]) in str(info.value)
 
 
-@pytest.mark.parametrize("msg", [None, [1], "ready", {"pid": 3}, {"op": "spawn"}, {"op": 5}])
+@pytest.mark.parametrize("msg", [None, [1], "ready", {"pid": 3}, {"op": "spawn"}, {"op": 5},
+                                 {"op": ["ready"]}])
 def test_what_is_no_control_message_is_skipped(msg):
     assert messages.parse_control(msg) is None
 
@@ -418,3 +419,28 @@ def test_a_failed_load_names_where_it_failed():
             sub.call("f", 1)
         assert info.value.status == "error"
         assert str(info.value).startswith("importing m.py failed (cell 3, line 4): ValueError: bad")
+
+
+def control_socket():
+    """A `Zygote` reading its control socket, without its process: (zygote, the zygote's end)."""
+    zygote = Zygote.__new__(Zygote)
+    zygote.ctrl, theirs = socket.socketpair()
+    zygote._reader = wire.FrameReader(wire.REPLY_LIMITS)
+    zygote._exits, zygote._lock = {}, threading.Lock()
+    zygote._log = tempfile.TemporaryFile()
+    zygote._log.write(b"zygote log")
+    return zygote, theirs
+
+
+def test_the_grader_reads_control_messages_through_their_parsers():
+    zygote, theirs = control_socket()
+    with zygote.ctrl, theirs, zygote._log:
+        for msg in ([1], {"op": "new"}, messages.exited(5, None, 9, True), messages.spawned(6)):
+            wire.send_frame(theirs, wire.encode(msg))
+        assert zygote._next(lambda m: m["op"] == "spawned", 5) == messages.spawned(6)
+        assert zygote.exit_note(5) == messages.exited(5, None, 9, True)  # recorded on the way
+        wire.send_frame(theirs, wire.encode({"op": "spawned", "pid": [6]}))
+        with pytest.raises(ZygoteError, match="'spawned' message with a malformed 'pid'"):
+            zygote._next(lambda m: m["op"] == "spawned", 5)
+        wire.send_frame(theirs, wire.encode({"op": "exited", "pid": 7}))
+        assert zygote.exit_note(7, timeout=5) is None  # the death is told without its note

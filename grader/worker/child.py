@@ -191,15 +191,16 @@ def serve(sock: socket.socket, sealed: seal.Sealed) -> None:
         except EOFError:
             return
         try:
-            request: messages.Request = wire.decode(doc, buffers, table, fds)
+            request = wire.decode(doc, buffers, table, fds)
             op = request.get("op")
+            reply: messages.WorkerReply
             try:
                 if op == "load":
-                    module, reply = load(request)
+                    module, reply = load(typing.cast(messages.LoadRequest, request))
                 elif op == "call":
-                    reply = call(module, request)
+                    reply = call(module, typing.cast(messages.CallRequest, request))
                 elif op == "probe":
-                    reply = probe(module, request, sealed)
+                    reply = probe(module, typing.cast(messages.ProbeRequest, request), sealed)
                 elif op == "ping":
                     reply = messages.pong()
                 else:

@@ -23,6 +23,7 @@ with the rest of the grader's modules before student code runs).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, TypedDict
 
@@ -155,7 +156,8 @@ def parse_exited(msg: Any) -> Exited:
 
 Control = Ready | Spawned | Exited  # what the zygote sends
 
-CONTROL_PARSERS = {"ready": parse_ready, "spawned": parse_spawned, "exited": parse_exited}
+CONTROL_PARSERS: dict[str, Callable[[Any], Control]] = {
+    "ready": parse_ready, "spawned": parse_spawned, "exited": parse_exited}
 
 
 def parse_control(msg: Any) -> Control | None:
@@ -163,7 +165,8 @@ def parse_control(msg: Any) -> Control | None:
     is not a dict with a known `op` (skipped, as a frame of a newer version would be)."""
     if type(msg) is not dict:
         return None
-    parse = CONTROL_PARSERS.get(msg.get("op"))  # type: ignore[arg-type]
+    op = msg.get("op")
+    parse = CONTROL_PARSERS.get(op) if type(op) is str else None  # a list would not hash
     return parse(msg) if parse is not None else None
 
 
@@ -307,6 +310,9 @@ class Pong(TypedDict):
 
 def pong() -> Pong:
     return {"ok": True}
+
+
+WorkerReply = Loaded | Returned | Pong | Failed  # what a worker sends
 
 
 @dataclass(frozen=True)
