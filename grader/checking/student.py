@@ -6,14 +6,15 @@ message become the check's verdict; a worker that timed out, crashed or sent a r
 grader's budget is replaced for the next call, and a module that cannot be imported fails every
 check with the same message.
 
-A reply is read as hostile: its shape is checked and every text it carries (exception types,
-MRO, messages, tracebacks) is clipped here, whatever the worker claims to have clipped.
+A reply is read as hostile: its shape is checked by the parser of its declaration
+(`grader.worker.messages`, in `Worker.request`) and every text it carries (exception types, MRO,
+messages, tracebacks) is clipped here, whatever the worker claims to have clipped.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -21,7 +22,7 @@ import torch
 from grader.checking.compare import CheckFailure, fail, format_call, short
 from grader.models import ModuleSource, Reason, Status
 from grader.intake.submission import not_submitted
-from grader.worker import wire
+from grader.worker import messages, wire
 from grader.worker.client import ReplyRefused, Worker, WorkerCrashed, WorkerTimeout
 from grader.worker.limits import WorkerLimits
 from grader.worker.text import valid_text
@@ -32,9 +33,6 @@ TYPE_CHARS = 200  # a type name, and each MRO entry
 MRO_ENTRIES = 64
 MESSAGE_CHARS = 2000
 TRACEBACK_CHARS = 4000  # the last characters: the innermost frames
-NAMES = 10_000  # public names of a module
-CELL_ERRORS = 100
-MALFORMED = "the worker sent a malformed reply"
 
 
 EARLIER = "an array the grader passed to an earlier call"
@@ -96,12 +94,12 @@ class StudentModule:
         if self._worker is not None and self._worker.alive:
             return self._worker
         worker = self._spawn(self.limits)
-        request = {"op": "load", "module": self.exercise,
-                   "chunks": [c.model_dump() for c in self.source.chunks]}
+        request = messages.load_request(
+            self.exercise, [cast(messages.Chunk, c.model_dump()) for c in self.source.chunks])
         first = not self._loaded_once
         self._loaded_once = True
         try:
-            reply = _checked(worker.request(request, self.limits.load_timeout, self.segments))
+            reply = worker.request(request, self.limits.load_timeout, self.segments)
         except WorkerTimeout as exc:
             self._fail_import(worker, first,
                               f"importing {self.filename} timed out after {exc.seconds:g} s: is "
@@ -115,20 +113,17 @@ class StudentModule:
             self.import_output = worker.output.take()
         else:
             worker.output.take()
-        if not reply["ok"]:
-            error = reply["error"]
+        if reply.error is not None:
+            error = reply.error
             where = _text(error.get("where", self.filename), TYPE_CHARS)
             line = f", line {error['line']}" if type(error.get("line")) is int else ""
             status: Status = "crashed" if error.get("kind") == "memory" else "error"
             self._fail_import(worker, False, f"importing {self.filename} failed ({where}{line}): "
                               f"{_describe(error)}", status)
-        names = reply.get("names")
-        self.names = {k: v for k, v in list(names.items())[:NAMES] if type(k) is str
-                      and type(v) is str} if type(names) is dict else {}
-        errors = reply.get("cell_errors")
-        if first and type(errors) is list:
+        self.names = reply.names
+        if first:
             self.notes = [f"{_text(e.get('where'), TYPE_CHARS)}: {_describe(e)}"
-                          for e in errors[:CELL_ERRORS] if type(e) is dict]
+                          for e in reply.cell_errors]
         self._worker = worker
         return worker
 
@@ -165,8 +160,8 @@ class StudentModule:
             raise StudentError(f"{self.filename} defines no {name}: check its spelling and that "
                                "it is defined at the top level of the file.", call=text(),
                                reason="not_defined")
-        return self._request(worker, {"op": "call", "name": name, "args": list(args),
-                                      "kwargs": kwargs}, text, timeout)
+        return self._request(worker, messages.call_request(name, list(args), kwargs), text,
+                             timeout)
 
     def timed_call(self, name: str, *args: Any, timeout: float | None = None,
                    **kwargs: Any) -> tuple[Any, float | None]:
@@ -189,8 +184,8 @@ class StudentModule:
         worker = self._load()
         self.note_worker_record(probe)
         text = lambda: label or format_call(probe.partition(":")[2], args, kwargs)  # noqa: E731
-        return self._request(worker, {"op": "probe", "probe": probe, "args": list(args),
-                                      "kwargs": kwargs}, text, timeout)
+        return self._request(worker, messages.probe_request(probe, list(args), kwargs), text,
+                             timeout)
 
     def note_worker_record(self, probe: str) -> None:
         """Count `probe` among the records the current check rests on (also for a record
@@ -216,12 +211,12 @@ class StudentModule:
                            f"{expected.__name__}.", call=text, expected=expected.__name__,
                            got=short(value), hint=hint)
 
-    def _request(self, worker: Worker, message: dict, describe: Callable[[], str],
-                 timeout: float | None) -> Any:
+    def _request(self, worker: Worker, message: messages.CallRequest | messages.ProbeRequest,
+                 describe: Callable[[], str], timeout: float | None) -> Any:
         seconds = timeout or self.default_timeout
         self.segments.publish()
         try:
-            reply = _checked(worker.request(message, seconds, self.segments))
+            reply = worker.request(message, seconds, self.segments)
         except WorkerTimeout:
             self.segments.settle()  # no verdict on them: the call already failed
             self._retire()
@@ -240,9 +235,9 @@ class StudentModule:
             raise StudentError(f"{text} failed: {exc}. Return the kind of value the contract "
                                "names, of the size it names.", call=text) from None
         self._check_shared(self.segments.settle(), message, describe)
-        if reply["ok"]:
-            return reply.get("value")
-        error = reply["error"]
+        if reply.error is None:
+            return reply.value
+        error = reply.error
         kind = error.get("kind")
         text = describe()
         if kind == "memory":
@@ -258,7 +253,8 @@ class StudentModule:
                                "tensors).", call=text)
         raise StudentError(f"{text}: {_describe(error)}", call=text)
 
-    def _check_shared(self, changed: list[wire.Allocation], message: dict,
+    def _check_shared(self, changed: list[wire.Allocation],
+                      message: messages.CallRequest | messages.ProbeRequest,
                       describe: Callable[[], str]) -> None:
         """Fail the check if the call changed a shared array it may not change (by the time
         its reply was in): the grader's copy still holds the values from before the call."""
@@ -286,15 +282,16 @@ class StudentModule:
                   "running write into the caller's array; x - ... or x.copy() make a new one.",
              evidence={"changed_inputs": names})
 
-    def _name_of(self, alloc: wire.Allocation, message: dict) -> tuple[str, bool]:
+    def _name_of(self, alloc: wire.Allocation,
+                 message: messages.CallRequest | messages.ProbeRequest) -> tuple[str, bool]:
         """What the check calls `alloc` (`shared(name=)`), else where it is among the call's
         arguments ("argument 2", "params['W1']"), else that an earlier call received it; and
         whether that name stands for the whole array (not a view of part of it)."""
         if alloc.name:
             return alloc.name, True
         lo, hi = alloc.bounds(self.segments)
-        places = [(f"argument {i + 1}", v) for i, v in enumerate(message.get("args", []))]
-        places += list(message.get("kwargs", {}).items())
+        places = [(f"argument {i + 1}", v) for i, v in enumerate(message["args"])]
+        places += list(message["kwargs"].items())
         while places:
             label, value = places.pop(0)
             if isinstance(value, dict):
@@ -416,12 +413,3 @@ def _text(value: Any, limit: int, *, tail: bool = False) -> str:
         text = cut + text[-limit:] if tail else text[:limit] + cut
     return valid_text(text)
 
-
-def _checked(reply: Any) -> dict:
-    """The reply as a dict with a bool `ok` and, when not ok, a dict `error`; anything else
-    is a malformed reply (a worker's reply can be anything a patched worker sends)."""
-    if type(reply) is not dict or type(reply.get("ok")) is not bool:
-        raise WorkerCrashed(MALFORMED)
-    if not reply["ok"] and type(reply.get("error")) is not dict:
-        raise WorkerCrashed(MALFORMED)
-    return reply

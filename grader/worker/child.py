@@ -9,7 +9,8 @@
            student's module and return its plain records. Probes are resolved, and the worker's
            own code sealed, before the student's module loads (`seal.py`).
 
-Everything this process sends is untrusted by the grader; nothing here decides a verdict.
+Requests and replies are declared in `messages` (replies are built through it). Everything this
+process sends is untrusted by the grader; nothing here decides a verdict.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import types
 import typing
 from collections.abc import Callable
 
-from grader.worker import seal, wire
+from grader.worker import messages, seal, wire
 from grader.worker.limits import WorkerLimits, apply_limits, die_with_parent
 
 FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, name).compiler_flag
@@ -193,26 +194,26 @@ def serve(sock: socket.socket, sealed: seal.Sealed) -> None:
         try:
             request = wire.decode(doc, buffers, table, fds)
             op = request.get("op")
+            reply: messages.WorkerReply
             try:
                 if op == "load":
-                    module, reply = load(request)
+                    module, reply = load(typing.cast(messages.LoadRequest, request))
                 elif op == "call":
-                    reply = call(module, request)
+                    reply = call(module, typing.cast(messages.CallRequest, request))
                 elif op == "probe":
-                    reply = probe(module, request, sealed)
+                    reply = probe(module, typing.cast(messages.ProbeRequest, request), sealed)
                 elif op == "ping":
-                    reply = {"ok": True}
+                    reply = messages.pong()
                 else:
-                    reply = {"ok": False, "error": {"kind": "protocol",
-                                                    "message": f"unknown op {op!r}"}}
+                    reply = messages.failed(messages.problem("protocol", f"unknown op {op!r}"))
             except Exception as exc:  # noqa: BLE001 - our side failed (e.g. a probe import)
-                reply = {"ok": False, "error": {"kind": "protocol", "message":
-                                                f"the worker failed: {type(exc).__name__}: {exc}"}}
+                reply = messages.failed(messages.problem(
+                    "protocol", f"the worker failed: {type(exc).__name__}: {exc}"))
             try:
                 encoded = wire.encode(reply, table)
             except (wire.NotPlainData, RecursionError) as exc:
-                encoded = wire.encode({"ok": False, "error": {
-                    "kind": "not_plain", "message": f"returned {exc}"}})
+                encoded = wire.encode(messages.failed(messages.problem(
+                    "not_plain", f"returned {exc}")))
         finally:
             for fd in fds:
                 if all(seg.fd != fd for seg in table.segments.values()):
@@ -232,7 +233,8 @@ def _flush_output() -> None:
             pass
 
 
-def load(request: dict) -> tuple[types.ModuleType, dict]:
+def load(request: messages.LoadRequest) -> tuple[types.ModuleType,
+                                                  messages.Loaded | messages.Failed]:
     name = request["module"]
     module = types.ModuleType(name)
     chunks = request["chunks"]
@@ -252,9 +254,9 @@ def load(request: dict) -> tuple[types.ModuleType, dict]:
             error = describe_exception(exc, {c["filename"] for c in chunks})
             error["where"] = chunk["label"]
             if not chunk.get("keep_going"):
-                return module, {"ok": False, "error": error}
+                return module, messages.failed(error)
             cell_errors.append(error)
-    return module, {"ok": True, "names": public_names(module), "cell_errors": cell_errors}
+    return module, messages.loaded(public_names(module), cell_errors)
 
 
 def public_names(module: types.ModuleType) -> dict[str, str]:
@@ -267,53 +269,54 @@ def public_names(module: types.ModuleType) -> dict[str, str]:
     return names
 
 
-def call(module: types.ModuleType | None, request: dict) -> dict:
+def call(module: types.ModuleType | None,
+         request: messages.CallRequest) -> messages.Returned | messages.Failed:
     if module is None:
-        return {"ok": False, "error": {"kind": "protocol", "message": "no module loaded"}}
+        return messages.failed(messages.problem("protocol", "no module loaded"))
     name = request["name"]
     target = getattr(module, name, None)
     if target is None:
-        return {"ok": False, "error": {"kind": "missing", "message": f"no {name} defined"}}
+        return messages.failed(messages.problem("missing", f"no {name} defined"))
     if not callable(target):
-        return {"ok": False, "error": {
-            "kind": "not_callable",
-            "message": f"{name} is a {type(target).__name__}, not a function"}}
+        return messages.failed(messages.problem(
+            "not_callable", f"{name} is a {type(target).__name__}, not a function"))
     return _run(target, request.get("args", []), request.get("kwargs", {}), _student_files)
 
 
-def probe(module: types.ModuleType | None, request: dict, sealed: seal.Sealed) -> dict:
+def probe(module: types.ModuleType | None, request: messages.ProbeRequest,
+          sealed: seal.Sealed) -> messages.Returned | messages.Failed:
     """Run the probe the request names, as resolved before any student code ran, and refuse
     its record if student code changed the worker's own code before or during it."""
     if module is None:
-        return {"ok": False, "error": {"kind": "protocol", "message": "no module loaded"}}
+        return messages.failed(messages.problem("protocol", "no module loaded"))
     fn = sealed.probes.get(request["probe"])
     if fn is None:
         why = seal.broken_probe(request["probe"])
-        return {"ok": False, "error": {"kind": "protocol", "message": (
+        return messages.failed(messages.problem("protocol", (
             f"the worker failed: cannot import its probe module: {why}" if why
-            else f"the worker has no probe {request['probe']!r}")}}
+            else f"the worker has no probe {request['probe']!r}")))
     args = [module] + list(request.get("args", []))
     changed = sealed.changed()
     reply = _run(fn, args, request.get("kwargs", {}), _student_files)
     changed = changed or sealed.changed()
     if changed:
-        return {"ok": False, "error": {"kind": "protocol", "message": (
+        return messages.failed(messages.problem("protocol", (
             f"the submission changed the grader's instrumentation in the worker ({changed}): "
-            "the record this check needs cannot be trusted")}}
+            "the record this check needs cannot be trusted")))
     return reply
 
 
-def _run(fn, args, kwargs, student_files: set[str]) -> dict:
+def _run(fn, args, kwargs, student_files: set[str]) -> messages.Returned | messages.Failed:
     try:
         value = fn(*args, **kwargs)
     except BaseException as exc:  # noqa: BLE001 - including SystemExit and KeyboardInterrupt
-        return {"ok": False, "error": describe_exception(exc, student_files)}
-    return {"ok": True, "value": value}
+        return messages.failed(describe_exception(exc, student_files))
+    return messages.returned(value)
 
 
-def describe_exception(exc: BaseException, student_files: set[str]) -> dict:
+def describe_exception(exc: BaseException, student_files: set[str]) -> messages.ErrorReport:
     """Plain description of an exception raised by student code, its own frames only."""
-    kind = "raised"
+    kind: messages.ErrorKind = "raised"
     if isinstance(exc, SystemExit):
         kind = "exit"
     elif isinstance(exc, MemoryError):
@@ -331,11 +334,5 @@ def describe_exception(exc: BaseException, student_files: set[str]) -> dict:
     elif frames:
         line = frames[-1].lineno
     text = "".join(traceback.format_list(frames[-10:]))[-TRACEBACK_LIMIT:]
-    return {
-        "kind": kind,
-        "type": type(exc).__qualname__,
-        "mro": [c.__qualname__ for c in type(exc).__mro__],
-        "message": message,
-        "traceback": text,
-        "line": line,
-    }
+    mro = [c.__qualname__ for c in type(exc).__mro__]
+    return messages.raised(kind, type(exc).__qualname__, mro, message, text, line)

@@ -19,16 +19,17 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import cast, overload
 
 import grader
-from grader.worker import cgroups, sandbox, view, wire
+from grader.worker import cgroups, messages, sandbox, view, wire
 from grader.worker.limits import WorkerLimits
 
 log = logging.getLogger("torchgrade")
 READY_TIMEOUT = 120.0
-SIGNAL_NAMES = {
+SIGNAL_NAMES: dict[int, str] = {
     signal.SIGSEGV: "segmentation fault", signal.SIGBUS: "bus error",
     signal.SIGABRT: "aborted", signal.SIGKILL: "killed", signal.SIGXCPU: "CPU time limit",
     signal.SIGFPE: "floating-point exception", signal.SIGILL: "illegal instruction",
@@ -133,14 +134,17 @@ class Zygote:
         theirs.close()
         self.ctrl = ours
         self._reader = wire.FrameReader(wire.REPLY_LIMITS)
-        self._exits: dict[int, dict] = {}
-        ready = self._next(lambda m: m.get("op") == "ready", READY_TIMEOUT)
+        self._exits: dict[int, messages.Exited] = {}
+        ready = self._next(lambda m: m["op"] == "ready", READY_TIMEOUT)
         if ready is None:
             raise ZygoteError("the worker parent did not start: " + self._log_tail())
-        self.threads = ready.get("threads")
-        self.contained = bool(ready.get("contained"))
-        self.leaks = [str(p) for p in ready.get("leaks") or []]
-        self.cgroups = {k: v for k, v in (ready.get("cgroup") or {}).items() if v}
+        ready = cast(messages.Ready, ready)  # `_next` returned what `want` asked for
+        self.threads = ready["threads"]
+        self.contained = ready["contained"]
+        self.leaks = list(ready["leaks"])
+        kinds = ready["cgroup"]
+        self.cgroups: dict[str, int] = {k: v for k, v in (("memory", kinds["memory"]),
+                                                          ("pids", kinds["pids"])) if v}
         self.memory_cgroup = self.cgroups.get("memory")
 
     def _log_tail(self) -> str:
@@ -148,16 +152,21 @@ class Zygote:
         text = self._log.read()[-2000:].decode("utf-8", "replace").strip()
         return text or f"exit status {self.process.poll()}"
 
-    def _next(self, want, timeout: float) -> dict | None:
-        """Read control messages until one satisfies `want`; records every exit note."""
+    def _next(self, want: Callable[[messages.Control], bool],
+              timeout: float) -> messages.Control | None:
+        """Read control messages until one satisfies `want`; records every exit note. Skips
+        what is no control message; ZygoteError for one that breaks its declaration."""
         deadline = time.monotonic() + timeout
         while True:
             frame = self._reader.frame()
             if frame is not None:
-                msg = wire.decode(*frame, limits=wire.REPLY_LIMITS)
-                if type(msg) is not dict:
+                try:
+                    msg = messages.parse_control(wire.decode(*frame, limits=wire.REPLY_LIMITS))
+                except messages.Malformed as exc:
+                    raise ZygoteError(f"{exc}: " + self._log_tail()) from None
+                if msg is None:
                     continue
-                if msg.get("op") == "exited":
+                if msg["op"] == "exited":
                     self._exits[msg["pid"]] = msg
                 if want(msg):
                     return msg
@@ -204,31 +213,35 @@ class Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         out_r, out_w = os.pipe()
         try:
-            request = wire.encode({"op": "spawn", "scratch": scratch,
-                                   "limits": limits.model_dump()})
+            request = wire.encode(messages.spawn(scratch, limits.model_dump()))
             request.fds = [theirs.fileno(), out_w]
             wire.send_frame(self.ctrl, request)
-            reply = self._next(lambda m: m.get("op") == "spawned", READY_TIMEOUT)
+            reply = self._next(lambda m: m["op"] == "spawned", READY_TIMEOUT)
         except OSError:
             reply = None
         finally:
             theirs.close()
             os.close(out_w)
-        if reply is None or reply.get("pid") is None:
+        pid = reply["pid"] if reply is not None and reply["op"] == "spawned" else None
+        if pid is None:
             ours.close()
             os.close(out_r)
             why = reply.get("error") if reply else "no answer"
             raise ZygoteError(f"the worker parent could not start a worker ({why}): "
                               + self._log_tail())
-        return Worker(self, reply["pid"], ours, out_r, scratch, limits)
+        return Worker(self, pid, ours, out_r, scratch, limits)
 
-    def exit_note(self, pid: int, timeout: float = 2.0) -> dict | None:
+    def exit_note(self, pid: int, timeout: float = 2.0) -> messages.Exited | None:
         with self._lock:
             if len(self._exits) > 4096:  # notes of workers nobody asked about
                 self._exits.clear()
             if pid in self._exits:
                 return self._exits.pop(pid)
-            msg = self._next(lambda m: m.get("op") == "exited" and m.get("pid") == pid, timeout)
+            try:
+                msg = self._next(lambda m: m["op"] == "exited" and m["pid"] == pid, timeout)
+            except ZygoteError as exc:  # the worker's death is told without its note
+                log.warning("torchgrade: %s", exc)
+                return None
             return self._exits.pop(pid, None) if msg else None
 
     def close(self) -> None:
@@ -305,15 +318,27 @@ class Worker:
         self.output = OutputBuffer(limits.output_bytes)
         self.alive = True
 
-    def request(self, message: dict, timeout: float, segments: wire.SegmentTable) -> Any:
-        """Send one request and return the decoded reply; the worker dies on any failure.
+    @overload
+    def request(self, message: messages.LoadRequest, timeout: float,
+                segments: wire.SegmentTable) -> messages.LoadReply: ...
+
+    @overload
+    def request(self, message: messages.CallRequest | messages.ProbeRequest
+                | messages.PingRequest, timeout: float,
+                segments: wire.SegmentTable) -> messages.Reply: ...
+
+    def request(self, message: messages.Request, timeout: float,
+                segments: wire.SegmentTable) -> messages.Reply | messages.LoadReply:
+        """Send one request and return its reply, decoded and parsed by the parser of that
+        request's reply (`messages.parse_reply_to`); the worker dies on any failure.
 
         Arrays in `segments` travel as shared memory (their descriptors go with the request)
         and results that lie in them come back as views of the grader's own mapping.
 
         `timeout` covers sending, the call, receiving and decoding the reply: a reply that
         dribbles in or is slow to decode ends in `WorkerTimeout` like a slow call. A reply over
-        `wire.REPLY_LIMITS` raises `ReplyRefused`, a malformed one `WorkerCrashed`.
+        `wire.REPLY_LIMITS` raises `ReplyRefused`, a malformed one (by the wire format, or by
+        the declaration of the reply) `WorkerCrashed`.
         """
         if not self.alive:
             raise WorkerCrashed("the worker is no longer running")
@@ -332,7 +357,7 @@ class Worker:
                                         deadline=deadline)
                     if time.monotonic() > deadline:
                         raise wire.Overdue("the reply was decoded after the deadline")
-                    return value
+                    return messages.parse_reply_to(message, value)
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     self.kill()
@@ -361,7 +386,10 @@ class Worker:
             raise ReplyRefused(f"the reply was too large: {exc}") from None
         except wire.WireError as exc:
             self.kill()
-            raise WorkerCrashed(f"the worker sent a malformed reply ({exc})") from None
+            raise WorkerCrashed(f"{messages.MALFORMED} ({exc})") from None
+        except messages.Malformed as exc:
+            self.kill()
+            raise WorkerCrashed(str(exc)) from None
         except (BrokenPipeError, ConnectionError):
             raise WorkerCrashed(self._death()) from None
 
@@ -385,19 +413,19 @@ class Worker:
         self.kill()
         if note is None:
             return "the worker process stopped answering"
-        if note.get("signal"):
+        if note["signal"]:
             sig = note["signal"]
             name = SIGNAL_NAMES.get(sig, signal.Signals(sig).name
                                     if sig in signal.Signals._value2member_map_
                                     else f"signal {sig}")
-            if note.get("memory"):
+            if note["memory"]:
                 return (f"the worker process was killed: it went over its memory limit of "
                         f"{self.limits.memory / 2**30:g} GiB (counting everything it holds: "
                         "arrays, shared memory, memfds, files in /tmp)")
             if sig == signal.SIGKILL:
                 return "the worker process was killed (SIGKILL; often the memory limit)"
             return f"the worker process crashed ({name}, signal {sig})"
-        return (f"the worker process exited with status {note.get('code')} "
+        return (f"the worker process exited with status {note['code']} "
                 "(os._exit or a fatal error)")
 
     def cpu_seconds(self) -> float | None:

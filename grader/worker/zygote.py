@@ -17,13 +17,15 @@ Killing the keeper's process group kills init, and the kernel then kills every p
 namespace, including those a student started with `setsid`. Otherwise the worker is forked
 directly and the grader kills its process group.
 
-Control protocol (frames from `wire`), grader -> zygote:
-  {"op": "spawn", "scratch": path, "limits": {...}} with fds [worker socket, output pipe]
+Control protocol (frames from `wire`; each message is declared in `messages`),
+grader -> zygote:
+  `Spawn` {"op": "spawn", "scratch": path, "limits": {...}} with fds [worker socket, output pipe]
 zygote -> grader:
-  {"op": "ready", "pid": n, "threads": n, "contained": bool, "leaks": [path, ...],
+  `Ready` {"op": "ready", "pid": n, "threads": n, "contained": bool, "leaks": [path, ...],
    "cgroup": {"memory": 1 | 2 | None, "pids": 1 | 2 | None}}   once, after the self-tests
-  {"op": "spawned", "pid": n}                 reply to spawn (the pid whose group to kill)
-  {"op": "exited", "pid": n, "code": n | None, "signal": n | None, "memory": bool}
+  `Spawned` {"op": "spawned", "pid": n}       reply to spawn (the pid whose group to kill), or
+          {"op": "spawned", "pid": None, "error": why}
+  `Exited` {"op": "exited", "pid": n, "code": n | None, "signal": n | None, "memory": bool}
                                               whenever a worker ends ("memory": its cgroup
                                               killed it for going over its memory limit)
 
@@ -43,6 +45,8 @@ import signal
 import socket
 import struct
 import sys
+
+from grader.worker import messages
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -137,7 +141,7 @@ def cgroups_work(hierarchies: list) -> bool:
     return group.remove() and status == 0
 
 
-def spawn_contained(request: dict, fds: list[int], uid: int, close: list[int],
+def spawn_contained(request: messages.Spawn, fds: list[int], uid: int, close: list[int],
                     group=None) -> int:
     """Fork keeper -> init -> worker (see the module docstring); returns the keeper's pid.
     The keeper moves itself into the worker's cgroup `group` before anything else."""
@@ -186,7 +190,7 @@ def spawn_contained(request: dict, fds: list[int], uid: int, close: list[int],
         os._exit(71)
 
 
-def spawn_direct(request: dict, fds: list[int], close: list[int], group=None) -> int:
+def spawn_direct(request: messages.Spawn, fds: list[int], close: list[int], group=None) -> int:
     from grader.worker import child
 
     pid = os.fork()
@@ -262,12 +266,12 @@ def main() -> None:
     stale: list = []  # cgroups of reaped workers whose processes were still going
     serial = 0
 
-    def send(msg: dict) -> None:
+    def send(msg: messages.Ready | messages.Spawned | messages.Exited) -> None:
         wire.send_frame(ctrl, wire.encode(msg))
 
     kinds = {c: h.version for h in hierarchies for c in h.controllers}
-    send({"op": "ready", "pid": os.getpid(), "threads": _thread_count(), "contained": contained,
-          "leaks": leaks, "cgroup": {"memory": kinds.get("memory"), "pids": kinds.get("pids")}})
+    send(messages.ready(os.getpid(), _thread_count(), contained, leaks,
+                        memory=kinds.get("memory"), pids=kinds.get("pids")))
     try:
         while True:
             watched: list[socket.socket | int] = [ctrl, wake_r]
@@ -282,7 +286,7 @@ def main() -> None:
                 except (EOFError, ConnectionError):
                     return
                 request = wire.decode(doc, buffers)
-                if request.get("op") != "spawn" or len(fds) != 2:
+                if not messages.is_spawn(request) or len(fds) != 2:
                     for fd in fds:
                         os.close(fd)
                     continue
@@ -290,7 +294,7 @@ def main() -> None:
                 if contained and not free_uids:
                     for fd in fds:
                         os.close(fd)
-                    send({"op": "spawned", "pid": None, "error": "every worker uid is in use"})
+                    send(messages.not_spawned("every worker uid is in use"))
                     continue
                 serial += 1
                 try:
@@ -298,8 +302,8 @@ def main() -> None:
                 except OSError as exc:
                     for fd in fds:
                         os.close(fd)
-                    send({"op": "spawned", "pid": None,
-                          "error": f"the worker's memory limit could not be set ({exc})"})
+                    send(messages.not_spawned(
+                        f"the worker's memory limit could not be set ({exc})"))
                     continue
                 if contained:
                     uid = free_uids.pop(0)  # FIFO: a freed uid is reused as late as possible
@@ -309,7 +313,7 @@ def main() -> None:
                 children[pid] = (uid, group)
                 for fd in fds:
                     os.close(fd)
-                send({"op": "spawned", "pid": pid})
+                send(messages.spawned(pid))
     finally:
         for pid, (_, group) in children.items():
             try:
@@ -356,10 +360,9 @@ def _reap(children: dict, free_uids: list[int], send, stale: list) -> None:
         memory = group is not None and group.oom_killed()
         if group is not None:
             stale.append(group)  # removed (its processes killed) once they are reaped
-        send({"op": "exited", "pid": pid,
-              "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-              "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-              "memory": memory})
+        send(messages.exited(pid, code=os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+                             signal=os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+                             memory=memory))
 
 
 if __name__ == "__main__":
