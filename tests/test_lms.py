@@ -347,8 +347,10 @@ def canvas_zip_graded(tmp_path_factory):
         "s1,Lovelace,Ada,ada@x.org,12345\ns2,Turing,Alan,alan@x.org,23456\n"
         "s4,Nobody,Ned,ned@x.org,99999\n")
     (root / "overrides.csv").write_text("student,target,points,reason\n"
-                                        "s1,strides_broadcasting,-2,copied a docstring\n")
-    (root / "hw1.toml").write_text(ASSIGNMENT)
+                                        "s1,strides_broadcasting,-2,copied a docstring\n"
+                                        "s9,strides_broadcasting,5,a typo in the student\n"
+                                        "s1,strides_broadcastin,1,a typo in the target\n")
+    (root / "hw1.toml").write_text(ASSIGNMENT + 's8 = 2026-03-10\n')
     out = root / "out"
     run = torchgrade("grade", z, "--out", out, "--assignment", root / "hw1.toml", "-j", "2")
     return root, z, out, run
@@ -371,6 +373,16 @@ def test_canvas_zip_every_student_under_their_lms_id(canvas_zip_graded):
     assert "not in the roster" in run.stderr
     assert results["99999"].score == 0 and "nothing handed in" in results["99999"].notes
     assert not (root / "dl" / ".lms").exists() and not list(root.glob("*.lms*"))
+
+
+def test_overrides_and_extensions_naming_nobody_are_warned_once(canvas_zip_graded):
+    _, _, out, run = canvas_zip_graded
+    warnings = [line for line in run.stderr.splitlines() if "warning" in line]
+    assert sum("line 3" in w and "'s9'" in w for w in warnings) == 1, run.stderr[-3000:]
+    assert sum("line 4" in w and "'strides_broadcastin'" in w for w in warnings) == 1
+    assert sum("extension" in w and "'s8'" in w for w in warnings) == 1
+    assert any("strides_broadcastin" in n for n in read_json(out / "12345" / "results.json")
+               .notes)  # and the student's report still says it
 
 
 def test_canvas_zip_gradebooks_hold_every_roster_student(canvas_zip_graded):
@@ -577,3 +589,22 @@ def test_a_canvas_hard_link_counts_for_whoever_had_it_first(tmp_path):
     other = ({"1", "2"} - set(copied)).pop()
     notes = json.loads((staged[other] / ".torchgrade-lms.json").read_text())["notes"]
     assert any("hard link" in n for n in notes)
+
+
+def test_the_headline_and_the_console_line_show_the_final_score():
+    plan = Assignment.model_validate({
+        "name": "hw", "exercises": ["ex"], "due": datetime(2026, 3, 1, tzinfo=timezone.utc),
+        "late_policy": {"penalty_per_day": 0.1},
+        "override_rows": [{"student": "s1", "target": "ex", "points": -1, "relative": True,
+                           "reason": "by hand"}]})
+    late = apply_assignment(_result([5, 5], student="s1").model_copy(update={
+        "submitted_at": datetime(2026, 3, 3, tzinfo=timezone.utc)}), plan)
+    assert (late.score, late.late_penalty, late.final_score) == (9, 2, 7)
+    from grader.outputs.progress import Progress
+    from grader.outputs.report import render_report
+
+    head = render_report(late, draw=False).split('<p class="score">', 1)[1].split("</p>")[0]
+    assert "<strong>7 / 10</strong>" in head and "−2" in head and "9 before" in head
+    stream = io.StringIO()
+    Progress(stream, interactive=False).result(late)
+    assert " 7 / 10" in stream.getvalue() and "-2 from 9" in stream.getvalue()

@@ -86,6 +86,8 @@ class Override(BaseModel):
     points: float
     relative: bool = Field(False, description="`points` is added (+2, -1.5), not set")
     reason: str = ""
+    line: int = Field(0, exclude=True, description="its line in the overrides file (0: none); "
+                      "not part of any fingerprint")
 
 
 class Assignment(BaseModel):
@@ -242,7 +244,8 @@ def read_overrides(path: Path) -> list[Override]:
             raise AssignmentError(f"overrides {path}, line {n}: needs a student and a target "
                                   "(an exercise or a check id)")
         rows.append(Override(student=row["student"], target=target, points=value,
-                             relative=points[:1] in "+-", reason=row.get("reason", "")))
+                             relative=points[:1] in "+-", reason=row.get("reason", ""),
+                             line=n))
     return rows
 
 
