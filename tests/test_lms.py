@@ -608,3 +608,23 @@ def test_the_headline_and_the_console_line_show_the_final_score():
     stream = io.StringIO()
     Progress(stream, interactive=False).result(late)
     assert " 7 / 10" in stream.getvalue() and "-2 from 9" in stream.getvalue()
+
+
+def test_an_assignment_timezone_places_blackboard_times_and_naive_due_dates():
+    from zoneinfo import ZoneInfo
+
+    berlin = ZoneInfo("Europe/Berlin")
+    plan = Assignment.model_validate({"exercises": ["ex"], "timezone": "Europe/Berlin",
+                                      "due": datetime(2026, 3, 1, 23, 59)})
+    assert plan.zone == berlin
+    assert plan.due_utc == datetime(2026, 3, 1, 22, 59, tzinfo=timezone.utc)
+    plain = Assignment.model_validate({"exercises": ["ex"]})
+    assert plain.zone is None and "timezone" not in plain.scoring_key()
+    assert plan.scoring_key() != plain.scoring_key()
+    with pytest.raises(ValueError, match="no known time zone"):
+        Assignment.model_validate({"exercises": ["ex"], "timezone": "Mars/Olympus"})
+    names = {"HW1_ann_attempt_2026-07-01-10-00-00_strides_broadcasting.py": SOLUTION}
+    ann = parse(entries(names), "blackboard", plan.zone)[0]
+    assert ann.submitted_at == datetime(2026, 7, 1, 8, 0, tzinfo=timezone.utc)  # CEST
+    assert parse(entries(names), "blackboard")[0].submitted_at == \
+        datetime(2026, 7, 1, 10, 0).astimezone()  # without it: this machine's local time

@@ -84,8 +84,8 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
     submissions, out = Path(submissions), Path(out)
     check_folders(submissions, out)
     layout = download_layout(submissions, lms)
-    found = read_class(submissions, layout)
     plan = plan_of(assignment, exercises)
+    found = read_class(submissions, layout, plan.zone if plan is not None else None)
     if jobs is not None and jobs < 1:
         raise UsageError("-j must be at least 1")
     roster = roster_of(plan) if plan is not None else {}

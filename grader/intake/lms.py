@@ -15,7 +15,7 @@ Recognised layouts (`detect` picks one from the names alone; `--lms` forces one)
 - **blackboard**: `<Assignment>_<username>_attempt_<YYYY-MM-DD-HH-MM-SS>_<file>` plus one
   receipt `<Assignment>_<username>_attempt_<time>.txt` per attempt; only the latest attempt
   of each student is kept, and its time is the hand-in time (Blackboard writes the server's
-  local time without a zone: read as this machine's local time).
+  local time without a zone: read in the assignment's `timezone`, else this machine's).
 - **folders**: one folder or .zip per student (torchgrade's own layout; not staged when it is
   a folder).
 
@@ -37,11 +37,12 @@ import zipfile
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, tzinfo
 from functools import partial
 from pathlib import Path, PurePosixPath
 
 from grader.errors import UsageError
+from grader.intake.assignment import aware_utc
 from grader.intake.files import Refused, link_owners, open_regular, own_links, read_regular
 from grader.intake.submission import (MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES, MAX_ZIP_FILE_BYTES,
                                       MAX_ZIP_RATIO, SKIP_DIRS, display_path, safe_id)
@@ -235,11 +236,14 @@ def detect(path: Path) -> str:
 # --------------------------------------------------------------------------- parsing
 
 
-def parse(entries: list[Entry], layout: str) -> list[LmsStudent]:
+def parse(entries: list[Entry], layout: str, zone: tzinfo | None = None) -> list[LmsStudent]:
     """The students of a download in `layout`; files that follow no name of it are reported
-    on the class (UsageError when nothing does)."""
-    parser = {"canvas": _parse_canvas, "moodle": _parse_moodle,
-              "blackboard": _parse_blackboard, "folders": _parse_folders}[layout]
+    on the class (UsageError when nothing does). `zone`: that of the LMS's times that carry
+    none (Blackboard's; None: this machine's local zone)."""
+    parsers: dict[str, Callable[..., None]] = {
+        "canvas": _parse_canvas, "moodle": _parse_moodle,
+        "blackboard": partial(_parse_blackboard, zone=zone), "folders": _parse_folders}
+    parser = parsers[layout]
     students: dict[str, LmsStudent] = {}
     ignored: list[str] = []
     parser(entries, students, ignored)
@@ -347,7 +351,7 @@ def _parse_moodle(entries, students, ignored) -> None:
         _add(student, relpath, entry, entry.name)
 
 
-def _parse_blackboard(entries, students, ignored) -> None:
+def _parse_blackboard(entries, students, ignored, zone: tzinfo | None = None) -> None:
     attempts: dict[str, dict[str, list[tuple[str, Entry]]]] = {}
     receipts: dict[tuple[str, str], Entry] = {}
     for entry in entries:
@@ -364,7 +368,7 @@ def _parse_blackboard(entries, students, ignored) -> None:
         student = _student(students, username)
         student.notes.extend(notes)
         times = attempts[prefix]
-        latest = _latest_attempt(student, times)
+        latest = _latest_attempt(student, times, zone)
         if len(times) > 1:
             student.notes.append(f"Blackboard holds {len(times)} attempts: the latest "
                                  f"({latest}) is graded")
@@ -374,14 +378,14 @@ def _parse_blackboard(entries, students, ignored) -> None:
             student.notes.append(f"the latest Blackboard attempt ({latest}) holds no file")
 
 
-def _latest_attempt(student: LmsStudent, times: dict[str, list]) -> str:
-    """The latest of a student's attempt times whose date exists (its moment becomes the
-    student's hand-in time); a time that is no date (month 99, February 30) costs only this
-    student: a note, and no hand-in time when no attempt has a real one."""
+def _latest_attempt(student: LmsStudent, times: dict[str, list], zone: tzinfo | None) -> str:
+    """The latest of a student's attempt times whose date exists (its moment, in `zone`,
+    becomes the student's hand-in time); a time that is no date (month 99, February 30)
+    costs only this student: a note, and no hand-in time when no attempt has a real one."""
     moments: dict[str, datetime] = {}
     for time in times:
         try:
-            moments[time] = datetime.strptime(time, "%Y-%m-%d-%H-%M-%S").astimezone()
+            moments[time] = aware_utc(datetime.strptime(time, "%Y-%m-%d-%H-%M-%S"), zone)
         except (ValueError, OverflowError, OSError):
             student.notes.append(f"a Blackboard attempt is dated {time}, which is no date: "
                                  "its time is not used")
