@@ -574,6 +574,8 @@ def test_a_file_and_a_folder_of_the_same_name_cost_only_their_student(tmp_path):
         notes = json.loads((staged["A"] / ".torchgrade-lms.json").read_text())["notes"]
         assert any("could not be copied" in n for n in notes)
         assert (staged["carol"] / "timestamp.txt").is_file()  # the hand-in time is kept
+        kept = staged["carol"] / "timestamp.txt (folder)" / "strides_broadcasting.py"
+        assert kept.read_text() == SOLUTION  # and so is her work
         notes = json.loads((staged["carol"] / ".torchgrade-lms.json").read_text())["notes"]
         assert any("timestamp.txt" in n for n in notes)
         assert (staged["dave"] / "strides_broadcasting.py").read_text() == SOLUTION

@@ -520,12 +520,16 @@ def stage(students: list[LmsStudent], folder: Path) -> list[tuple[str, Path]]:
 
 
 def _stage_file(home: Path, relpath: str, entry: Entry) -> str | None:
-    """Copy `entry` to `home/relpath`, bounded; None when it was, else the note saying why
-    not."""
-    if PurePosixPath(relpath).parts[0].casefold() == "timestamp.txt":
-        # torchgrade's own file in a submission folder: the hand-in time must always fit.
-        return (f"{entry.name} lies in a folder named timestamp.txt (the name of the hand-in "
-                "time's file): it was not graded")
+    """Copy `entry` to `home/relpath`, bounded; the note for the student when there is one
+    (why it was not copied, or where it was), else None."""
+    note = None
+    parts = PurePosixPath(relpath).parts
+    if parts[0].casefold() == "timestamp.txt":
+        # torchgrade's own file in a submission folder: the hand-in time must always fit, and
+        # the student's work is kept under another folder name.
+        relpath = "/".join(("timestamp.txt (folder)", *parts[1:]))
+        note = (f"{entry.name} lies in a folder named timestamp.txt (the name of the hand-in "
+                f"time's file): copied as {relpath}")
     suffix = PurePosixPath(relpath).suffix.lower()
     limit = LIMITS.get(suffix, MAX_SOURCE_BYTES)
     try:
@@ -543,7 +547,7 @@ def _stage_file(home: Path, relpath: str, entry: Entry) -> str | None:
         return (f"{entry.name} could not be copied ({getattr(exc, 'strerror', None) or exc}; "
                 "another file of the submission has the same name as a folder, or the "
                 "other way round): it was not graded")
-    return None
+    return note
 
 
 def write_sidecar(home: Path, *, lms_id: str = "", name: str = "", late_marker: bool = False,
