@@ -298,6 +298,12 @@ class SubmissionResult(BaseModel):
         return round(sum(c.max_points for c in self.checks), 6)
 
     @property
+    def final_score(self) -> float:
+        """What the student gets: `score` (instructor adjustments included) after the late
+        penalty, never below 0 (not stored: it follows from the two)."""
+        return max(0.0, round(self.score - self.late_penalty, 6))
+
+    @property
     def all_passed(self) -> bool:
         return bool(self.checks) and all(c.status == "passed" for c in self.checks)
 

@@ -347,8 +347,10 @@ def canvas_zip_graded(tmp_path_factory):
         "s1,Lovelace,Ada,ada@x.org,12345\ns2,Turing,Alan,alan@x.org,23456\n"
         "s4,Nobody,Ned,ned@x.org,99999\n")
     (root / "overrides.csv").write_text("student,target,points,reason\n"
-                                        "s1,strides_broadcasting,-2,copied a docstring\n")
-    (root / "hw1.toml").write_text(ASSIGNMENT)
+                                        "s1,strides_broadcasting,-2,copied a docstring\n"
+                                        "s9,strides_broadcasting,5,a typo in the student\n"
+                                        "s1,strides_broadcastin,1,a typo in the target\n")
+    (root / "hw1.toml").write_text(ASSIGNMENT + 's8 = 2026-03-10\n')
     out = root / "out"
     run = torchgrade("grade", z, "--out", out, "--assignment", root / "hw1.toml", "-j", "2")
     return root, z, out, run
@@ -371,6 +373,16 @@ def test_canvas_zip_every_student_under_their_lms_id(canvas_zip_graded):
     assert "not in the roster" in run.stderr
     assert results["99999"].score == 0 and "nothing handed in" in results["99999"].notes
     assert not (root / "dl" / ".lms").exists() and not list(root.glob("*.lms*"))
+
+
+def test_overrides_and_extensions_naming_nobody_are_warned_once(canvas_zip_graded):
+    _, _, out, run = canvas_zip_graded
+    warnings = [line for line in run.stderr.splitlines() if "warning" in line]
+    assert sum("line 3" in w and "'s9'" in w for w in warnings) == 1, run.stderr[-3000:]
+    assert sum("line 4" in w and "'strides_broadcastin'" in w for w in warnings) == 1
+    assert sum("extension" in w and "'s8'" in w for w in warnings) == 1
+    assert any("strides_broadcastin" in n for n in read_json(out / "12345" / "results.json")
+               .notes)  # and the student's report still says it
 
 
 def test_canvas_zip_gradebooks_hold_every_roster_student(canvas_zip_graded):
@@ -477,3 +489,144 @@ def test_roster_ids_are_safe_folder_names(tmp_path):
     made = class_students([], staging, roster)
     assert all(path.parent == staging for _, path in made) and len(made) == 3
     assert not (tmp_path / "evil").exists()
+
+
+# --------------------------------------------------------------------------- testers' attacks
+
+def test_a_blackboard_attachment_named_like_an_attempt_is_its_uploaders_file():
+    """Blackboard prefixes a student's own file name: an `_attempt_<time>` inside it, and a
+    receipt-shaped `.txt`, are mallory's files, never alice's submission or receipt."""
+    forged = "HW1_mallory_attempt_2026-03-05-10-00-00_x_alice_attempt_2099-01-01-00-00-00"
+    found = {s.lms_id: s for s in parse(entries({
+        "HW1_alice_attempt_2026-03-01-10-00-00_strides_broadcasting.py": SOLUTION,
+        "HW1_alice_attempt_2026-03-01-10-00-00.txt": "Name: Alice A (alice)\n",
+        "HW1_mallory_attempt_2026-03-05-10-00-00_strides_broadcasting.py": STUB,
+        "HW1_mallory_attempt_2026-03-05-10-00-00.txt": "Name: Mal M (mallory)\n",
+        forged + ".txt": "Name: Alice A (alice)\n",
+        forged + "_strides_broadcasting.py": STUB,
+    }), "blackboard")}
+    assert sorted(found) == ["alice", "mallory"]
+    alice = found["alice"]
+    assert alice.submitted_at == datetime(2026, 3, 1, 10, 0).astimezone()
+    assert alice.files["strides_broadcasting.py"].read(1 << 20).decode() == SOLUTION
+    assert list(alice.files) == ["strides_broadcasting.py"]
+    assert found["mallory"].submitted_at == datetime(2026, 3, 5, 10, 0).astimezone()
+    assert "x_alice_attempt_2099-01-01-00-00-00.txt" in found["mallory"].others
+
+
+def test_a_blackboard_receipt_never_names_another_user_nor_merges_two():
+    found = {s.lms_id: s for s in parse(entries({
+        "HW1_bob_attempt_2026-03-01-10-00-00_strides_broadcasting.py": STUB,
+        "HW1_bob_attempt_2026-03-01-10-00-00.txt": "Name: Alice A (alice)\n",  # lies
+        "HW1_alice_attempt_2026-03-02-10-00-00_strides_broadcasting.py": SOLUTION,
+        "HW1_alice_attempt_2026-03-02-10-00-00.txt": "Name: Alice A (alice)\n",
+        "HW1_x_carl_attempt_2026-03-02-10-00-00_strides_broadcasting.py": SOLUTION,
+        "HW1_x_carl_attempt_2026-03-02-10-00-00.txt": "Name: C (carl)\n",  # shortens
+        "HW1_carl_attempt_2026-03-02-10-00-00_strides_broadcasting.py": STUB,
+    }), "blackboard")}
+    assert sorted(found) == ["alice", "bob", "carl", "x_carl"]
+    assert any("receipt" in n and "'alice'" in n for n in found["bob"].notes)
+    assert found["alice"].files["strides_broadcasting.py"].read(1 << 20).decode() == SOLUTION
+    assert found["x_carl"].files["strides_broadcasting.py"].read(1 << 20).decode() == SOLUTION
+
+
+@pytest.mark.parametrize("time", ["2026-99-99-99-99-99", "2026-02-30-10-00-00"])
+def test_an_impossible_blackboard_time_costs_only_its_student(time):
+    found = {s.lms_id: s for s in parse(entries({
+        f"HW1_eve_attempt_{time}_strides_broadcasting.py": SOLUTION,
+        "HW1_ann_attempt_2026-03-01-10-00-00_strides_broadcasting.py": SOLUTION,
+        "HW1_ann_attempt_2026-03-01-10-00-00_x_attempt_2026-99-99-99-99-99_notes.py": STUB,
+    }), "blackboard")}
+    assert sorted(found) == ["ann", "eve"]
+    assert found["eve"].submitted_at is None and list(found["eve"].files)
+    assert any("no date" in n for n in found["eve"].notes)
+    assert found["ann"].submitted_at == datetime(2026, 3, 1, 10, 0).astimezone()
+
+
+def test_canvas_ids_are_ascii_digits_and_a_case_changed_re_upload_wins():
+    assert not CANVAS.match("smithjo_\uff11\uff12_34_strides_broadcasting.py")
+    assert detect_names(["smithjo_\uff11\uff12_\uff13\uff14_x.py"]) == "folders"
+    found = {s.lms_id: s for s in parse(entries({
+        "smithjo_7_100_strides_broadcasting.py": STUB,
+        "smithjo_7_101_Strides_Broadcasting-1.py": SOLUTION,
+        "leejo_8_1" + "0" * 5000 + "_strides_broadcasting.py": SOLUTION,  # int() refuses it
+        "leejo_8_9_strides_broadcasting.py": STUB,
+    }), "canvas")}
+    files = found["7"].files
+    assert len(files) == 1 and next(iter(files.values())).read(1 << 20).decode() == SOLUTION
+    files = found["8"].files
+    assert len(files) == 1 and next(iter(files.values())).read(1 << 20).decode() == SOLUTION
+
+
+def test_a_file_and_a_folder_of_the_same_name_cost_only_their_student(tmp_path):
+    with zipfile.ZipFile(tmp_path / "class.zip", "w") as z:
+        z.writestr("A/helpers.py", "x = 1\n")
+        z.writestr("A/helpers.py/x.py", "y = 2\n")
+        z.writestr("A/strides_broadcasting.py", SOLUTION)
+        z.writestr("carol/timestamp.txt", "2026-03-01T10:00:00+00:00\n")
+        z.writestr("carol/timestamp.txt/strides_broadcasting.py", SOLUTION)
+        z.writestr("dave/strides_broadcasting.py", SOLUTION)
+    for _ in range(2):  # a rerun over what the first one left works too
+        staged = dict(stage(parse(list_download(tmp_path / "class.zip"), "folders"),
+                            tmp_path / "out" / ".lms"))
+        assert sorted(staged) == ["A", "carol", "dave"]
+        assert (staged["A"] / "strides_broadcasting.py").read_text() == SOLUTION
+        notes = json.loads((staged["A"] / ".torchgrade-lms.json").read_text())["notes"]
+        assert any("could not be copied" in n for n in notes)
+        assert (staged["carol"] / "timestamp.txt").is_file()  # the hand-in time is kept
+        kept = staged["carol"] / "timestamp.txt (folder)" / "strides_broadcasting.py"
+        assert kept.read_text() == SOLUTION  # and so is her work
+        notes = json.loads((staged["carol"] / ".torchgrade-lms.json").read_text())["notes"]
+        assert any("timestamp.txt" in n for n in notes)
+        assert (staged["dave"] / "strides_broadcasting.py").read_text() == SOLUTION
+
+
+def test_a_canvas_hard_link_counts_for_whoever_had_it_first(tmp_path):
+    download = write(tmp_path / "dl", {"lovelaceada_1_10_strides_broadcasting.py": SOLUTION})
+    os.link(download / "lovelaceada_1_10_strides_broadcasting.py",
+            download / "copiercat_2_20_strides_broadcasting.py")
+    staged = dict(stage(parse(list_download(download), "canvas"), tmp_path / "out" / ".lms"))
+    copied = [sid for sid in ("1", "2") if (staged[sid] / "strides_broadcasting.py").exists()]
+    assert len(copied) == 1  # one owner, the other's name for it is refused
+    other = ({"1", "2"} - set(copied)).pop()
+    notes = json.loads((staged[other] / ".torchgrade-lms.json").read_text())["notes"]
+    assert any("hard link" in n for n in notes)
+
+
+def test_the_headline_and_the_console_line_show_the_final_score():
+    plan = Assignment.model_validate({
+        "name": "hw", "exercises": ["ex"], "due": datetime(2026, 3, 1, tzinfo=timezone.utc),
+        "late_policy": {"penalty_per_day": 0.1},
+        "override_rows": [{"student": "s1", "target": "ex", "points": -1, "relative": True,
+                           "reason": "by hand"}]})
+    late = apply_assignment(_result([5, 5], student="s1").model_copy(update={
+        "submitted_at": datetime(2026, 3, 3, tzinfo=timezone.utc)}), plan)
+    assert (late.score, late.late_penalty, late.final_score) == (9, 2, 7)
+    from grader.outputs.progress import Progress
+    from grader.outputs.report import render_report
+
+    head = render_report(late, draw=False).split('<p class="score">', 1)[1].split("</p>")[0]
+    assert "<strong>7 / 10</strong>" in head and "−2" in head and "9 before" in head
+    stream = io.StringIO()
+    Progress(stream, interactive=False).result(late)
+    assert " 7 / 10" in stream.getvalue() and "-2 from 9" in stream.getvalue()
+
+
+def test_an_assignment_timezone_places_blackboard_times_and_naive_due_dates():
+    from zoneinfo import ZoneInfo
+
+    berlin = ZoneInfo("Europe/Berlin")
+    plan = Assignment.model_validate({"exercises": ["ex"], "timezone": "Europe/Berlin",
+                                      "due": datetime(2026, 3, 1, 23, 59)})
+    assert plan.zone == berlin
+    assert plan.due_utc == datetime(2026, 3, 1, 22, 59, tzinfo=timezone.utc)
+    plain = Assignment.model_validate({"exercises": ["ex"]})
+    assert plain.zone is None and "timezone" not in plain.scoring_key()
+    assert plan.scoring_key() != plain.scoring_key()
+    with pytest.raises(ValueError, match="no known time zone"):
+        Assignment.model_validate({"exercises": ["ex"], "timezone": "Mars/Olympus"})
+    names = {"HW1_ann_attempt_2026-07-01-10-00-00_strides_broadcasting.py": SOLUTION}
+    ann = parse(entries(names), "blackboard", plan.zone)[0]
+    assert ann.submitted_at == datetime(2026, 7, 1, 8, 0, tzinfo=timezone.utc)  # CEST
+    assert parse(entries(names), "blackboard")[0].submitted_at == \
+        datetime(2026, 7, 1, 10, 0).astimezone()  # without it: this machine's local time

@@ -84,8 +84,8 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
     submissions, out = Path(submissions), Path(out)
     check_folders(submissions, out)
     layout = download_layout(submissions, lms)
-    found = read_class(submissions, layout)
     plan = plan_of(assignment, exercises)
+    found = read_class(submissions, layout, plan.zone if plan is not None else None)
     if jobs is not None and jobs < 1:
         raise UsageError("-j must be at least 1")
     roster = roster_of(plan) if plan is not None else {}
@@ -121,6 +121,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
             log.warning("torchgrade: warning: %d submission(s) not in the roster, graded and "
                         "marked \"not in the roster\": %s", len(strangers),
                         ", ".join(strangers[:10]) + (" ..." if len(strangers) > 10 else ""))
+        warn_unknown_students(plan, {sid for sid, _ in students})
         for sid, path in students:
             # The parent reads no student file beyond fingerprints (bounded, regular files
             # only): the grading processes load the submissions, in parallel.
@@ -158,6 +159,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
             grade_in_pool(tasks, settings=settings, steps=STEPS,
                           jobs=min(jobs or default_jobs(), 64),
                           on_result=collect, on_isolation=isolation_warning)
+            warn_unknown_targets(plan, summary.results)
         except PoolBroken as exc:
             raise GraderUnavailable(str(exc)) from None
         finally:
@@ -174,6 +176,33 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
     finally:
         lock.__exit__(None, None, None)
     return summary
+
+
+def warn_unknown_students(plan: Assignment, students: set[str]) -> None:
+    """Warn (once per run) of each override line and extension naming a student who is in no
+    result of this class (a typo, a student under another id): it is applied to nobody."""
+    for row in plan.override_rows:
+        if row.student not in students:
+            log.warning("torchgrade: warning: the overrides file%s names student %r, who is not "
+                        "in this class: not applied to anyone (%s %s)",
+                        f", line {row.line}," if row.line else "", row.student, row.target,
+                        row.reason or "no reason")
+    for student in plan.extensions:
+        if student not in students:
+            log.warning("torchgrade: warning: the extension of %r names a student who is not in "
+                        "this class: given to nobody", student)
+
+
+def warn_unknown_targets(plan: Assignment, results: list[SubmissionResult]) -> None:
+    """Warn (once per run, after grading: check ids are known then) of each override line whose
+    target is no exercise and no check of this grading; the student's report says it too."""
+    known = set(plan.exercise_names) | {c.id for r in results for c in r.checks}
+    graded = {r.student for r in results}
+    for row in plan.override_rows:
+        if row.student in graded and row.target not in known:
+            log.warning("torchgrade: warning: the overrides file%s names %r for student %r: no "
+                        "exercise or check of this assignment has that name, not applied",
+                        f", line {row.line}," if row.line else "", row.target, row.student)
 
 
 def previous_result(folder: Path, mark: str | None) -> SubmissionResult | None:

@@ -9,6 +9,8 @@ An instructor keeps one small TOML file per assignment:
 
     overrides = "overrides.csv"              # optional: student,target,points,reason
 
+    timezone = "Europe/Berlin"               # optional: the zone of times written without one
+
     [late_policy]                            # optional
     penalty_per_day = 0.1                    # fraction of the maximum, per started day late
     max_penalty = 0.5                        # never more than this fraction
@@ -21,7 +23,9 @@ The roster's optional `lms_id` column maps the id the LMS gives (Canvas user id,
 participant id, Blackboard username: the id of `OUT/<id>/`) to the roster's student. An
 overrides file line sets what a student gets for one exercise or check (`points` a number), or
 adds to it (`+2`, `-1.5`), with the instructor's `reason`; extensions and overrides are
-recorded in each result and shown in every output.
+recorded in each result and shown in every output. `timezone` (an IANA name) is the zone of
+every time written without one: the LMS's hand-in times that carry none (Blackboard's), `due`
+and the extensions; without it they are this machine's local time.
 
 `points` rescales an exercise's checks so that they add up to that many points (each check
 keeps its share). Without it an exercise is worth the points its checks declare.
@@ -33,8 +37,9 @@ from __future__ import annotations
 
 import csv
 import sys
-from datetime import date, datetime, time, timezone
+from datetime import date, datetime, time, timezone, tzinfo
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -86,6 +91,8 @@ class Override(BaseModel):
     points: float
     relative: bool = Field(False, description="`points` is added (+2, -1.5), not set")
     reason: str = ""
+    line: int = Field(0, exclude=True, description="its line in the overrides file (0: none); "
+                      "not part of any fingerprint")
 
 
 class Assignment(BaseModel):
@@ -93,7 +100,7 @@ class Assignment(BaseModel):
 
     name: str = Field("", description="shown in the class index and the CSV's `assignment`")
     exercises: list[ExerciseEntry] = Field(min_length=1)
-    due: datetime | None = Field(None, description="naive times are the machine's local time")
+    due: datetime | None = Field(None, description="naive times are in `timezone`")
     late_policy: LatePolicy | None = None
     roster: Path | None = Field(None, description="CSV with student_id, last_name, first_name, "
                                 "email, lms_id; relative to the assignment file")
@@ -101,6 +108,25 @@ class Assignment(BaseModel):
     overrides: Path | None = Field(None, description="CSV with student, target (exercise or "
                                    "check id), points, reason; relative to the assignment file")
     override_rows: list[Override] = Field([], description="the overrides file, as read")
+    timezone: str | None = Field(None, description="IANA zone (\"Europe/Berlin\") of the times "
+                                 "written without one (LMS hand-in times, due dates); default: "
+                                 "this machine's local zone")
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                ZoneInfo(value)
+            except (ZoneInfoNotFoundError, ValueError, OSError):
+                raise ValueError(f"timezone {value!r} is no known time zone (an IANA name such "
+                                 "as \"Europe/Berlin\" or \"America/New_York\")") from None
+        return value
+
+    @property
+    def zone(self) -> tzinfo | None:
+        """The zone of times without one (None: this machine's local zone)."""
+        return ZoneInfo(self.timezone) if self.timezone else None
 
     @field_validator("exercises", mode="before")
     @classmethod
@@ -138,7 +164,7 @@ class Assignment(BaseModel):
 
     @property
     def due_utc(self) -> datetime | None:
-        return aware_utc(self.due) if self.due is not None else None
+        return aware_utc(self.due, self.zone) if self.due is not None else None
 
     def points_of(self, exercise: str) -> float | None:
         for entry in self.exercises:
@@ -149,8 +175,10 @@ class Assignment(BaseModel):
     def scoring_key(self) -> str:
         """Everything here that changes every result (what the fingerprint must cover); what
         changes one student's is their `student_key`."""
-        return self.model_dump_json(exclude={"roster", "extensions", "overrides",
-                                             "override_rows"})
+        key = self.model_dump_json(exclude={"roster", "extensions", "overrides",
+                                            "override_rows", "timezone"})
+        # (only when set: a file without it keeps the key, and the results, it had)
+        return key + (f"\ntimezone {self.timezone}" if self.timezone else "")
 
     def student_key(self, student: str) -> str:
         """What of this assignment is the student's own (their extension, their overrides):
@@ -162,7 +190,7 @@ class Assignment(BaseModel):
     def due_of(self, student: str) -> datetime | None:
         """The student's due date: their extension's, else the assignment's (aware, UTC)."""
         due = self.extensions.get(student, self.due)
-        return aware_utc(due) if due is not None else None
+        return aware_utc(due, self.zone) if due is not None else None
 
     def with_aliases(self, aliases: dict[str, str]) -> Assignment:
         """This assignment with extensions and overrides keyed by the outputs' ids (a roster's
@@ -242,7 +270,8 @@ def read_overrides(path: Path) -> list[Override]:
             raise AssignmentError(f"overrides {path}, line {n}: needs a student and a target "
                                   "(an exercise or a check id)")
         rows.append(Override(student=row["student"], target=target, points=value,
-                             relative=points[:1] in "+-", reason=row.get("reason", "")))
+                             relative=points[:1] in "+-", reason=row.get("reason", ""),
+                             line=n))
     return rows
 
 
@@ -307,5 +336,8 @@ def parse_timestamp(text: str) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
-def aware_utc(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.astimezone()  # naive: the machine's local time
+def aware_utc(moment: datetime, zone: tzinfo | None = None) -> datetime:
+    """`moment` with a zone: a naive one is in `zone` (None: the machine's local time)."""
+    if moment.tzinfo:
+        return moment
+    return moment.replace(tzinfo=zone) if zone is not None else moment.astimezone()

@@ -77,20 +77,33 @@ def class_hard_links(students: Iterable[tuple[str, Path]]) -> dict[str, set[Inod
     `ln` is the later one). A file with a name outside the class (the solution, a file of
     another course) is nobody's. Bounded: at most MAX_LINK_SCAN names per student, symbolic
     links never followed, nothing opened."""
+    return link_owners((student, full) for student, path in students
+                       for full in _walk(Path(path)))
+
+
+def link_owners(files: Iterable[tuple[str, str | Path]]) -> dict[str, set[Inode]]:
+    """`class_hard_links` over (student, file path) pairs: each hard-linked file whose every
+    name is among `files` belongs to the student whose name for it sits in the folder changed
+    least recently (then the lowest id); one with a name elsewhere is nobody's. Nothing is
+    opened, links are never followed."""
     names: dict[Inode, list[tuple[int, str]]] = {}
     links: dict[Inode, int] = {}
-    for student, path in students:
-        for full in _walk(Path(path)):
-            try:
-                st = os.lstat(full)
-                if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
-                    continue
-                folder = os.lstat(os.path.dirname(full) or ".")
-            except OSError:
+    seen: set[str] = set()
+    for student, full in files:
+        full = os.fspath(full)
+        if full in seen:
+            continue
+        seen.add(full)
+        try:
+            st = os.lstat(full)
+            if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
                 continue
-            key = (st.st_dev, st.st_ino)
-            links[key] = st.st_nlink
-            names.setdefault(key, []).append((folder.st_mtime_ns, student))
+            folder = os.lstat(os.path.dirname(full) or ".")
+        except OSError:
+            continue
+        key = (st.st_dev, st.st_ino)
+        links[key] = st.st_nlink
+        names.setdefault(key, []).append((folder.st_mtime_ns, student))
     owned: dict[str, set[Inode]] = {}
     for key, found in names.items():
         if len(found) < links[key]:

@@ -15,7 +15,7 @@ Recognised layouts (`detect` picks one from the names alone; `--lms` forces one)
 - **blackboard**: `<Assignment>_<username>_attempt_<YYYY-MM-DD-HH-MM-SS>_<file>` plus one
   receipt `<Assignment>_<username>_attempt_<time>.txt` per attempt; only the latest attempt
   of each student is kept, and its time is the hand-in time (Blackboard writes the server's
-  local time without a zone: read as this machine's local time).
+  local time without a zone: read in the assignment's `timezone`, else this machine's).
 - **folders**: one folder or .zip per student (torchgrade's own layout; not staged when it is
   a folder).
 
@@ -34,14 +34,16 @@ import os
 import re
 import shutil
 import zipfile
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, tzinfo
 from functools import partial
 from pathlib import Path, PurePosixPath
 
 from grader.errors import UsageError
-from grader.intake.files import Refused, open_regular, read_regular
+from grader.intake.assignment import aware_utc
+from grader.intake.files import Refused, link_owners, open_regular, own_links, read_regular
 from grader.intake.submission import (MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES, MAX_ZIP_FILE_BYTES,
                                       MAX_ZIP_RATIO, SKIP_DIRS, display_path, safe_id)
 
@@ -57,15 +59,25 @@ MAX_FILES_PER_STUDENT = 200        # files staged per student
 STAGED = (".py", ".ipynb", ".zip")
 LIMITS = {".py": MAX_SOURCE_BYTES, ".ipynb": MAX_NOTEBOOK_BYTES, ".zip": MAX_ZIP_FILE_BYTES}
 
-CANVAS = re.compile(r"^(?P<name>[^/]+?)(?:_(?P<late>LATE|late))?_(?P<uid>\d+)_(?P<att>\d+)_"
+# Ids and times are ASCII digits only ([0-9], never \d: it takes full-width and other digits
+# that int() and strptime would read as ASCII ones).
+CANVAS = re.compile(r"^(?P<name>[^/]+?)(?:_(?P<late>LATE|late))?_(?P<uid>[0-9]+)_(?P<att>[0-9]+)_"
                     r"(?P<file>[^/]+)$")
-CANVAS_ANON = re.compile(r"^(?P<uid>anon_[A-Za-z0-9]+)(?:_(?P<late>LATE|late))?_(?P<att>\d+)_"
-                         r"(?P<file>[^/]+)$")
-MOODLE = re.compile(r"^(?P<name>[^/]*?)_(?P<uid>\d+)_assignsubmission_(?P<plugin>[a-z]+)"
+CANVAS_ANON = re.compile(r"^(?P<uid>anon_[A-Za-z0-9]+)(?:_(?P<late>LATE|late))?_"
+                         r"(?P<att>[0-9]+)_(?P<file>[^/]+)$")
+MOODLE = re.compile(r"^(?P<name>[^/]*?)_(?P<uid>[0-9]+)_assignsubmission_(?P<plugin>[a-z]+)"
                     r"(?:_(?P<rest>.*))?$", re.S)
-BLACKBOARD = re.compile(r"^(?P<prefix>[^/]+)_attempt_(?P<time>\d{4}-\d\d-\d\d-\d\d-\d\d-\d\d)"
-                        r"(?:_(?P<file>[^/]+)|\.txt)$")
-REUPLOAD = re.compile(r"^(?P<base>.+)-(?P<n>\d+)(?P<ext>\.[A-Za-z0-9]+)$")
+_BB_TIME = r"[0-9]{4}-[0-9]{2}-[0-9]{2}-[0-9]{2}-[0-9]{2}-[0-9]{2}"
+# Anchored on the FIRST `_attempt_<time>` of the name: what follows it is the student's own file
+# name, which may hold `_attempt_<time>` itself (and must never be read as Blackboard's). A
+# receipt is a name with nothing after its time but `.txt`.
+BLACKBOARD = re.compile(rf"^(?P<prefix>(?:(?!_attempt_{_BB_TIME})[^/])+)_attempt_"
+                        rf"(?P<time>{_BB_TIME})(?:_(?P<file>[^/]+)|\.txt)$")
+# What reading one file of a download may raise (a folder's file, a zip member): it costs that
+# file only, never the run.
+READ_ERRORS = (OSError, zipfile.BadZipFile, zlib.error, RuntimeError, ValueError, EOFError,
+               NotImplementedError)
+REUPLOAD = re.compile(r"^(?P<base>.+)-(?P<n>[0-9]+)(?P<ext>\.[A-Za-z0-9]+)$")
 
 
 @dataclass(frozen=True)
@@ -76,6 +88,7 @@ class Entry:
     name: str
     size: int
     read: Callable[[int], bytes]
+    path: str | None = None  # on disk (a folder's file; None for a zip member)
 
 
 @dataclass
@@ -123,7 +136,7 @@ def _list_folder(root: Path) -> list[Entry]:
             # Anything but a regular file is listed (and reported when staged), never read:
             # `read_regular` refuses it.
             found.append(Entry(PurePosixPath(rel).as_posix(), st.st_size,
-                               partial(read_regular, full)))
+                               partial(read_regular, full), str(full)))
     return found
 
 
@@ -174,7 +187,7 @@ def _strip_root(entries: list[Entry]) -> list[Entry]:
             break
         if detect_names(list(tops)) != "folders":  # a Moodle student folder is no root
             break
-        inner = [Entry(e.name.split("/", 1)[1], e.size, e.read) for e in entries]
+        inner = [Entry(e.name.split("/", 1)[1], e.size, e.read, e.path) for e in entries]
         names = [e.name for e in inner]
         if all("/" not in n for n in names) and detect_names(names) == "folders":
             break  # one student's own folder (alice/x.py): alice is the student
@@ -223,11 +236,14 @@ def detect(path: Path) -> str:
 # --------------------------------------------------------------------------- parsing
 
 
-def parse(entries: list[Entry], layout: str) -> list[LmsStudent]:
+def parse(entries: list[Entry], layout: str, zone: tzinfo | None = None) -> list[LmsStudent]:
     """The students of a download in `layout`; files that follow no name of it are reported
-    on the class (UsageError when nothing does)."""
-    parser = {"canvas": _parse_canvas, "moodle": _parse_moodle,
-              "blackboard": _parse_blackboard, "folders": _parse_folders}[layout]
+    on the class (UsageError when nothing does). `zone`: that of the LMS's times that carry
+    none (Blackboard's; None: this machine's local zone)."""
+    parsers: dict[str, Callable[..., None]] = {
+        "canvas": _parse_canvas, "moodle": _parse_moodle,
+        "blackboard": partial(_parse_blackboard, zone=zone), "folders": _parse_folders}
+    parser = parsers[layout]
     students: dict[str, LmsStudent] = {}
     ignored: list[str] = []
     parser(entries, students, ignored)
@@ -268,7 +284,10 @@ def _add(student: LmsStudent, relpath: str, entry: Entry, original: str) -> None
 
 
 def _parse_canvas(entries, students, ignored) -> None:
-    uploads: dict[tuple[str, str], list[tuple[int, int, str, Entry, str]]] = {}
+    # (user id, file name without -N, case folded) -> its versions: the name a re-upload gets
+    # may differ from the first one's in case only, it is still the same file.
+    uploads: dict[tuple[str, str], list[tuple[tuple[int, str], tuple[int, str], str, str,
+                                              Entry]]] = {}
     for entry in entries:
         match = ("/" not in entry.name) and (CANVAS_ANON.match(entry.name)
                                              or CANVAS.match(entry.name))
@@ -279,21 +298,29 @@ def _parse_canvas(entries, students, ignored) -> None:
         student = _student(students, groups["uid"], groups.get("name") or "")
         if groups["late"]:
             student.late_marker = True
-        base, n = groups["file"], 0
+        base, n = groups["file"], "0"
         again = REUPLOAD.match(base)
         if again:
-            base, n = again["base"] + again["ext"], int(again["n"])
-        uploads.setdefault((groups["uid"], base), []).append(
-            (n, int(groups["att"]), groups["file"], entry, entry.name))
-    for (uid, base), versions in uploads.items():
+            base, n = again["base"] + again["ext"], again["n"]
+        uploads.setdefault((groups["uid"], base.casefold()), []).append(
+            (_number(n), _number(groups["att"]), groups["file"], base, entry))
+    for (uid, _), versions in uploads.items():
         student = students[uid]
+        # the highest -N, then the highest attachment id (Canvas numbers them in upload order)
         versions.sort(key=lambda v: (v[0], v[1]))
-        n, _, name, entry, original = versions[-1]
+        number, _, name, base, entry = versions[-1]
         if len(versions) > 1:
             older = ", ".join(v[2] for v in versions[:-1])
             student.notes.append(f"{name} is the latest upload of {base} (Canvas numbers "
                                  f"re-uploads -1, -2, ...): graded; earlier {older} ignored")
-        _add(student, base if n else name, entry, original)
+        _add(student, base if number[1] != "0" else name, entry, entry.name)
+
+
+def _number(digits: str) -> tuple[int, str]:
+    """An ASCII digit string as a key that orders like its number, however long (int() refuses
+    strings over 4300 digits)."""
+    digits = digits.lstrip("0") or "0"
+    return (len(digits), digits)
 
 
 def _parse_moodle(entries, students, ignored) -> None:
@@ -324,7 +351,7 @@ def _parse_moodle(entries, students, ignored) -> None:
         _add(student, relpath, entry, entry.name)
 
 
-def _parse_blackboard(entries, students, ignored) -> None:
+def _parse_blackboard(entries, students, ignored, zone: tzinfo | None = None) -> None:
     attempts: dict[str, dict[str, list[tuple[str, Entry]]]] = {}
     receipts: dict[tuple[str, str], Entry] = {}
     for entry in entries:
@@ -337,15 +364,11 @@ def _parse_blackboard(entries, students, ignored) -> None:
             receipts[(match["prefix"], match["time"])] = entry
         else:
             per.append((match["file"], entry))
-    assignment = _common_prefix(list(attempts))
-    for prefix, times in attempts.items():
-        username = prefix[len(assignment):] if assignment else prefix.rsplit("_", 1)[-1]
-        receipt = receipts.get((prefix, max(times)))
-        named = _receipt_user(receipt, prefix) if receipt else None
-        username = named or username
+    for prefix, (username, notes) in _blackboard_users(attempts, receipts).items():
         student = _student(students, username)
-        latest = max(times)
-        student.submitted_at = datetime.strptime(latest, "%Y-%m-%d-%H-%M-%S").astimezone()
+        student.notes.extend(notes)
+        times = attempts[prefix]
+        latest = _latest_attempt(student, times, zone)
         if len(times) > 1:
             student.notes.append(f"Blackboard holds {len(times)} attempts: the latest "
                                  f"({latest}) is graded")
@@ -353,6 +376,55 @@ def _parse_blackboard(entries, students, ignored) -> None:
             _add(student, name, entry, entry.name)
         if not times[latest]:
             student.notes.append(f"the latest Blackboard attempt ({latest}) holds no file")
+
+
+def _latest_attempt(student: LmsStudent, times: dict[str, list], zone: tzinfo | None) -> str:
+    """The latest of a student's attempt times whose date exists (its moment, in `zone`,
+    becomes the student's hand-in time); a time that is no date (month 99, February 30)
+    costs only this student: a note, and no hand-in time when no attempt has a real one."""
+    moments: dict[str, datetime] = {}
+    for time in times:
+        try:
+            moments[time] = aware_utc(datetime.strptime(time, "%Y-%m-%d-%H-%M-%S"), zone)
+        except (ValueError, OverflowError, OSError):
+            student.notes.append(f"a Blackboard attempt is dated {time}, which is no date: "
+                                 "its time is not used")
+    latest = max(moments) if moments else max(times)
+    student.submitted_at = moments.get(latest)
+    return latest
+
+
+def _blackboard_users(attempts: dict[str, dict], receipts: dict[tuple[str, str], Entry]
+                      ) -> dict[str, tuple[str, list[str]]]:
+    """{`<Assignment>_<username>` prefix: (username, notes)}. The username comes from the file
+    name alone: what follows the assignment every prefix shares. A receipt ("Name: First Last
+    (username)") may only say where, within its own file name, the username starts (when the
+    names alone cannot tell: a single student, a shared start such as `a_`); a receipt naming
+    anyone else is ignored, with a note. Two prefixes never become one username: then each is
+    graded under its whole prefix."""
+    assignment = _common_prefix(list(attempts))
+    users: dict[str, tuple[str, list[str]]] = {}
+    for prefix, times in attempts.items():
+        username = prefix[len(assignment):] if assignment else prefix.rsplit("_", 1)[-1]
+        notes: list[str] = []
+        receipt = receipts.get((prefix, max(times)))
+        claimed = _receipt_user(receipt) if receipt is not None else None
+        if claimed and claimed != username:
+            if prefix.endswith("_" + claimed) and claimed.endswith("_" + username):
+                username = claimed
+            else:
+                notes.append(f"the Blackboard receipt {receipt.name} names the user "  # type: ignore[union-attr]
+                             f"{claimed!r}, but its file name is {username!r}'s: graded as "
+                             f"{username!r}, the receipt's claim ignored")
+        users[prefix] = (username or prefix, notes)
+    count: dict[str, int] = {}
+    for username, _ in users.values():
+        count[username] = count.get(username, 0) + 1
+    for prefix, (username, notes) in users.items():
+        if count[username] > 1:
+            users[prefix] = (prefix, [*notes, f"another Blackboard name could also be user "
+                                      f"{username!r}: graded under the whole name {prefix!r}"])
+    return users
 
 
 def _common_prefix(prefixes: list[str]) -> str:
@@ -364,17 +436,15 @@ def _common_prefix(prefixes: list[str]) -> str:
     return common[:common.rfind("_") + 1] if "_" in common else ""
 
 
-def _receipt_user(receipt: Entry, prefix: str) -> str | None:
-    """The username a Blackboard receipt names ("Name: First Last (username)"), when the
-    file name ends with it."""
+def _receipt_user(receipt: Entry) -> str | None:
+    """The username a Blackboard receipt names ("Name: First Last (username)"), if any (never
+    raises: an unreadable receipt names nobody)."""
     try:
         text = receipt.read(64 << 10)[:64 << 10].decode("utf-8", "replace")
-    except OSError:
+    except READ_ERRORS:
         return None
     match = re.search(r"^Name:.*\(([^()\s]+)\)\s*$", text, re.M)
-    if match and prefix.endswith("_" + match[1]):
-        return match[1]
-    return None
+    return match[1] if match else None
 
 
 def _parse_folders(entries, students, ignored) -> None:
@@ -392,7 +462,7 @@ def _parse_folders(entries, students, ignored) -> None:
                 from grader.intake.assignment import parse_timestamp
 
                 moment = parse_timestamp(entry.read(4096)[:4096].decode("utf-8"))
-            except (OSError, UnicodeDecodeError):
+            except READ_ERRORS:
                 moment = None
             _student(students, top).submitted_at = moment
             continue
@@ -403,38 +473,41 @@ def _parse_folders(entries, students, ignored) -> None:
 
 
 def stage(students: list[LmsStudent], folder: Path) -> list[tuple[str, Path]]:
-    """Copy each student's files into `folder/<student id>/` (emptied first; nothing else is
-    written anywhere), with `timestamp.txt` and `SIDECAR`; returns (student id, folder) pairs.
-    A file that cannot be read is not copied: the sidecar's notes say why."""
+    """Copy each student's files into `folder/<student id>/` (emptied first, whatever an
+    earlier run left there; nothing else is written anywhere), with `timestamp.txt` and
+    `SIDECAR`; returns (student id, folder) pairs. A file that cannot be read or written (a
+    name that is both a file and a folder, `timestamp.txt` among a student's folders) is not
+    copied: the sidecar's notes say why; it costs that student only, never the run."""
     folder = Path(folder)
-    if folder.exists():
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        folder.unlink()
+    elif folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
+    # A hard-linked file of the download is read as the work of whoever had it first, as in
+    # a class folder (`grader.intake.files.class_hard_links`); the others' copies are refused.
+    owners = link_owners((s.sid, e.path) for s in students for e in s.files.values() if e.path)
     staged: list[tuple[str, Path]] = []
     for student in students:
-        sid = student.sid
-        home = folder / sid
-        home.mkdir()
+        home = folder / student.sid
+        try:
+            home.mkdir()
+        except OSError as exc:
+            log.warning("torchgrade: warning: %s could not be staged (%s): not graded",
+                        student.sid, exc.strerror or exc)
+            continue
         notes = list(student.notes)
-        for relpath, entry in sorted(student.files.items()):
-            suffix = PurePosixPath(relpath).suffix.lower()
-            limit = LIMITS.get(suffix, MAX_SOURCE_BYTES)
-            try:
-                data = entry.read(limit)[:limit + 1]
-            except (OSError, zipfile.BadZipFile, RuntimeError, ValueError, EOFError) as exc:
-                notes.append(f"{entry.name} could not be read from the download ({exc}): it "
-                             "was not graded")
-                continue
-            target = home / relpath
-            if not target.resolve().is_relative_to(home.resolve()):  # never outside its folder
-                notes.append(f"{entry.name} has a name that leads outside the submission: "
-                             "it was not graded")
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+        with own_links(owners.get(student.sid, ())):
+            for relpath, entry in sorted(student.files.items()):
+                why = _stage_file(home, relpath, entry)
+                if why:
+                    notes.append(why)
         if student.submitted_at is not None:
-            (home / "timestamp.txt").write_text(student.submitted_at.isoformat() + "\n",
-                                                encoding="utf-8")
+            try:
+                (home / "timestamp.txt").write_text(student.submitted_at.isoformat() + "\n",
+                                                    encoding="utf-8")
+            except OSError as exc:  # (never a student's: `_stage_file` keeps the name free)
+                notes.append(f"the hand-in time could not be recorded ({exc.strerror})")
         if student.others:
             shown = ", ".join(student.others[:20])
             notes.append(f"also handed in (not exercise files, not graded): {shown}"
@@ -442,8 +515,39 @@ def stage(students: list[LmsStudent], folder: Path) -> list[tuple[str, Path]]:
                             if len(student.others) > 20 else ""))
         write_sidecar(home, lms_id=student.lms_id, name=student.name,
                       late_marker=student.late_marker, notes=notes)
-        staged.append((sid, home))
+        staged.append((student.sid, home))
     return staged
+
+
+def _stage_file(home: Path, relpath: str, entry: Entry) -> str | None:
+    """Copy `entry` to `home/relpath`, bounded; the note for the student when there is one
+    (why it was not copied, or where it was), else None."""
+    note = None
+    parts = PurePosixPath(relpath).parts
+    if parts[0].casefold() == "timestamp.txt":
+        # torchgrade's own file in a submission folder: the hand-in time must always fit, and
+        # the student's work is kept under another folder name.
+        relpath = "/".join(("timestamp.txt (folder)", *parts[1:]))
+        note = (f"{entry.name} lies in a folder named timestamp.txt (the name of the hand-in "
+                f"time's file): copied as {relpath}")
+    suffix = PurePosixPath(relpath).suffix.lower()
+    limit = LIMITS.get(suffix, MAX_SOURCE_BYTES)
+    try:
+        data = entry.read(limit)[:limit + 1]
+    except READ_ERRORS as exc:
+        return f"{entry.name} could not be read from the download ({exc}): it was not graded"
+    target = home / relpath
+    try:
+        if not target.resolve().is_relative_to(home.resolve()):  # never outside its folder
+            return (f"{entry.name} has a name that leads outside the submission: it was not "
+                    "graded")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    except (OSError, RuntimeError) as exc:  # a file and a folder of the same name
+        return (f"{entry.name} could not be copied ({getattr(exc, 'strerror', None) or exc}; "
+                "another file of the submission has the same name as a folder, or the "
+                "other way round): it was not graded")
+    return note
 
 
 def write_sidecar(home: Path, *, lms_id: str = "", name: str = "", late_marker: bool = False,

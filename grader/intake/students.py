@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from datetime import tzinfo
 from pathlib import Path
 
 from grader.errors import UsageError
@@ -66,7 +67,7 @@ def download_layout(submissions: Path, lms: str | None = None) -> str:
     return lms or detect(submissions)
 
 
-def read_class(submissions: Path, layout: str) -> list:
+def read_class(submissions: Path, layout: str, zone: tzinfo | None = None) -> list:
     """The students of a class, read but not staged (nothing is written; UsageError when there
     is none): `find_students`' (id, path) pairs for a class folder, else the
     `grader.intake.lms.LmsStudent`s of an LMS download or a class zip."""
@@ -74,7 +75,7 @@ def read_class(submissions: Path, layout: str) -> list:
 
     if layout == "folders" and Path(submissions).is_dir():
         return find_students(submissions)
-    return parse(list_download(submissions), layout)
+    return parse(list_download(submissions), layout, zone)
 
 
 def class_students(found: list, staging: Path, roster: Iterable[str] = ()

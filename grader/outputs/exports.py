@@ -94,7 +94,7 @@ MOODLE_COLUMNS = ["Identifier", "Full name", "Email address", "Grade", "Maximum 
 
 def final_score(result: SubmissionResult) -> float:
     """What the student gets: the score after the late penalty, never below 0."""
-    return max(0.0, result.score - result.late_penalty)
+    return result.final_score
 
 
 def canvas_csv(results: list[SubmissionResult], *, assignment: str,

@@ -49,7 +49,9 @@ class Progress:
         else:
             not_passed = sum(c.status != "passed" for c in result.checks)
             flag = f"  ({not_passed} not passed)" if not_passed else ""
-        self.line(f"  {result.student:<24} {result.score:g} / {result.max_score:g}{flag}")
+        if result.late_penalty:  # the final grade, the penalty spelled out
+            flag = f"  (late: -{result.late_penalty:g} from {result.score:g})" + flag
+        self.line(f"  {result.student:<24} {result.final_score:g} / {result.max_score:g}{flag}")
 
     def counts(self) -> str:
         text = f"full marks {self.full}, errors {self.errors}"
