@@ -321,9 +321,12 @@ def start_grading(subs: Path, out: Path, tmp: Path) -> subprocess.Popen:
     foreground job), with TMPDIR under `tmp` so that its processes can be found."""
     env = {**os.environ, "TMPDIR": str(tmp)}
     tmp.mkdir(exist_ok=True)
+    # SIGINT as a terminal leaves it: a test run started in the background (`nohup ... &`)
+    # ignores SIGINT, and an ignored signal stays ignored in every process it starts.
     return subprocess.Popen([sys.executable, "-m", "grader.cli", "grade", str(subs), "--out",
                              str(out), "-j", "2"], env=env, cwd=tmp, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 @pytest.fixture(scope="module")

@@ -89,8 +89,8 @@ def class_students(found: list, staging: Path, roster: Iterable[str] = ()
     from grader.intake.lms import LmsStudent, stage, write_sidecar
 
     lms = [s for s in found if isinstance(s, LmsStudent)]
-    staged = stage(lms, staging)
-    students = staged if lms else list(found)
+    # Only an LMS download is staged: a class folder's students are read where they are.
+    students = stage(lms, staging) if lms else list(found)
     have = {sid for sid, _ in students}
     missing = []
     for sid in roster:
