@@ -597,8 +597,8 @@ def test_a_batch_with_hostile_replies_is_graded(decode_batch):
 def test_the_batch_stays_within_memory(decode_batch):
     """The largest process of the run (any descendant: a worker the attacks fill counts) stays
     under a GB. Measured after the fix: ~250 MB alone, up to 604 MB in a full run on a loaded
-    machine; before it, replies held whole took several GB. A guard only: per-reply memory is
-    what the unit tests above measure."""
+    machine; before it, a reply bomb grew the grader without bound. A guard only: per-reply
+    memory is what the unit tests above measure."""
     _, _, peak_mb, _ = decode_batch
     assert peak_mb < 1024, peak_mb
 
