@@ -30,7 +30,7 @@ def grades_csv(results: list[SubmissionResult], exercises: list[str], *,
     for result in sorted(results, key=lambda r: r.student):
         per = {e.exercise: e.score for e in result.exercises}
         person = (roster or {}).get(result.student)
-        final = max(0.0, result.score - result.late_penalty)
+        final = result.final_score
         writer.writerow([
             _cell(result.student), *(_num(per.get(e, 0.0)) for e in exercises),
             _cell(result.assignment or assignment), _time(duedate),

@@ -120,12 +120,11 @@ def exercise_state(result: SubmissionResult, part: ExerciseResult) -> str:
     does not compile), "not started" (every check met code not implemented yet), "crashed"
     (a check crashed or ran out of time, or every check's call raised), else "graded"."""
     checks = [c for c in result.checks if c.exercise == part.exercise]
-    reasons = {getattr(c, "reason", None) for c in checks}
-    if part.path is None or "not_submitted" in reasons:
+    if part.path is None or any(c.reason == "not_submitted" for c in checks):
         return "not handed in"
-    if "syntax_error" in reasons or any(SYNTAX.search(n) for n in part.notes):
+    if any(SYNTAX.search(n) for n in part.notes):
         return "syntax error"
-    if checks and ("not_started" in reasons or all(state_of(c) == "todo" for c in checks)):
+    if checks and all(state_of(c) == "todo" for c in checks):
         return "not started"
     if any(c.status in ("crashed", "timeout") for c in checks) or (
             checks and all(c.status == "error" and state_of(c) != "todo" for c in checks)):
@@ -135,7 +134,7 @@ def exercise_state(result: SubmissionResult, part: ExerciseResult) -> str:
 
 def student_row(result: SubmissionResult, exercises: list[str]) -> StudentRow:
     per = {e.exercise: e for e in result.exercises}
-    final = max(0.0, result.score - result.late_penalty)
+    final = result.final_score
     return StudentRow(
         student=result.student, remarks=remarks(result),
         exercises=[ExerciseCell(score=per[e].score, max_score=per[e].max_score,
