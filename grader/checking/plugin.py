@@ -23,6 +23,8 @@ import pytest
 
 from grader.checking.compare import CheckFailure
 from grader.checking.student import StudentError, StudentModule
+from grader.checking.recorded import install as install_recorded
+from grader.course.folder import import_checks_from
 from grader.course.registry import MARK, check_id, exercise_of, info_of
 from grader.evidence import problems as evidence_problems
 from grader.evidence import undeclared
@@ -52,11 +54,23 @@ PYTEST_OPTIONS = [
 ]
 
 
+# Settings for running checks whatever the caller's configuration (a course folder needs none).
+CHECKS_INI = Path(__file__).resolve().parent / "checks.ini"
+
+
 def session_args(files: list[Path], checks_dir: Path, *, collect_only: bool = False) -> list[str]:
     """The arguments of every pytest session over check files (grading one submission, a batch,
-    collecting checks): the checks' own pytest.ini and rootdir, and only this plugin."""
+    collecting checks): torchgrade's settings for checks, `checks_dir` as the rootdir, and only
+    this plugin. Call `prepare_checks(checks_dir)` first."""
     return [str(f) for f in files] + (["--collect-only"] if collect_only else []) + [
-        "-c", str(checks_dir / "pytest.ini"), "--rootdir", str(checks_dir), *PYTEST_OPTIONS]
+        "-c", str(CHECKS_INI), "--rootdir", str(checks_dir), *PYTEST_OPTIONS]
+
+
+def prepare_checks(checks_dir: Path) -> None:
+    """Make the checks of `checks_dir` importable as they expect: their helpers by plain name,
+    and a student release's recorded references in place of the reference modules it lacks."""
+    import_checks_from(checks_dir)
+    install_recorded(checks_dir)
 
 
 class GradingSession:

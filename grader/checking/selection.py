@@ -19,8 +19,9 @@ import pytest
 from pydantic import BaseModel
 
 from grader.models import CheckInfo
-from grader.checking.plugin import session_args
-from grader.course.registry import CHECKS_DIR, check_files, check_id, exercise_of, info_of
+from grader.checking.plugin import prepare_checks, session_args
+from grader.course.folder import active_course
+from grader.course.registry import check_files, check_id, exercise_of, info_of
 
 
 def counts_before_grading(exercise: str, check_name: str) -> bool:
@@ -94,13 +95,15 @@ class _Collector:
 
 
 def collect_checks(exercises: list[str] | None = None, *,
-                   checks_dir: Path = CHECKS_DIR) -> list[CollectedCheck]:
+                   checks_dir: Path | None = None) -> list[CollectedCheck]:
     """Every check of `exercises` (default: all) as pytest collects it, without running any:
     what a check file declares, including checks it generates or parametrizes."""
     collector = _Collector()
+    checks_dir = checks_dir or active_course().checks_dir
     files = check_files(exercises, checks_dir=checks_dir)
     if not files:
         return []
+    prepare_checks(checks_dir)
     args = session_args(files, checks_dir, collect_only=True)
     with contextlib.redirect_stdout(io.StringIO()):
         code = pytest.main(args, plugins=[collector])

@@ -6,13 +6,13 @@ import argparse
 import shutil
 import zipfile
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
 
 import nbformat
 
 from grader.commands.common import full_package_only
 from grader.commands.grade import GradeSummary, grade
+from grader.course.folder import active_course
 from grader.course.registry import known_exercises
 from grader.models import SubmissionResult
 from grader.outputs.progress import Progress
@@ -37,19 +37,21 @@ def build_demo_class(target: Path) -> None:
     """The correct sample is the solution and the stub sample the exercise, copied at run time so
     that they never drift; the other samples show typical mistakes."""
     target.mkdir(parents=True)
-    for student, package in (("ada_correct", "grader.solutions"), ("ben_stub", "grader.exercises")):
+    course = active_course()
+    for student, root in (("ada_correct", course.solutions_dir),
+                          ("ben_stub", course.exercises_dir)):
         folder = target / student
         folder.mkdir()
         for exercise in known_exercises():
-            file = resources.files(package) / f"{exercise}.py"
+            file = root / f"{exercise}.py"
             if file.is_file():
                 (folder / f"{exercise}.py").write_text(file.read_text(encoding="utf-8"),
                                                         encoding="utf-8")
-    samples = resources.files("grader.samples")
-    for entry in sorted(samples.iterdir(), key=lambda e: e.name):
+    samples = course.samples_dir
+    for entry in sorted(samples.iterdir() if samples.is_dir() else [], key=lambda e: e.name):
         if entry.is_dir() and not entry.name.startswith(("_", ".")):
             copy_tree(entry, target / entry.name)
-    files = {e: (resources.files("grader.solutions") / f"{e}.py") for e in known_exercises()}
+    files = {e: course.solutions_dir / f"{e}.py" for e in known_exercises()}
     solutions = {e: f.read_text(encoding="utf-8") for e, f in files.items() if f.is_file()}
     # One student hands in a zip, as a learning platform would export it ...
     zipped = target / "gus_zipped"

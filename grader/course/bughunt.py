@@ -25,11 +25,11 @@ import hashlib
 import random
 import sys
 from collections.abc import Set as AbstractSet
-from importlib import resources
 from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, Field
 
+from grader.course.folder import active_course
 from grader.course.faults import BugHunt, bughunts, catalogue, load
 from grader.models import CheckResult, Submission
 
@@ -66,7 +66,7 @@ def exercise_for(relpath: str, wanted: list[str]) -> str | None:
 
 
 def fixed_source(exercise: str) -> str:
-    return (resources.files("grader.solutions") / hunt(exercise).path).read_text(encoding="utf-8")
+    return (active_course().solutions_dir / hunt(exercise).path).read_text(encoding="utf-8")
 
 
 def slots(exercise: str) -> dict[str, list[str]]:
@@ -193,7 +193,8 @@ def apply_variants(submission: Submission, manifest: VariantManifest) -> Submiss
 
 
 def catalogue_digest() -> str:
-    h = hashlib.sha256((resources.files("grader.course") / "faults.toml").read_bytes())
+    faults = active_course().faults_file
+    h = hashlib.sha256(faults.read_bytes() if faults.is_file() else b"")
     for exercise in sorted(bughunts()):
         h.update(fixed_source(exercise).encode())
     return h.hexdigest()[:16]
@@ -232,7 +233,8 @@ def select_scored(checks: list[CheckResult], faults_of: dict[str, list[str] | No
 
 
 def write_exercise_files(root: Path) -> list[Path]:
-    """Rewrite `root/exercises/bughunt/*.py` from the fixed scripts (for developers)."""
+    """Rewrite the course's `root/exercises/bughunt/*.py` from the fixed scripts (for
+    developers)."""
     written = []
     for exercise in sorted(bughunts()):
         path = root / "exercises" / hunt(exercise).path
@@ -241,6 +243,7 @@ def write_exercise_files(root: Path) -> list[Path]:
     return written
 
 
-if __name__ == "__main__":  # python -m grader.course.bughunt [REPO]: regenerate the exercise files
-    for p in write_exercise_files(Path(sys.argv[1] if len(sys.argv) > 1 else ".")):
+if __name__ == "__main__":  # python -m grader.course.bughunt [COURSE]: regenerate the stubs
+    for p in write_exercise_files(Path(sys.argv[1]) if len(sys.argv) > 1
+                                  else active_course().root):
         print(f"wrote {p}")

@@ -2,8 +2,10 @@
 
 Every entry says what the student sees (symptom), why it happens (cause), what to change (fix),
 the exercises it can appear in and the checks that detect it. Diagnoses name entries by `id`;
-reports show their text. The catalogue is data (`faults.toml`, shipped with the package),
-validated by the `Fault` model when it is loaded.
+reports show their text. The catalogue is data (a course's `faults.toml`), validated by the
+`Fault` model when it is loaded. The shipped curriculum's catalogue holds the faults the grader's
+diagnosis rules know (`grader.scoring.diagnose`); another course inherits those faults (not the
+curriculum's bug hunts) and adds its own, or rewords one by giving its id again.
 
 It also holds the bug hunts (`[[bughunt]]`: a fixed training script and the faults its
 exercise file is seeded with) and, for every fault that can be seeded into a bug hunt, how:
@@ -16,9 +18,11 @@ are the fixed scripts with some of these replacements applied (`grader.course.bu
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from grader.course.folder import CourseError, active_course, default_root
 
 try:
     import tomllib
@@ -67,19 +71,51 @@ class BugHunt(BaseModel):
 
 
 class Catalogue(BaseModel):
-    fault: list[Fault]
+    model_config = ConfigDict(extra="forbid")
+
+    fault: list[Fault] = []
     bughunt: list[BugHunt] = []
     # CURRICULUM.md, "Pitfalls the fault catalogue holds", is generated from this list.
     pitfalls: list[str] = Field([], description="fault ids the curriculum promises the catalogue "
                                 "holds; a student release ships none")
 
 
-@lru_cache(maxsize=1)
 def load() -> Catalogue:
-    """The whole catalogue, validated: ids unique, every injection into a known bug hunt
-    (which the fault's `exercises` and `detected_by` name), every seeded fault injectable."""
-    text = (resources.files("grader.course") / "faults.toml").read_text(encoding="utf-8")
-    data = Catalogue.model_validate(tomllib.loads(text))
+    """The active course's catalogue (see the module docstring), validated: ids unique, every
+    injection into a known bug hunt (which the fault's `exercises` and `detected_by` name),
+    every seeded fault injectable. CourseError when a faults.toml is not valid."""
+    course, default = active_course(), default_root()
+    return _merged(_stamp(course.faults_file), None if course.root == default
+                   else _stamp(default / "faults.toml"))
+
+
+def _stamp(path: Path) -> tuple[Path, float] | None:
+    return (path, path.stat().st_mtime) if path.is_file() else None
+
+
+@lru_cache(maxsize=16)
+def _merged(own: tuple[Path, float] | None, base: tuple[Path, float] | None) -> Catalogue:
+    data = _read(own[0]) if own else Catalogue()
+    if base:
+        ids = {f.id for f in data.fault}
+        inherited = [f.model_copy(update={"inject": []}) for f in _read(base[0]).fault
+                     if f.id not in ids]
+        data = data.model_copy(update={"fault": inherited + list(data.fault)})
+    try:
+        return _validated(data)
+    except ValueError as exc:
+        raise CourseError(f"{own[0] if own else 'faults.toml'}: "
+                          f"{str(exc).removeprefix('faults.toml: ')}") from None
+
+
+def _read(path: Path) -> Catalogue:
+    try:
+        return Catalogue.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValidationError) as exc:
+        raise CourseError(f"{path}: not a valid fault catalogue ({exc})") from None
+
+
+def _validated(data: Catalogue) -> Catalogue:
     ids = [f.id for f in data.fault]
     if len(set(ids)) != len(ids):
         raise ValueError("faults.toml: duplicate fault ids")

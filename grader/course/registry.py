@@ -1,9 +1,10 @@
-"""Where checks live and what they declare.
+"""What checks declare, and where a course keeps them.
 
-A check is a pytest test function in `grader/checks/test_<exercise>.py` (visible checks) or
-`grader/checks/test_<exercise>_hidden.py` (hidden checks), decorated with `@check(...)`, which
-records its points, visibility and targets as a pytest mark. The file names say which exercise a
-check belongs to; the split by file lets a student release ship visible checks only.
+A check is a pytest test function in a course's `checks/test_<exercise>.py` (visible checks) or
+`checks/test_<exercise>_hidden.py` (hidden checks), decorated with `@check(...)`, which records
+its points, visibility and targets as a pytest mark. The file names say which exercise a check
+belongs to; the split by file lets a student release ship visible checks only. Which course:
+`grader.course.folder.active_course()` unless a `checks_dir` is given.
 """
 
 from __future__ import annotations
@@ -12,15 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from grader.course.folder import active_course, exercise_of
 from grader.models import CheckInfo, Reveal, Visibility
 
-CHECKS_DIR = Path(__file__).resolve().parent.parent / "checks"
 MARK = "check"
-# Curriculum order (CURRICULUM.md follows it); exercises found in checks/ but not listed sort
-# after these.
-CURRICULUM_ORDER = ["strides_broadcasting", "manual_backward", "parameters", "training_loops",
-                    "bughunt_regression", "bughunt_classifier", "bughunt_finetune",
-                    "bughunt_pipeline"]
 
 
 def check(*, points: float, targets: list[str] | str, visibility: Visibility = "hidden",
@@ -47,11 +43,6 @@ def info_of(item: pytest.Item) -> CheckInfo | None:
     return mark.kwargs["info"] if mark is not None else None
 
 
-def exercise_of(path: Path | str) -> str:
-    stem = Path(path).stem.removeprefix("test_")
-    return stem.removesuffix("_hidden")
-
-
 def visibility_of_file(path: Path | str) -> Visibility:
     return "hidden" if Path(path).stem.endswith("_hidden") else "visible"
 
@@ -60,17 +51,18 @@ def check_id(item: pytest.Item) -> str:
     return f"{exercise_of(item.path)}.{item.name.removeprefix('test_')}"
 
 
-def check_files(exercises: list[str] | None = None, *, checks_dir: Path = CHECKS_DIR) -> list[Path]:
-    files = sorted(checks_dir.glob("test_*.py"))
-    if exercises is not None:
-        files = [f for f in files if exercise_of(f) in exercises]
-    return sorted(files, key=lambda f: (_order(exercise_of(f)), visibility_of_file(f) == "hidden"))
+def check_files(exercises: list[str] | None = None, *,
+                checks_dir: Path | None = None) -> list[Path]:
+    """The check files of `exercises` (default: all) of the active course (or in `checks_dir`),
+    in course order, visible before hidden."""
+    return active_course().check_files(exercises, checks_dir=checks_dir)
 
 
-def known_exercises(checks_dir: Path = CHECKS_DIR) -> list[str]:
-    return sorted({exercise_of(f) for f in checks_dir.glob("test_*.py")}, key=_order)
-
-
-def _order(exercise: str) -> tuple[int, str]:
-    return (CURRICULUM_ORDER.index(exercise) if exercise in CURRICULUM_ORDER
-            else len(CURRICULUM_ORDER), exercise)
+def known_exercises(checks_dir: Path | None = None) -> list[str]:
+    """The exercises of the active course: those course.toml lists, in its order, then any other
+    with a check file. With `checks_dir`: the exercises with a check file there."""
+    course = active_course()
+    found = {exercise_of(f) for f in (checks_dir or course.checks_dir).glob("test_*.py")}
+    if checks_dir is None:
+        found |= set(course.exercises)
+    return sorted(found, key=course.order)

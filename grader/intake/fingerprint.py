@@ -18,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 import grader
+from grader.course.folder import active_course
 from grader.intake.files import open_regular, refusal
 
 CHUNK = 1 << 20
@@ -91,26 +92,33 @@ def _hash_file(h, path: Path) -> None:
     h.update(b"\0ok\0")
 
 
-@lru_cache(maxsize=1)
 def grader_digest() -> str:
     """The grader version and a digest of every source file that can change a result or a
-    report (computed once per process)."""
+    report: the grader's, its templates', and the active course's (computed once per process
+    and course)."""
+    return _digest(active_course().root)
+
+
+@lru_cache(maxsize=8)
+def _digest(course_root: Path) -> str:
     h = hashlib.sha256(f"torchgrade {grader.__version__}\0".encode())
     package = Path(grader.__file__).resolve().parent
-    # faults.toml: the catalogue decides diagnoses and what a bug-hunt copy is scored on.
     files = sorted(p for p in package.rglob("*") if p.suffix in (".py", ".ini", ".toml")
-                   and "__pycache__" not in p.parts)
+                   and "__pycache__" not in p.parts and "curriculum" not in p.parts)
     for p in files:
         h.update(p.relative_to(package).as_posix().encode() + b"\0")
         _hash_file(h, p)
-    # Shipped inside the package when installed, beside it in a checkout: reports are made from
-    # the templates, and a check may compute references from the solutions.
-    for package_name, suffixes in (("grader.templates", (".j2", ".css")),
-                                   ("grader.solutions", (".py",))):
-        folder = resources.files(package_name)
-        for name, entry in _walk(folder):  # solutions/bughunt/: the bug hunts' fixed scripts
-            if name.endswith(suffixes):
-                h.update(f"{package_name}/{name}\0".encode() + entry.read_bytes() + b"\0")
+    # Reports are made from the templates (shipped inside the package when installed).
+    for name, entry in _walk(resources.files("grader.templates")):
+        if name.endswith((".j2", ".css")):
+            h.update(f"templates/{name}\0".encode() + entry.read_bytes() + b"\0")
+    # The course: its checks, the solutions and stubs they may compute references from, and its
+    # catalogue (diagnoses, what a bug-hunt copy is scored on). Not its mutants or samples.
+    for part in ("course.toml", "faults.toml", "checks", "solutions", "exercises"):
+        top = course_root / part
+        for p in sorted([top] if top.is_file() else top.rglob("*.py") if top.is_dir() else []):
+            h.update(p.relative_to(course_root).as_posix().encode() + b"\0")
+            _hash_file(h, p)
     return h.hexdigest()
 
 

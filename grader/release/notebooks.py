@@ -22,12 +22,12 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import nbformat
 
 import grader
+from grader.course.folder import active_course
 
 CHECK_IMPORT = "from grader.jupyter import check"
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
@@ -37,11 +37,11 @@ KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "langua
 
 
 def exercises_root() -> Path:
-    return Path(str(resources.files("grader.exercises")))
+    return active_course().exercises_dir
 
 
 def solutions_root() -> Path:
-    return Path(str(resources.files("grader.solutions")))
+    return active_course().solutions_dir
 
 
 def module_path(exercise: str, root: Path) -> Path | None:

@@ -29,8 +29,9 @@ import torch
 
 from grader.models import CheckResult, CheckRun, ModuleRun, Submission
 from grader.checking.plugin import (EVIDENCE_KEY, SESSION_KEY, GradingSession, ResultCollector,
-                                    session_args)
-from grader.course.registry import CHECKS_DIR, check_files
+                                    prepare_checks, session_args)
+from grader.course.folder import active_course
+from grader.course.registry import check_files
 from grader.worker.client import Zygote
 from grader.worker.limits import WorkerLimits
 
@@ -121,7 +122,7 @@ def _close_quietly(grading: GradingSession) -> None:
 
 def grade_batch(submissions: Iterable[Submission], finish: Finish, *, exercises: list[str],
                 limits: WorkerLimits | None, zygote: Zygote,
-                checks_dir: Path = CHECKS_DIR) -> int:
+                checks_dir: Path | None = None) -> int:
     """Grade every submission `submissions` yields in one pytest session (student code only in
     workers forked by `zygote`); `finish(submission, run)` receives each run as soon as it
     is over. Returns how many were graded. Never raises for anything a submission does."""
@@ -129,6 +130,8 @@ def grade_batch(submissions: Iterable[Submission], finish: Finish, *, exercises:
     collector = ResultCollector()
     runner = BatchRunner(submissions, finish, exercises=exercises, limits=limits,
                          zygote=zygote, collector=collector)
+    checks_dir = checks_dir or active_course().checks_dir
+    prepare_checks(checks_dir)
     args = session_args(check_files(exercises, checks_dir=checks_dir), checks_dir)
     with contextlib.redirect_stdout(io.StringIO()):
         pytest.main(args, plugins=[runner, collector])

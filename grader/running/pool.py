@@ -51,6 +51,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
+from grader.course.folder import active_course, import_checks_from, load_course, use_course
 from grader.course.registry import check_files
 from grader.intake.assignment import Assignment
 from grader.models import CheckRun, Submission, SubmissionResult
@@ -104,6 +105,8 @@ class PoolSettings(BaseModel):
     variants: Any = Field(None, description="a grader.course.bughunt.VariantManifest, or None")
     submissions: Path | None = Field(None, description="the class folder: the zygote's start-up "
                                      "self-test proves that no worker can see it, nor `out`")
+    course: Path = Field(default_factory=lambda: active_course().root,
+                         description="the course folder whose checks grade (no worker sees it)")
 
 
 # What a grading process tells the parent, in this order: its sandbox could not start, or it
@@ -168,8 +171,12 @@ def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None
         from grader.running.batch import grade_batch
         from grader.worker.client import Zygote, ZygoteError
 
+        # The course crosses into this process by its folder: a forkserver started earlier (for
+        # another course) would otherwise give its own.
+        use_course(load_course(settings.course))
         try:
-            zygote = Zygote(hidden=[p for p in (settings.out, settings.submissions) if p])
+            zygote = Zygote(hidden=[p for p in (settings.out, settings.submissions,
+                                                settings.course) if p])
         except ZygoteError as exc:
             conn.send(SandboxBroken(str(exc)))
             return
@@ -235,8 +242,12 @@ def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, steps: 
     if not pending:
         return []
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD + [f"grader.checks.{f.stem}"
-                                          for f in check_files(settings.exercises)])
+    # The checks' modules by their plain names: the forkserver starts with this process's
+    # sys.path, which `import_checks_from` leads with the course's checks folder.
+    checks_dir = load_course(settings.course).checks_dir
+    import_checks_from(checks_dir)
+    ctx.set_forkserver_preload(PRELOAD + [f.stem for f in check_files(settings.exercises,
+                                                                      checks_dir=checks_dir)])
     attempts: Counter[str] = Counter()
     results: list[SubmissionResult] = []
     slots: list[_Slot] = []       # grading, or ready to

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 import pytest
 import torch
 
-from grader.checking.plugin import GradingSession, ResultCollector, session_args
-from grader.course.registry import CHECKS_DIR, check_files
+from grader.checking.plugin import GradingSession, ResultCollector, prepare_checks, session_args
+from grader.course.folder import active_course
+from grader.course.registry import check_files
 from grader.models import CheckRun, Submission
 from grader.worker.client import Zygote
 from grader.worker.limits import WorkerLimits
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 def run_checks(submission: Submission, *, exercises: list[str],
                limits: WorkerLimits | None = None, zygote: Zygote | None = None,
-               checks_dir: Path = CHECKS_DIR, select: CheckSelection | None = None
+               checks_dir: Path | None = None, select: CheckSelection | None = None
                ) -> CheckRun:
     """Run the checks of `exercises` against `submission`; what they gave, to be scored
     (`grader.scoring.results.result_of`).
@@ -38,6 +39,8 @@ def run_checks(submission: Submission, *, exercises: list[str],
     torch.set_num_threads(1)
     session = GradingSession(submission, limits=limits, zygote=zygote)
     collector = ResultCollector()
+    checks_dir = checks_dir or active_course().checks_dir
+    prepare_checks(checks_dir)
     args = session_args(check_files(exercises, checks_dir=checks_dir), checks_dir)
     started = time.perf_counter()
     try:

@@ -1,0 +1,30 @@
+"""The hidden checks' cases of the bug hunt `bughunt_finetune` (bughunt/finetune.py): the harness
+the grader trains with and what it asks `run(seed=0)` to record. Never shipped (a `_hidden`
+module: `curriculum/README.md`)."""
+
+from __future__ import annotations
+
+from bughunt_common import TrainCase, batches
+
+
+TRAIN = TrainCase(
+    own_model=["PretrainedNet", [12, 3]],
+    model="two_heads", sizes=[12, 8, 3], seed=61,
+    train_batches=batches(62, [8, 8, 8, 8], (12,), 3, score=True),
+    val_batches=batches(63, [8, 8], (12,), 3, score=True),
+    arguments={"model": "$model", "train_loader": "$train_loader", "val_loader": "$val_loader",
+               "optimizer": "$optimizer", "epochs": 3},
+    epochs=3, optimizer={"name": "sgd", "lr": 0.05, "momentum": 0.9},
+    history_keys=("train_loss", "val_loss", "val_accuracy"),
+    call="train(model, train_loader, val_loader, optimizer, epochs=3)  # a small two-headed "
+         "network, 4 training and 2 validation batches of 8 (x, y, s), SGD(lr=0.05, "
+         "momentum=0.9)")
+HARNESS = batches(64, [16, 16, 16], (12,), 3, score=True)
+SETUP = dict(seed=0, harness_batches=HARNESS, harness_loss="two_heads", graph_batch=HARNESS[0])
+SETUP_CALL = "run(seed=0)  # what run() hands to train(...)"
+STEPS_CALL = ("run(seed=0), then 3 training steps of the model it builds, with the optimizer "
+              "it builds, on the grader's batches")
+LR_THRESHOLD = 0.6  # the reference ends near 0.07; lr 0.005 at 0.33, lr >= 0.2 above 1.3
+FROZEN, TUNED = "encoder.0.", "encoder.2."
+# Besides the new class head (test_new_head_is_trained), what the contract fine-tunes.
+FINE_TUNED = ("encoder.2.", "score_head.")

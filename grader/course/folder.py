@@ -1,0 +1,272 @@
+"""A course is a folder: what torchgrade grades, released and proved (docs/AUTHORING.md).
+
+    course.toml                 name, exercises (their order), [[equivalent]] generated mutants
+    exercises/<exercise>.py     the stub students get      (a bug hunt: exercises/<path>)
+    solutions/<exercise>.py     the reference solution     (a bug hunt: solutions/<path>)
+    checks/test_<exercise>.py, checks/test_<exercise>_hidden.py, helper modules
+    mutants/<exercise>/<name>.py   whole wrong modules, line 1 `# must fail: check, check`
+    faults.toml, samples/       optional: catalogued faults and bug hunts; sample submissions
+
+The shipped curriculum (`curriculum/` in the repository, the package data `grader.curriculum`
+once installed) is the default course. `--course DIR` and `TORCHGRADE_COURSE` choose another
+one for a whole command (`use_course`); everything that needs "the course" asks
+`active_course()`, and what crosses into another process passes the course's root explicitly.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from grader.errors import UsageError
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+COURSE_FILE = "course.toml"
+ENV = "TORCHGRADE_COURSE"
+NAME = r"^[a-z_][a-z0-9_]*$"  # an exercise, a check, a mutant: a Python identifier, lower case
+MUST_FAIL = "# must fail:"
+DIAGNOSES = "# diagnoses:"
+
+
+class CourseError(UsageError):
+    """A folder that is not a valid course: the message says what is wrong and where."""
+
+
+class Equivalent(BaseModel):
+    """A generated mutant that changes nothing a student could be graded on, with why: `torchgrade
+    verify` lists it as equivalent, not as a survivor. `change` is the text verify printed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    exercise: str = Field(pattern=NAME)
+    change: str = Field(min_length=1)
+    reason: str = Field(min_length=1)
+
+
+class CourseConfig(BaseModel):
+    """course.toml."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    exercises: list[str] = Field(min_length=1, description="the exercises, in course order")
+    equivalent: list[Equivalent] = []
+
+
+@dataclass(frozen=True)
+class DeclaredMutant:
+    """A wrong implementation an author wrote (`mutants/<exercise>/<name>.py`): `fails` are the
+    check ids (`exercise.check`) it must fail, exactly; `diagnoses` the catalogued faults the
+    failing checks must name."""
+
+    exercise: str
+    name: str
+    path: Path
+    fails: frozenset[str]
+    diagnoses: frozenset[str] = frozenset()
+
+    def source(self) -> str:
+        return self.path.read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class Course:
+    root: Path
+    name: str
+    exercises: tuple[str, ...]
+    equivalent: tuple[Equivalent, ...] = ()
+    # A bug hunt's student file is `bughunt/<name>.py` (faults.toml); any other exercise's
+    # is `<exercise>.py`.
+    paths: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def exercises_dir(self) -> Path:
+        return self.root / "exercises"
+
+    @property
+    def solutions_dir(self) -> Path:
+        return self.root / "solutions"
+
+    @property
+    def checks_dir(self) -> Path:
+        return self.root / "checks"
+
+    @property
+    def mutants_dir(self) -> Path:
+        return self.root / "mutants"
+
+    @property
+    def samples_dir(self) -> Path:
+        return self.root / "samples"
+
+    @property
+    def faults_file(self) -> Path:
+        return self.root / "faults.toml"
+
+    def student_file(self, exercise: str) -> str:
+        """The file name a student hands in for `exercise`, relative to the exercises folder."""
+        return self.paths.get(exercise, f"{exercise}.py")
+
+    def stub(self, exercise: str) -> Path:
+        return self.exercises_dir / self.student_file(exercise)
+
+    def solution(self, exercise: str) -> Path:
+        return self.solutions_dir / self.student_file(exercise)
+
+    def check_files(self, exercises: list[str] | None = None, *,
+                    checks_dir: Path | None = None) -> list[Path]:
+        """The check files of `exercises` (default: all) in `checks_dir` (default: the course's
+        own), in course order, visible first."""
+        files = [f for f in (checks_dir or self.checks_dir).glob("test_*.py")
+                 if exercises is None or exercise_of(f) in exercises]
+        return sorted(files, key=lambda f: (self.order(exercise_of(f)),
+                                            f.stem.endswith("_hidden")))
+
+    def order(self, exercise: str) -> tuple[int, str]:
+        """Sort key: course order, then exercises course.toml does not list, by name."""
+        listed = self.exercises
+        return (listed.index(exercise) if exercise in listed else len(listed), exercise)
+
+    def mutants(self, exercise: str) -> list[DeclaredMutant]:
+        """The declared mutants of `exercise`, by name; raises CourseError for a file whose
+        first line is not `# must fail: ...`."""
+        return [read_mutant(exercise, path) for path in
+                sorted((self.mutants_dir / exercise).glob("*.py"))]
+
+
+def exercise_of(path: Path | str) -> str:
+    """The exercise a check file belongs to: `test_<exercise>[_hidden].py`."""
+    return Path(path).stem.removeprefix("test_").removesuffix("_hidden")
+
+
+def read_mutant(exercise: str, path: Path) -> DeclaredMutant:
+    lines = path.read_text(encoding="utf-8").splitlines()[:2] + ["", ""]
+    where = f"{path}: line 1 must be `{MUST_FAIL} check, check` (check names without test_)"
+    if not lines[0].startswith(MUST_FAIL):
+        raise CourseError(where)
+    fails = _names(lines[0].removeprefix(MUST_FAIL))
+    diagnoses = _names(lines[1].removeprefix(DIAGNOSES)) if lines[1].startswith(DIAGNOSES) else []
+    if not fails or any(not re.match(NAME, n) for n in fails):
+        raise CourseError(f"{where}; it names {fails or 'none'}")
+    return DeclaredMutant(exercise, path.stem, path,
+                          frozenset(f"{exercise}.{n.removeprefix('test_')}" for n in fails),
+                          frozenset(diagnoses))
+
+
+def _names(text: str) -> list[str]:
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+@lru_cache(maxsize=32)
+def _load(root: Path, mtime: float) -> Course:
+    toml = root / COURSE_FILE
+    try:
+        config = CourseConfig.model_validate(tomllib.loads(toml.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CourseError(f"{toml}: cannot be read ({exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise CourseError(f"{toml}: not valid TOML ({exc})") from None
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'file'}: {e['msg']}"
+                             for e in exc.errors())
+        raise CourseError(f"{toml}: {problems}") from None
+    bad = [e for e in config.exercises if not re.match(NAME, e)]
+    if bad or len(set(config.exercises)) != len(config.exercises):
+        raise CourseError(f"{toml}: exercises must be distinct lower-case Python names "
+                          f"({bad or 'a name is listed twice'})")
+    return Course(root=root, name=config.name, exercises=tuple(config.exercises),
+                  equivalent=tuple(config.equivalent), paths=_bughunt_paths(root))
+
+
+def _bughunt_paths(root: Path) -> dict[str, str]:
+    """Student files of the course's bug hunts (`[[bughunt]]` in its faults.toml), read
+    without validating the catalogue (grader.course.faults does that)."""
+    faults = root / "faults.toml"
+    if not faults.is_file():
+        return {}
+    try:
+        data = tomllib.loads(faults.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise CourseError(f"{faults}: cannot be read ({exc})") from None
+    return {str(b.get("exercise")): str(b.get("path")) for b in data.get("bughunt", [])
+            if isinstance(b, dict)}
+
+
+def load_course(root: Path | str) -> Course:
+    """The course in folder `root`; CourseError (one line) when it is not one."""
+    path = Path(root).expanduser()
+    if not (path / COURSE_FILE).is_file():
+        what = "no such folder" if not path.is_dir() else f"it has no {COURSE_FILE}"
+        raise CourseError(f"{root}: not a course folder ({what}; `torchgrade new-exercise NAME "
+                          f"--course {root}` makes one)")
+    path = path.resolve()
+    return _load(path, (path / COURSE_FILE).stat().st_mtime)
+
+
+def default_root() -> Path:
+    """The shipped curriculum's folder: `grader/curriculum/` once installed (package data),
+    the repository's `curriculum/` in a source checkout or an editable install."""
+    package = Path(__file__).resolve().parents[1]
+    installed = package / "curriculum"
+    return installed if installed.is_dir() else package.parent / "curriculum"
+
+
+def default_course() -> Course:
+    return load_course(default_root())
+
+
+_chosen: Course | None = None
+
+
+def use_course(course: Course | None) -> None:
+    """Make `course` the active course of this process (None: back to TORCHGRADE_COURSE or the
+    default). What `--course DIR` does for a command."""
+    global _chosen
+    _chosen = course
+
+
+def active_course() -> Course:
+    """The course `use_course` chose, else the one TORCHGRADE_COURSE names, else the
+    shipped curriculum."""
+    if _chosen is not None:
+        return _chosen
+    env = os.environ.get(ENV)
+    return load_course(env) if env else default_course()
+
+
+def course_option(value: str | None) -> Course:
+    """The course a command's `--course` names (None: TORCHGRADE_COURSE, else the default),
+    made active for the rest of the command."""
+    course = load_course(value) if value else active_course()
+    use_course(course)
+    return course
+
+
+# --------------------------------------------------------------------------- importing checks
+
+def import_checks_from(checks_dir: Path) -> None:
+    """Make the helpers of `checks_dir` importable by plain name (`from m_cases import X`), as
+    its check files expect: `checks_dir` first on sys.path, and any module already imported
+    under the name of one of its files but from elsewhere (another course's helper, a recorded
+    stand-in) forgotten, so that two courses with helpers of the same name never mix."""
+    checks_dir = checks_dir.resolve()
+    for stem in {p.stem for p in checks_dir.glob("*.py")} | {
+            p.stem for p in (checks_dir / "recorded").glob("*.json")}:
+        module = sys.modules.get(stem)
+        file = getattr(module, "__file__", None) if module is not None else None
+        if module is not None and (file is None or Path(file).resolve().parent != checks_dir):
+            del sys.modules[stem]
+    if sys.path[:1] != [str(checks_dir)]:
+        if str(checks_dir) in sys.path:
+            sys.path.remove(str(checks_dir))
+        sys.path.insert(0, str(checks_dir))

@@ -1,1 +1,0 @@
-"""Reference solutions: every check passes on them (proven by tests/)."""
