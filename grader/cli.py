@@ -3,6 +3,7 @@
 Exit codes: 0 success (for `check`: every check passed; for `grade`: every submission graded,
 whatever the scores), 1 `check` found failing checks, `grade` could not grade some submission, or
 the grader could not start, 2 usage error (one line on stderr), 130 interrupted (Ctrl-C).
+Every command takes `--course DIR` (else TORCHGRADE_COURSE, else the shipped curriculum).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 from pathlib import Path
 
 import grader
+from grader.course.folder import course_option
 from grader.errors import GraderUnavailable, UsageError
 
 
@@ -106,6 +108,8 @@ def build_parser() -> Parser:
     p.add_argument("--root", type=Path, metavar="ROOT",
                    help="default: $TORCHGRADE_AUTOGRADER_ROOT or /autograder")
     p.add_argument("--assignment", type=Path, metavar="FILE")
+    for command in sub.choices.values():
+        _course(command)
     return parser
 
 
@@ -126,6 +130,12 @@ def _names(text: str) -> list[str]:
 def _color(p: argparse.ArgumentParser) -> None:
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="colour the summary (default: auto, when printing to a terminal)")
+
+
+def _course(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--course", metavar="DIR",
+                   help="the course folder whose exercises and checks to use (default: "
+                        "$TORCHGRADE_COURSE, else the shipped curriculum)")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -155,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     module, function = COMMANDS[args.command].split(":")
     try:
+        course_option(args.course)
         return getattr(importlib.import_module(module), function)(args)
     except UsageError as exc:
         print(f"torchgrade: error: {exc}", file=sys.stderr)

@@ -7,8 +7,8 @@ visible checks against the reference solutions with every public function of tho
 wrapped by a recorder (`grader.release.replay`), and ships what each call returned, keyed
 by a digest of its arguments, as JSON: `checks/recorded/<name>_reference.json` of the released
 course. There, `install(checks_dir)` (called before a session imports the checks) makes `import
-<name>_reference` give a stand-in whose functions look the digest up and decode the value. Only calls made by visible checks are recorded, so no value a hidden check uses is
-shipped.
+<name>_reference` give a stand-in whose functions look the digest up and decode the value.
+Only calls made by visible checks are recorded, so no value a hidden check uses is shipped.
 
 The grader and the workers run torch single-threaded on seeded cases, so a recorded value is
 the one the reference computes at grading, bit for bit (arrays and tensors travel as raw bytes,

@@ -249,6 +249,9 @@ def course_option(value: str | None) -> Course:
     made active for the rest of the command."""
     course = load_course(value) if value else active_course()
     use_course(course)
+    # Processes this command starts (the recording of a release, the notebook check server, a
+    # zygote's self-test of what workers must not see) take the same course.
+    os.environ[ENV] = str(course.root)
     return course
 
 

@@ -9,16 +9,17 @@ the `torchgrade` command) and runs as-is from its root (`python -m grader check 
     exercises/           the stubs to fill in (bug hunts keep their subfolder)
     notebooks/           one notebook per exercise module (grader/release/notebooks.py)
     grader/              the grader without anything grader-only:
-      checks/            the visible checks, the helper modules they import, pytest.ini, and
+      curriculum/        the released course, the release's default course (course.toml, the
+                         stubs, faults.toml cut down for students), with in checks/ the visible
+                         checks, the helper modules they import, and
                          recorded/<name>_reference.json instead of each reference module
       student_release.json   the hidden checks' titles, points and targets; build facts
 
 Left out: the reference solutions, the hidden checks (and helper modules only they import,
 among them every `*_hidden.py` helper),
-the grader-side reference implementations (`grader/checks/*_reference.py`, replaced by the
+the grader-side reference implementations (`checks/*_reference.py`, replaced by the
 values the visible checks need, recorded from a run of the visible checks on the solutions:
-see `grader/release/replay.py`), the sample submissions, the tests with their mutants and styles,
-and
+see `grader/release/replay.py`), the sample submissions, the mutants, the tests, and
 of the fault catalogue everything but the student-facing text of the faults visible checks
 detect (no links to hidden checks, no bug-hunt injections: they hold the fixes). The release is
 then scanned (`grader/release/leaks.py`) for solution code, reference code and hidden checks; a leak
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -41,20 +43,16 @@ from pathlib import Path
 import grader
 from grader.course.bughunt import is_bughunt
 from grader.checking.edition import RELEASE_FILE, StudentRelease, student_release
-from grader.course.registry import (CHECKS_DIR, check_files, exercise_of, known_exercises,
-                             visibility_of_file)
-from grader.release.replay import RECORDED_DIR, SUFFIX, versions
+from grader.checking.recorded import RECORDED_DIR, SUFFIX, versions
+from grader.course.folder import COURSE_FILE, ENV, Course, active_course
+from grader.course.registry import check_files, exercise_of, known_exercises, visibility_of_file
 from grader.checking.selection import PendingCheck, collect_checks, counts_before_grading
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
-
 GRADER_DIR = Path(grader.__file__).resolve().parent
-# Folders of the grader package that never ship (in an installed wheel the stubs, solutions
-# and templates live inside it; stubs and templates are copied separately).
-NOT_SHIPPED = {"__pycache__", "samples", "solutions", "exercises", "templates", "checks"}
+# Folders of the grader package that never ship (in an installed wheel the shipped curriculum
+# and the templates live inside it; the released course and the templates are written apart).
+NOT_SHIPPED = {"__pycache__", "curriculum", "templates"}
+RELEASED_COURSE = "curriculum"  # the release's grader/curriculum: its default course
 DISTRIBUTION = "torchgrade-student"
 
 
@@ -75,8 +73,9 @@ class Release:
 
 def build_release(out: Path, *, exercises: list[str] | None = None,
                   force: bool = False) -> Release:
-    """Build the student release of `exercises` (default: all) into `out`, then scan it.
-    Raises ReleaseError if `out` is not empty (unless `force`) or the scan finds a leak."""
+    """Build the student release of `exercises` (default: all) of the active course into `out`,
+    then scan it. Raises ReleaseError if `out` is not empty (unless `force`) or the scan finds a
+    leak."""
     if student_release() is not None:
         raise ReleaseError("this torchgrade is itself a student release: build releases from "
                            "the full package")
@@ -89,19 +88,22 @@ def build_release(out: Path, *, exercises: list[str] | None = None,
     out.mkdir(parents=True, exist_ok=True)
     release = Release(out=out, exercises=exercises)
 
+    course = active_course()
     _copy_grader(out / "grader")
+    released = out / "grader" / RELEASED_COURSE
     visible = [f for f in check_files(exercises) if visibility_of_file(f) == "visible"]
-    helpers = check_helpers(visible)
-    _copy_checks(out / "grader" / "checks", visible, helpers)
-    _placeholder_checks(out / "grader" / "checks", exercises, visible)
-    _prune_probes(out / "grader")
-    release.recorded = _record(out / "grader" / "checks" / RECORDED_DIR, exercises,
-                               {h for h in helpers if h.endswith(SUFFIX)})
+    helpers = check_helpers(visible, course.checks_dir)
+    _copy_checks(released / "checks", visible, helpers, course.checks_dir)
+    _placeholder_checks(released / "checks", exercises, visible)
+    _prune_probes(out / "grader", released / "checks")
+    release.recorded = _record(released / "checks" / RECORDED_DIR, exercises,
+                               {h for h in helpers if h.endswith(SUFFIX)}, course)
     checks = collect_checks(exercises)
     hidden = public_hidden([c for c in checks if c.info.visibility == "hidden"])
     release.hidden = len(hidden)
-    _write_catalogue(out / "grader" / "course",
-                     {c.id for c in checks if c.info.visibility == "visible"})
+    _write_catalogue(released, {c.id for c in checks if c.info.visibility == "visible"})
+    _write_course_file(released, course, exercises)
+    _copy_stubs(released / "exercises", exercises)
     info = StudentRelease(version=grader.__version__, built_at=datetime.now(timezone.utc),
                           exercises=exercises, hidden=hidden, recorded_with=versions())
     (out / "grader" / RELEASE_FILE.name).write_text(info.model_dump_json(indent=2) + "\n",
@@ -153,15 +155,15 @@ def _copy_grader(target: Path) -> None:
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
 
-def check_helpers(files: list[Path], checks_dir: Path = CHECKS_DIR) -> set[str]:
-    """The modules of grader.checks that `files` import, directly or through each other.
+def check_helpers(files: list[Path], checks_dir: Path) -> set[str]:
+    """The helper modules of `checks_dir` that `files` import, directly or through each other.
     Raises ReleaseError if they reach a check file or a `*_hidden` helper (hidden checks' own
-    inputs and verifiers: `grader/checks/__init__.py`)."""
+    inputs and verifiers: `curriculum/README.md`)."""
     seen: set[str] = set()
     todo = list(files)
     while todo:
         path = todo.pop()
-        for name in _imported_checks_modules(path):
+        for name in _imported_top_level(path):
             module = checks_dir / f"{name}.py"
             if name in seen or not module.is_file():
                 continue
@@ -178,37 +180,36 @@ def check_helpers(files: list[Path], checks_dir: Path = CHECKS_DIR) -> set[str]:
     return seen
 
 
-def _imported_checks_modules(path: Path) -> set[str]:
+def _imported_top_level(path: Path) -> set[str]:
+    """The top-level module names `path` imports (a check's helpers are imported by plain
+    name, the checks folder being first on sys.path)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        names: list[str] = []
         if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                base = "grader.checks" + (f".{base}" if base else "")
-            names = [base] + [f"{base}.{a.name}" for a in node.names]
-        found |= {n.split(".")[2] for n in names if n.startswith("grader.checks.")}
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
     return found
 
 
-def _copy_checks(target: Path, visible: list[Path], helpers: set[str]) -> None:
+def _copy_checks(target: Path, visible: list[Path], helpers: set[str], checks_dir: Path) -> None:
+    """The visible checks and the helpers they import, but no reference module (the release
+    replays what they returned: `grader.checking.recorded`)."""
     target.mkdir(parents=True)
-    for name in ("pytest.ini", "conftest.py"):
-        if (CHECKS_DIR / name).is_file():
-            shutil.copy2(CHECKS_DIR / name, target / name)
+    if (checks_dir / "conftest.py").is_file():
+        shutil.copy2(checks_dir / "conftest.py", target / "conftest.py")
     for path in visible:
         shutil.copy2(path, target / path.name)
     for name in sorted(helpers):
         if not name.endswith(SUFFIX):
-            shutil.copy2(CHECKS_DIR / f"{name}.py", target / f"{name}.py")
-    init = (CHECKS_DIR / "__init__.py").read_text(encoding="utf-8")
-    init += ("\n# Student release: the grader-side reference modules are not here; the values the"
-             "\n# visible checks need from them were recorded when the release was built.\n"
-             "from grader.release.replay import install as _install_recorded  # noqa: E402\n\n"
-             "_install_recorded(__name__, __path__)\n")
-    (target / "__init__.py").write_text(init, encoding="utf-8")
+            shutil.copy2(checks_dir / f"{name}.py", target / f"{name}.py")
+
+
+def _write_course_file(target: Path, course: Course, exercises: list[str]) -> None:
+    (target / COURSE_FILE).write_text(
+        f"# The released course (built by `torchgrade release`): this release's default course."
+        f"\nname = {json.dumps(course.name, ensure_ascii=False)}\n"
+        f"exercises = {json.dumps(exercises)}\n", encoding="utf-8")
 
 
 def _placeholder_checks(target: Path, exercises: list[str], visible: list[Path]) -> None:
@@ -223,7 +224,7 @@ def _placeholder_checks(target: Path, exercises: list[str], visible: list[Path])
                 'is graded\n(`torchgrade check` lists them by title)."""\n', encoding="utf-8")
 
 
-def _prune_probes(grader_dir: Path) -> None:
+def _prune_probes(grader_dir: Path, checks_dir: Path) -> None:
     """Leave out the probe modules no shipped check needs. A probe runs in the worker, so the
     visible checks' probes ship (they hold instrumentation, no answers); but a probe only hidden
     checks call (a bug hunt's harness, say) may hold a fixed copy of the code a student must
@@ -237,7 +238,7 @@ def _prune_probes(grader_dir: Path) -> None:
             text)}
 
     needed = set()
-    for path in (grader_dir / "checks").glob("*.py"):
+    for path in checks_dir.glob("*.py"):
         needed |= named_in(path.read_text(encoding="utf-8"))
     todo = list(needed)
     while todo:
@@ -249,13 +250,15 @@ def _prune_probes(grader_dir: Path) -> None:
             path.unlink()
 
 
-def _record(target: Path, exercises: list[str], needed: set[str]) -> dict[str, int]:
+def _record(target: Path, exercises: list[str], needed: set[str],
+            course: Course) -> dict[str, int]:
     """Record, in a fresh process, what the reference modules return to the visible checks."""
     if not needed:
         return {}
     scratch = target.parent / ".recording"
     command = [sys.executable, "-m", "grader.release.replay", str(scratch), *exercises]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=1800,
+                          env={**os.environ, ENV: str(course.root)})
     if proc.returncode != 0:
         raise ReleaseError("recording the reference values failed:\n" + proc.stderr[-3000:])
     counts = {}
@@ -295,10 +298,9 @@ def student_catalogue(data: dict, visible_ids: set[str]) -> dict:
 
 
 def _write_catalogue(target: Path, visible_ids: set[str]) -> None:
-    source = GRADER_DIR / "course" / "faults.toml"
-    if not source.is_file():
-        return
-    data = student_catalogue(tomllib.loads(source.read_text(encoding="utf-8")), visible_ids)
+    from grader.course.faults import load
+
+    data = student_catalogue(load().model_dump(mode="json"), visible_ids)
     text = ("# The fault catalogue of this release (see grader/course/faults.py): the faults "
             "the visible checks can\n# detect. Generated by `torchgrade release`.\n\n"
             + toml_text(data))
@@ -372,8 +374,9 @@ def _dependencies() -> list[str]:
 
 
 def _write_project(out: Path, exercises: list[str]) -> None:
-    packages = sorted(".".join(p.parent.relative_to(out).parts)
-                      for p in (out / "grader").rglob("__init__.py"))
+    packages = sorted([".".join(p.parent.relative_to(out).parts)
+                       for p in (out / "grader").rglob("__init__.py")]
+                      + [f"grader.{RELEASED_COURSE}"])
     deps = "".join(f"    {json.dumps(d)},\n" for d in _dependencies())
     (out / "pyproject.toml").write_text(f'''# The student release of \
 torchgrade {grader.__version__}, built by `torchgrade release`.
@@ -402,8 +405,9 @@ packages = {json.dumps(packages)}
 
 [tool.setuptools.package-data]
 "grader" = ["*.json"]
-"grader.course" = ["*.toml"]
-"grader.checks" = ["pytest.ini", "{RECORDED_DIR}/*.json"]
+"grader.checking" = ["*.ini"]
+"grader.curriculum" = ["*.toml", "exercises/*.py", "exercises/*/*.py", "checks/*.py",
+                       "checks/{RECORDED_DIR}/*.json"]
 "grader.templates" = ["*"]
 ''', encoding="utf-8")
     torch_version = versions()["torch"].split("+")[0]

@@ -3,12 +3,12 @@
 `secrets()` lists, from the full package, what must never reach a student:
 
 - **solutions**: the body of every function, method and class of every reference solution
-  (`grader.solutions`, subfolders included), unless a stub has the same code (a bug hunt's
+  (the course's `solutions/`, subfolders included), unless a stub has the same code (a bug hunt's
   stub is its solution with faults injected: what they share is no secret);
-- **references**: the bodies of the grader-side reference modules (`grader/checks/*_reference.py`)
+- **references**: the bodies of the grader-side reference modules (`checks/*_reference.py`)
   and their distinctive statements (those found in no file a release ships by design);
 - **hidden checks**: every hidden check's function name and id, the bodies of the functions in
-  hidden check files and in the helpers only they use (`grader/checks/*_hidden.py`), and their
+  hidden check files and in the helpers only they use (`checks/*_hidden.py`), and their
   distinctive statements (a hidden check's inputs and values).
 
 Bodies and statements shorter than `MIN_WORDS` words are left out: `return a.T` is no secret
@@ -171,13 +171,14 @@ def _is_docstring(node: ast.stmt) -> bool:
 
 
 def secrets() -> list[Secret]:
-    """Everything a student release must not contain, from the full package."""
-    from grader.release.notebooks import exercises_root, solutions_root
-    from grader.course.registry import CHECKS_DIR, visibility_of_file
-    from grader.release.replay import SUFFIX
+    """Everything a student release of the active course must not contain."""
+    from grader.checking.recorded import SUFFIX
+    from grader.course.folder import active_course
+    from grader.course.registry import visibility_of_file
 
-    exercises, solutions = exercises_root(), solutions_root()
-    public = _public_corpus(exercises, CHECKS_DIR)
+    course = active_course()
+    exercises, solutions, checks_dir = course.exercises_dir, course.solutions_dir, course.checks_dir
+    public = _public_corpus(exercises, checks_dir)
     found: list[Secret] = []
     # Code a stub has ships anyway: a bug hunt's stub is its solution with faults injected, and
     # one bug hunt's correct function may be another's faulty one. (Whether that hands one bug
@@ -190,16 +191,16 @@ def secrets() -> list[Secret]:
         rel = path.relative_to(solutions)
         found += _body_secrets("solution", f"solutions/{rel.as_posix()}",
                                path.read_text(encoding="utf-8"), exclude=stub_words)
-    for path in sorted(CHECKS_DIR.glob(f"*{SUFFIX}.py")):
+    for path in sorted(checks_dir.glob(f"*{SUFFIX}.py")):
         source = path.read_text(encoding="utf-8")
-        found += _body_secrets("reference", f"grader/checks/{path.name}", source)
-        found += _statement_secrets("reference", f"grader/checks/{path.name}", source, public)
+        found += _body_secrets("reference", f"checks/{path.name}", source)
+        found += _statement_secrets("reference", f"checks/{path.name}", source, public)
     # Hidden check files and the helpers only they may import (`*_hidden.py`: their inputs).
-    for path in sorted(CHECKS_DIR.glob("*.py")):
+    for path in sorted(checks_dir.glob("*.py")):
         if visibility_of_file(path) != "hidden":
             continue
         source = path.read_text(encoding="utf-8")
-        origin = f"grader/checks/{path.name}"
+        origin = f"checks/{path.name}"
         found += _body_secrets("hidden check", origin, source)
         found += _statement_secrets("hidden check", origin, source, public)
     found += _hidden_names(public)
@@ -252,18 +253,16 @@ def _hidden_names(public: str) -> list[Secret]:
 def _public_corpus(exercises: Path, checks_dir: Path) -> str:
     """Words of what a release ships by design: stubs, visible checks, their helpers, probes,
     the grader's own modules. A statement found there is no hidden check's secret."""
+    import grader
+    from grader.checking.recorded import SUFFIX
     from grader.course.registry import visibility_of_file
-    from grader.release.replay import SUFFIX
 
-    grader_dir = checks_dir.parent
+    grader_dir = Path(grader.__file__).resolve().parent
     texts = [p.read_text(encoding="utf-8") for p in sorted(exercises.rglob("*.py"))]
-    for path in sorted(grader_dir.rglob("*.py")):
-        rel = path.relative_to(grader_dir).parts
-        if rel[0] in ("samples", "solutions", "exercises") or path.stem.endswith(SUFFIX):
-            continue
-        if rel[0] == "checks" and visibility_of_file(path) == "hidden":
-            continue
-        texts.append(path.read_text(encoding="utf-8"))
+    texts += [p.read_text(encoding="utf-8") for p in sorted(grader_dir.rglob("*.py"))
+              if "curriculum" not in p.relative_to(grader_dir).parts]
+    texts += [p.read_text(encoding="utf-8") for p in sorted(checks_dir.glob("*.py"))
+              if visibility_of_file(p) != "hidden" and not p.stem.endswith(SUFFIX)]
     return SEP.join(joined(words(without_comments(t))) for t in texts)
 
 

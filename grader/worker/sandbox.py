@@ -167,7 +167,8 @@ def view_binds(scratch_root: str,
     return binds
 
 
-PRIVATE = ("/dev", "/proc", "/tmp", "/dev/shm")  # fresh in every view: nothing of the host's
+PRIVATE = ("/dev", "/proc", "/tmp", "/dev/shm")
+COURSE_ENV = "TORCHGRADE_COURSE"  # grader.course.folder.ENV (a later stage: not imported here)  # fresh in every view: nothing of the host's
 
 
 def view_spec(binds: list[tuple[str, str, str]], hidden: list[str]) -> dict[str, list[str]]:
@@ -184,12 +185,15 @@ def view_spec(binds: list[tuple[str, str, str]], hidden: list[str]) -> dict[str,
 def must_not_see(extra=()) -> list[str]:
     """Paths no worker may see, wherever and however the grader was started: its current
     directory, every existing path on its command line (SUBMISSIONS, OUT, an assignment), the
-    torchgrade source tree (checks, solutions, tests), PYTHONPATH and sys.path entries outside
+    torchgrade source tree (checks, solutions, tests), the course folder, PYTHONPATH and sys.path entries outside
     the Python installation, and `extra`. The zygote's self-test proves each of them absent from
     a worker's view (`grader.worker.view`)."""
     package = Path(grader.__file__).resolve().parent
     installation = [Path(d) for d in _python_dirs() + list(SYSTEM_DIRS)]
-    strict = {os.getcwd(), str(package / "checks"), *map(str, extra)}
+    # The course being graded: the installed curriculum, and the one `--course DIR` or
+    # TORCHGRADE_COURSE chose (its solutions and hidden checks).
+    strict = {os.getcwd(), str(package / "curriculum"), *map(str, extra)}
+    strict |= {os.environ[COURSE_ENV]} if os.environ.get(COURSE_ENV) else set()
     if not _inside(package, installation):
         strict.add(str(package.parent))  # a source checkout: solutions/, tests/, ...
     for arg in sys.argv[1:]:
