@@ -70,7 +70,7 @@ def generate(target: Path, n: int, exercises: list[str], seed: int = 5) -> dict[
                 source, label = solution, "solution"
             else:
                 mutant = rng.choice(mutants)
-                source, label = mutant.apply(solution), mutant.name
+                source, label = mutant.source(), mutant.name
             relpath = (bughunt.student_path(exercise) if exercise.startswith(bughunt.PREFIX)
                        else f"{exercise}.py")
             (folder / relpath).parent.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,7 @@ def make_class(repo: Path, dest: Path) -> None:
         for m in mutants_of(ex):
             p = dest / f"{ex}__{m.name}" / rel
             p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(m.apply(sol.read_text()))
+            p.write_text(m.source())
     for s in sorted((repo / "grader" / "samples").iterdir()):
         if s.is_dir() and not s.name.startswith("__"):
             shutil.copytree(s, dest / f"sample__{s.name}")

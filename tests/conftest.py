@@ -17,8 +17,9 @@ from grader.worker.client import Zygote
 os.environ.setdefault("TORCHGRADE_STRICT_EVIDENCE", "1")
 
 REPO = Path(__file__).resolve().parents[1]
-SOLUTIONS = REPO / "solutions"
-EXERCISES = REPO / "exercises"
+SOLUTIONS = REPO / "curriculum" / "solutions"
+EXERCISES = REPO / "curriculum" / "exercises"
+CHECKS_DIR = REPO / "curriculum" / "checks"
 
 # The fast tier's guard: a test marked `fast` that starts a sandbox fails (tests/fast_tier.py).
 from fast_tier import pytest_runtest_call, pytest_runtest_setup  # noqa: E402, F401

@@ -42,7 +42,7 @@ def torchgrade(*args, timeout=600, **kwargs):
 
 
 def mutant(name: str) -> str:
-    return MUTANTS[name].apply(SOLUTION)
+    return MUTANTS[name].source()
 
 
 def write_class(root: Path, sources: dict[str, str | None]) -> Path:
@@ -107,7 +107,7 @@ def test_one_session_grades_every_exercise_like_fresh_sessions(tmp_path, zygote)
         wrong = next((m for m in mutants_of(exercise) if not m.name.startswith("correct_")), None)
         if wrong is not None:
             students[f"wrong_{exercise}"] = {**solutions,
-                                             exercise: wrong.apply(solutions[exercise])}
+                                             exercise: wrong.source()}
     for student, files in students.items():
         (tmp_path / student).mkdir()
         for exercise, source in files.items():

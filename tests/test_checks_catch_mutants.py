@@ -75,7 +75,7 @@ def test_bughunt_stub_fails_exactly_its_seeded_faults(grade_files, exercise):
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[f"{m.exercise}:{m.name}" for m in MUTANTS])
 def test_mutant_fails_exactly_its_checks(grade_files, mutant):
-    source = mutant.apply(solution(mutant.exercise))
+    source = mutant.source()
     result = grade_files({f"{mutant.exercise}.py": source}, exercises=[mutant.exercise])
     assert not_passed(result) == set(mutant.fails), failures(result)
     named = {d for c in result.checks if c.status != "passed" for d in c.diagnoses}

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import CHECKS_DIR
 from grader import evidence
 from grader.evidence import KEYS, E
 from grader.models import CheckResult
@@ -34,10 +35,10 @@ READERS = ("scoring/diagnose.py", "outputs/plots.py", "outputs/report.py")
 
 
 def sources() -> list[Path]:
-    """Every module of the grader (checks, probes, worker included) but the declaration and
-    the demo class's submissions (student code, one of them does not even parse)."""
-    return sorted(p for p in GRADER.rglob("*.py") if p.name != "evidence.py"
-                  and "samples" not in p.relative_to(GRADER).parts)
+    """Every module of the grader (probes, worker included) but the declaration, and the
+    shipped curriculum's checks."""
+    return sorted([p for p in GRADER.rglob("*.py") if p.name != "evidence.py"]
+                  + list(CHECKS_DIR.glob("*.py")))
 
 
 def _literal_keys(node: ast.AST, module: ast.Module) -> list[str] | None:

@@ -169,7 +169,7 @@ def test_fault_is_caught_and_diagnosed(grade_copy, grade_files, fault_id):
         hidden += [scored] if checks[scored] == "hidden" else []
     for mutant in module_mutants(fault_id):
         solution = (SOLUTIONS / f"{mutant.exercise}.py").read_text()
-        result = grade_files({f"{mutant.exercise}.py": mutant.apply(solution)},
+        result = grade_files({f"{mutant.exercise}.py": mutant.source()},
                              exercises=[mutant.exercise])
         named = [c.id for c in result.checks if c.status != "passed"
                  and c.id in fault.detected_by and fault_id in c.diagnoses]

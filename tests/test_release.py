@@ -30,7 +30,8 @@ try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
-from grader.course.registry import CHECKS_DIR, known_exercises
+from grader.course.registry import known_exercises
+from conftest import CHECKS_DIR
 from grader.checking.selection import collect_checks
 from mutants import mutants_of
 
@@ -335,7 +336,7 @@ def test_release_gives_the_full_graders_visible_verdicts_on_every_mutant(
     for exercise in sorted(recorded):
         solution = (SOLUTIONS / f"{exercise}.py").read_text()
         submissions = {f"solution-{exercise}": (solution, set())}
-        submissions |= {f"{exercise}-{m.name}": (m.apply(solution), set(m.fails) & visible)
+        submissions |= {f"{exercise}-{m.name}": (m.source(), set(m.fails) & visible)
                         for m in mutants_of(exercise)}
         submissions |= {f"style-{p.stem}": (p.read_text(), set())
                         for p in STYLES.glob(f"{exercise}__*.py")}

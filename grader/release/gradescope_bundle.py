@@ -3,7 +3,8 @@
 
 The bundle (`build_bundle`) is a zip with `setup.sh` (installs torch 2.13.0, CPU build, and the
 torchgrade wheel shipped in the zip), `run_autograder` (grades `/autograder/submission` and writes
-`/autograder/results/results.json`) and the assignment file. Each submission is graded in its own
+`/autograder/results/results.json`), the assignment file and the course graded with (`course/`:
+its course.toml, faults.toml, stubs, solutions and checks). Each submission is graded in its own
 Gradescope container: that is how a course grows beyond one machine without a scheduler of ours.
 `TORCHGRADE_AUTOGRADER_ROOT` (default `/autograder`) and `TORCHGRADE_PYTHON` let a test run the
 bundle's `run_autograder` against a fake tree with an already installed torchgrade.
@@ -21,6 +22,7 @@ import zipfile
 from pathlib import Path
 
 import grader
+from grader.course.folder import Course, active_course
 from grader.outputs.gradescope import ROOT_VARIABLE
 
 TORCH_REQUIREMENT = "torch==2.13.0"
@@ -51,7 +53,7 @@ set -euo pipefail
 ROOT="${{{root_variable}:-/autograder}}"
 PYTHON="${{TORCHGRADE_PYTHON:-$ROOT/venv/bin/python}}"
 exec "$PYTHON" -m grader.cli gradescope-run --root "$ROOT" \\
-    --assignment "$ROOT/source/assignment.toml"
+    --assignment "$ROOT/source/assignment.toml" --course "$ROOT/source/course"
 """
 
 
@@ -106,6 +108,21 @@ def repack_installed_wheel(target: Path) -> Path:
     return wheel
 
 
+# What of a course grading needs: not its sample class or its mutants.
+COURSE_PARTS = ("course.toml", "faults.toml", "exercises", "solutions", "checks")
+
+
+def course_files(course: Course) -> list[tuple[Path, str]]:
+    """(file, name in the zip) of the course the bundle grades with, under `course/`."""
+    out = []
+    for part in COURSE_PARTS:
+        top = course.root / part
+        files = [top] if top.is_file() else sorted(top.rglob("*")) if top.is_dir() else []
+        out += [(f, f"course/{f.relative_to(course.root).as_posix()}") for f in files
+                if f.is_file() and "__pycache__" not in f.parts]
+    return out
+
+
 def build_bundle(out: Path, *, name: str, exercises: list[tuple[str, float | None]]) -> Path:
     """Write `out/<name>-gradescope-autograder.zip` and return its path."""
     out = Path(out)
@@ -128,5 +145,7 @@ def build_bundle(out: Path, *, name: str, exercises: list[tuple[str, float | Non
                 info.compress_type = zipfile.ZIP_DEFLATED
                 z.writestr(info, text)
             z.write(wheel, f"wheels/{wheel.name}")
+            for path, name in course_files(active_course()):
+                z.write(path, name)
         os.replace(partial, zip_path)
     return zip_path
