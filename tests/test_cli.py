@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from conftest import EXERCISES, REPO, SOLUTIONS
+from conftest import CHECKS_DIR, EXERCISES, REPO, SOLUTIONS
 from grader.outputs.writing import read_json
 from grader.models import SubmissionResult
 
@@ -174,14 +174,14 @@ def test_demo_grades_the_bundled_class(tmp_path):
 
 def test_pytest_runs_the_checks_directly(tmp_path):
     results = tmp_path / "r.json"
-    proc = subprocess.run([sys.executable, "-m", "pytest", str(REPO / "grader" / "checks"),
+    proc = subprocess.run([sys.executable, "-m", "pytest", str(CHECKS_DIR),
                            "--submission", str(SOLUTIONS), "--results-json", str(results), "-q"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert "torchgrade:" in proc.stdout
     result = read_json(results)
     assert result.score == result.max_score > 0
-    stub = subprocess.run([sys.executable, "-m", "pytest", str(REPO / "grader" / "checks"),
+    stub = subprocess.run([sys.executable, "-m", "pytest", str(CHECKS_DIR),
                            "--submission", str(EXERCISES), "-q"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert stub.returncode == 1 and "not implemented yet" in stub.stdout

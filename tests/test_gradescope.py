@@ -150,7 +150,7 @@ def test_bundle_holds_setup_run_autograder_and_this_torchgrade(bundle):
     assert "torch==2.13.0" in requirements.splitlines()
     assert "whl/cpu" in requirements  # the CPU build, not PyPI's CUDA one
     assert "pip install -r requirements.txt" in setup and "wheels/torchgrade-" in setup
-    assert "grader/checks/test_strides_broadcasting_hidden.py" in wheel_names
+    assert "grader/curriculum/checks/test_strides_broadcasting_hidden.py" in wheel_names
     assert "grader/templates/report.html.j2" in wheel_names
 
 

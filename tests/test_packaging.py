@@ -27,14 +27,20 @@ def test_wheel_ships_package_data(installed):
     names = set(zipfile.ZipFile(wheel).namelist())
     for required in ("grader/templates/report.html.j2", "grader/templates/style.css",
                      "grader/worker/zygote.py", "grader/probes/tracing.py",
-                     "grader/checks/pytest.ini", "grader/checks/test_strides_broadcasting.py",
-                     "grader/exercises/strides_broadcasting.py",
-                     "grader/solutions/strides_broadcasting.py",
-                     "grader/samples/cleo_mistakes/strides_broadcasting.py",
+                     "grader/checking/checks.ini",
+                     # the shipped curriculum, a course folder
+                     "grader/curriculum/course.toml", "grader/curriculum/exercises/__init__.py",
+                     "grader/curriculum/checks/test_strides_broadcasting.py",
+                     "grader/curriculum/exercises/strides_broadcasting.py",
+                     "grader/curriculum/solutions/strides_broadcasting.py",
+                     "grader/curriculum/samples/cleo_mistakes/strides_broadcasting.py",
+                     "grader/curriculum/mutants/parameters/mlp_final_layer_created_in_forward.py",
                      # bug hunts: the catalogue, both versions of each script, their checks
-                     "grader/course/faults.toml", "grader/exercises/bughunt/regression.py",
-                     "grader/solutions/bughunt/regression.py", "grader/probes/bughunt.py",
-                     "grader/checks/test_bughunt_regression_hidden.py"):
+                     "grader/curriculum/faults.toml",
+                     "grader/curriculum/exercises/bughunt/regression.py",
+                     "grader/curriculum/solutions/bughunt/regression.py",
+                     "grader/probes/bughunt.py",
+                     "grader/curriculum/checks/test_bughunt_regression_hidden.py"):
         assert required in names, required
     assert not any(n.startswith(("tests/", "grader/tests/")) for n in names)
 

@@ -65,25 +65,27 @@ def torchgrade(env, *args, cwd, timeout=900):
 def test_release_holds_what_a_student_needs(student_release):
     files = files_of(student_release)
     for required in ("README.md", "pyproject.toml", "constraints.txt",
-                     "grader/checks/pytest.ini", "grader/student_release.json",
+                     "grader/curriculum/course.toml", "grader/checking/checks.ini",
+                     "grader/student_release.json",
                      "grader/templates/report.html.j2", "grader/worker/zygote.py",
                      "grader/cli.py", "grader/jupyter/__init__.py", "grader/jupyter/server.py"):
         assert required in files, required
     for exercise in ALL:
         stub = stub_path(exercise).relative_to(EXERCISES).as_posix()  # bug hunts: a subfolder
         assert f"exercises/{stub}" in files and f"notebooks/{exercise}.ipynb" in files
-        assert f"grader/checks/test_{exercise}.py" in files  # empty if all its checks are hidden
+        assert f"grader/curriculum/checks/test_{exercise}.py" in files  # empty if all hidden
         assert (student_release / "exercises" / stub).read_text() == \
             stub_path(exercise).read_text()
-    # The helper modules the visible checks import (grader/checks/__init__.py: cases and
+    # The helper modules the visible checks import (curriculum/README.md: cases and
     # verifiers), and the recorded reference values.
-    helpers = {f"grader/checks/{m}_{role}.py" for role in ("cases", "verify")
+    checks = "grader/curriculum/checks"
+    helpers = {f"{checks}/{m}_{role}.py" for role in ("cases", "verify")
                for m in ("strides_broadcasting", "manual_backward", "parameters", "training_loops")}
-    helpers |= {f"grader/checks/bughunt_{name}_cases.py"
+    helpers |= {f"{checks}/bughunt_{name}_cases.py"
                 for name in ("classifier", "finetune", "pipeline", "regression")}
-    assert helpers | {"grader/checks/bughunt_visible.py",
-                      "grader/checks/recorded/training_loops_reference.json",
-                      "grader/checks/recorded/parameters_reference.json"} <= files
+    assert helpers | {f"{checks}/bughunt_visible.py",
+                      f"{checks}/recorded/training_loops_reference.json",
+                      f"{checks}/recorded/parameters_reference.json"} <= files
 
 
 def test_release_holds_nothing_grader_only(student_release):
@@ -94,10 +96,11 @@ def test_release_holds_nothing_grader_only(student_release):
     # Probes only hidden checks call stay out (tracing counts the steps of pairwise_sq_dists
     # for a hidden check).
     assert "grader/probes/tracing.py" not in files
-    catalogue = tomllib.loads((student_release / "grader" / "course" / "faults.toml").read_text())
+    catalogue = tomllib.loads((student_release / "grader" / "curriculum" / "faults.toml")
+                              .read_text())
     assert set(catalogue) == {"fault"} and catalogue["fault"]
     assert all(set(f) <= set(STUDENT_FAULT_FIELDS) for f in catalogue["fault"])
-    shipped_checks = {Path(f).name for f in files if f.startswith("grader/checks/")}
+    shipped_checks = {Path(f).name for f in files if f.startswith("grader/curriculum/checks/")}
     assert not any(name.endswith(("_hidden.py", "_reference.py")) for name in shipped_checks)
 
 
@@ -106,16 +109,16 @@ def test_visible_checks_may_not_reach_hidden_helpers_or_other_check_files(tmp_pa
     imports it (directly or through another helper) fails the build, as one that imports a
     check file does; the real visible checks reach only shipped helpers."""
     (tmp_path / "m_cases_hidden.py").write_text("SECRET_INPUT = 42\n")
-    (tmp_path / "m_verify.py").write_text("from grader.checks import m_cases_hidden\n")
+    (tmp_path / "m_verify.py").write_text("import m_cases_hidden\n")
     (tmp_path / "test_m_hidden.py").write_text("\n")
-    for source in ("from grader.checks.m_cases_hidden import SECRET_INPUT\n",
-                   "from grader.checks.m_verify import *\n",
-                   "from . import test_m_hidden\n"):
+    for source in ("from m_cases_hidden import SECRET_INPUT\n",
+                   "from m_verify import *\n",
+                   "import test_m_hidden\n"):
         (tmp_path / "test_m.py").write_text(source)
         with pytest.raises(ReleaseError, match="m_cases_hidden|check file test_m_hidden"):
             check_helpers([tmp_path / "test_m.py"], checks_dir=tmp_path)
     visible = sorted(p for p in CHECKS_DIR.glob("test_*.py") if not p.stem.endswith("_hidden"))
-    shipped = check_helpers(visible)
+    shipped = check_helpers(visible, CHECKS_DIR)
     assert "training_loops_verify" in shipped and "training_loops_reference" in shipped
     assert not [name for name in shipped if name.endswith("_hidden")]
 
@@ -128,7 +131,7 @@ def test_hidden_helpers_are_scanned_as_hidden_checks(all_secrets):
         kinds.setdefault(secret.origin.partition(":")[0], set()).add(secret.kind)
     for helper in ("training_loops_cases_hidden", "parameters_verify_hidden",
                    "bughunt_finetune_cases_hidden", "bughunt_finetune_verify_hidden"):
-        assert kinds.get(f"grader/checks/{helper}.py") == {"hidden check"}, helper
+        assert kinds.get(f"checks/{helper}.py") == {"hidden check"}, helper
 
 
 def test_release_describes_hidden_checks_by_title_only(student_release, checks):
@@ -222,7 +225,7 @@ def test_no_value_a_hidden_check_uses_is_shipped(student_release, tmp_path):
     with inputs of their own), and nothing the visible checks did not call."""
     subprocess.run([sys.executable, "-m", "grader.release.replay", "--hidden", str(tmp_path), *ALL],
                    check=True, capture_output=True, timeout=1800)
-    recorded = student_release / "grader" / "checks" / "recorded"
+    recorded = student_release / "grader" / "curriculum" / "checks" / "recorded"
     assert sorted(recorded.glob("*.json"))
     for path in sorted(recorded.glob("*.json")):
         shipped = set(json.loads(path.read_text())["calls"])
@@ -312,7 +315,7 @@ def test_a_check_whose_values_were_not_recorded_says_it_runs_at_grading(
     site = Path(installed_release["PYTHONPATH"])
     broken = tmp_path / "site"
     shutil.copytree(site, broken)
-    path = broken / "grader" / "checks" / "recorded" / "training_loops_reference.json"
+    path = broken / "grader" / "curriculum" / "checks" / "recorded" / "training_loops_reference.json"
     data = json.loads(path.read_text())
     data["calls"] = {}
     path.write_text(json.dumps(data))

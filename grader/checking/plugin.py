@@ -7,7 +7,7 @@ Two plugin objects take part in a grading session:
 - `ResultCollector` turns each check's report into a `CheckResult` (status from the exception
   the check ended with); like pytest's junitxml, it writes only once, at the end.
 
-`pytest grader/checks --submission PATH` registers both from the command line (this module is a
+`pytest COURSE/checks --submission PATH` registers both from the command line (this module is a
 `pytest11` entry point; `grader.commands.pytest_results` writes `--results-json` at the end);
 `grader.running.runner.run_checks` passes them in directly.
 """
@@ -237,6 +237,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if not Path(path).exists():
         raise pytest.UsageError(f"--submission {path}: no such file or folder")
+    from grader.course.folder import active_course
+
+    prepare_checks(active_course().checks_dir)
     submission = load_submission(Path(path), exercises=known_exercises(),
                                  student=config.getoption("student"))
     session = GradingSession(submission)
