@@ -21,23 +21,17 @@ VOLATILE = {"grading_s", "checks_s", "duration_s", "graded_at", "fingerprint", "
 
 
 def make_class(repo: Path, dest: Path) -> None:
-    sys.path.insert(0, str(repo / "tests"))
-    from mutants import mutants_of
-    sols = repo / "solutions"
-    for f in sorted((repo / "tests" / "mutants").glob("*.py")):
-        ex = f.stem
-        if ex == "__init__":
-            continue
-        if ex.startswith("bughunt_"):
-            hunt = ex.removeprefix("bughunt_")
-            rel, sol = f"bughunt/{hunt}.py", sols / "bughunt" / f"{hunt}.py"
-        else:
-            rel, sol = f"{ex}.py", sols / f"{ex}.py"
-        for m in mutants_of(ex):
-            p = dest / f"{ex}__{m.name}" / rel
+    """Every declared mutant of the course in `repo/curriculum` (one student each) and its
+    sample class."""
+    from grader.course.folder import load_course
+
+    course = load_course(repo / "curriculum")
+    for ex in course.exercises:
+        for m in course.mutants(ex):
+            p = dest / f"{ex}__{m.name}" / course.student_file(ex)
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text(m.source())
-    for s in sorted((repo / "grader" / "samples").iterdir()):
+    for s in sorted(course.samples_dir.iterdir()):
         if s.is_dir() and not s.name.startswith("__"):
             shutil.copytree(s, dest / f"sample__{s.name}")
 

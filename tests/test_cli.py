@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from conftest import CHECKS_DIR, EXERCISES, REPO, SOLUTIONS
+from conftest import CHECKS_DIR, EXERCISES, SOLUTIONS
 from grader.outputs.writing import read_json
 from grader.models import SubmissionResult
 

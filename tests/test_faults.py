@@ -168,7 +168,6 @@ def test_fault_is_caught_and_diagnosed(grade_copy, grade_files, fault_id):
         assert result.score == 0 and result.max_score == failing[scored].max_points
         hidden += [scored] if checks[scored] == "hidden" else []
     for mutant in module_mutants(fault_id):
-        solution = (SOLUTIONS / f"{mutant.exercise}.py").read_text()
         result = grade_files({f"{mutant.exercise}.py": mutant.source()},
                              exercises=[mutant.exercise])
         named = [c.id for c in result.checks if c.status != "passed"

@@ -315,7 +315,8 @@ def test_a_check_whose_values_were_not_recorded_says_it_runs_at_grading(
     site = Path(installed_release["PYTHONPATH"])
     broken = tmp_path / "site"
     shutil.copytree(site, broken)
-    path = broken / "grader" / "curriculum" / "checks" / "recorded" / "training_loops_reference.json"
+    path = (broken / "grader" / "curriculum" / "checks" / "recorded"
+            / "training_loops_reference.json")
     data = json.loads(path.read_text())
     data["calls"] = {}
     path.write_text(json.dumps(data))

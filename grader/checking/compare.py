@@ -21,15 +21,20 @@ class CheckFailure(AssertionError):
 
     def __init__(self, message: str, *, call: str | None = None, expected: str | None = None,
                  got: str | None = None, hint: str | None = None,
-                 evidence: dict[str, Any] | None = None):
+                 evidence: dict[str, Any] | None = None, fault: str | None = None):
         text = message if not hint else f"{message}\nHint: {hint}"
         super().__init__(text)
         self.call, self.expected, self.got, self.hint = call, expected, got, hint
+        # A catalogued fault (the course's faults.toml) this failure is known to mean: the
+        # report shows its symptom, cause and fix, as far as the check's `reveal` allows.
+        self.fault = fault
         # Plain facts the check measured (JSON-able): what diagnoses and report plots read.
         self.evidence = dict(evidence or {})
 
 
 def fail(message: str, **fields) -> NoReturn:
+    """Fail the check with `message` (what the student reads); `fields` are CheckFailure's:
+    call, expected, got, hint, evidence, fault."""
     raise CheckFailure(message, **fields)
 
 

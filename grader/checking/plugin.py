@@ -197,7 +197,8 @@ def make_result(item: pytest.Item, call: pytest.CallInfo, output: str) -> CheckR
     if isinstance(exc, CheckFailure):
         return CheckResult(status="failed", message=str(exc), call=exc.call,
                            expected=exc.expected, got=exc.got, hint=exc.hint,
-                           evidence=exc.evidence, **fields)
+                           evidence=exc.evidence, diagnoses=[exc.fault] if exc.fault else [],
+                           **fields)
     if isinstance(exc, StudentError):
         return CheckResult(status=exc.status, reason=exc.reason, message=str(exc),
                            call=exc.call, **fields)

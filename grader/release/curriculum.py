@@ -3,8 +3,8 @@
 Every word of the contract lives in `exercises/`: the general rules in the package's docstring,
 each exercise's concept in its module docstring, and the contract of each function or class in
 its signature and docstring; the bug hunts' common rules in `exercises/bughunt/__init__.py`, and
-the pitfalls the fault catalogue promises in `grader/course/faults.toml` (`pitfalls`). This module
-only gathers them, in curriculum order (`grader.course.registry.CURRICULUM_ORDER`):
+the pitfalls the fault catalogue promises in the course's `faults.toml` (`pitfalls`). This module
+only gathers them, in course order (`exercises` of `course.toml`):
 
     python -m grader.release.curriculum > CURRICULUM.md
 
@@ -93,7 +93,7 @@ def pitfalls_section() -> list[str]:
     lines = [f"- `{fid}`: {escape_markdown(faults[fid].title) if fid in faults else '(missing)'}"
              for fid in load().pitfalls]
     return ["", PITFALLS_HEADING, "",
-            ("The fault catalogue (`grader/course/faults.toml`, its `pitfalls` list) holds "
+            ("The fault catalogue (`curriculum/faults.toml`, its `pitfalls` list) holds "
              "at least these faults:"), "", *lines]
 
 

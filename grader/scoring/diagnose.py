@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from grader.course.faults import catalogue
 from grader.evidence import E, Key
 from grader.models import CheckResult, SubmissionResult
 
@@ -38,8 +39,13 @@ def rule(fault_id: str) -> Callable[[Rule], Rule]:
 def diagnose(result: SubmissionResult) -> SubmissionResult:
     """`result` with the diagnoses of every check that did not pass filled in (in place; the
     same object is returned). Passed checks get none."""
+    known = catalogue()
     for check in result.checks:
-        check.diagnoses = [] if check.status == "passed" else diagnose_check(check)
+        # A check may name the fault it found itself (`fail(..., fault=ID)`): kept when the
+        # course's catalogue has it, before what the rules find.
+        named = [f for f in check.diagnoses if f in known]
+        check.diagnoses = [] if check.status == "passed" else \
+            list(dict.fromkeys(named + diagnose_check(check)))
     return result
 
 

@@ -167,8 +167,8 @@ def view_binds(scratch_root: str,
     return binds
 
 
-PRIVATE = ("/dev", "/proc", "/tmp", "/dev/shm")
-COURSE_ENV = "TORCHGRADE_COURSE"  # grader.course.folder.ENV (a later stage: not imported here)  # fresh in every view: nothing of the host's
+PRIVATE = ("/dev", "/proc", "/tmp", "/dev/shm")  # fresh in every view: nothing of the host's
+COURSE_ENV = "TORCHGRADE_COURSE"  # grader.course.folder.ENV (a later stage: not imported here)
 
 
 def view_spec(binds: list[tuple[str, str, str]], hidden: list[str]) -> dict[str, list[str]]:
@@ -185,8 +185,9 @@ def view_spec(binds: list[tuple[str, str, str]], hidden: list[str]) -> dict[str,
 def must_not_see(extra=()) -> list[str]:
     """Paths no worker may see, wherever and however the grader was started: its current
     directory, every existing path on its command line (SUBMISSIONS, OUT, an assignment), the
-    torchgrade source tree (checks, solutions, tests), the course folder, PYTHONPATH and sys.path entries outside
-    the Python installation, and `extra`. The zygote's self-test proves each of them absent from
+    torchgrade source tree (checks, solutions, tests), the course folder, PYTHONPATH and
+    sys.path entries outside the Python installation, and `extra`. The zygote's self-test
+    proves each of them absent from
     a worker's view (`grader.worker.view`)."""
     package = Path(grader.__file__).resolve().parent
     installation = [Path(d) for d in _python_dirs() + list(SYSTEM_DIRS)]
