@@ -7,7 +7,7 @@ a fix written differently passes and a "fix" that deletes the feature (the valid
 schedule, the normalisation, dropout, BatchNorm ...) fails. Records come from the probes in
 `grader/probes/bughunt.py`; each probe runs once per submission and its record is shared by the
 checks that read it (`shared`). References come from the fixed scripts
-(`grader.solutions.bughunt.*`), run here in the grader.
+(the course's `solutions/bughunt/*.py`), run here in the grader.
 
 Messages describe what was observed (the symptom and the evidence), not the cause: the
 diagnoses that `grader.scoring.diagnose` attaches say as much about the cause as each check's
@@ -37,7 +37,6 @@ diagnoses that `grader.scoring.diagnose` attaches say as much about the cause as
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import math
 import weakref
@@ -50,6 +49,7 @@ import torch.nn.functional as F
 
 from grader.checking.compare import CheckFailure, fail, short
 from grader.checking.student import StudentError, StudentRaised
+from grader.course.folder import solution_module
 
 TIMEOUT = 30  # seconds per call: a worker's first optimizer imports torch._dynamo (seconds)
 REVEAL: Final = "symptom"
@@ -81,7 +81,7 @@ def shared(sub, key: str, compute: Callable[[], Any]) -> Any:
 
 def reference(name: str):
     """The fixed script `solutions/bughunt/<name>.py` (grader side only)."""
-    return importlib.import_module(f"grader.solutions.bughunt.{name}")
+    return solution_module(f"bughunt_{name}")
 
 
 def require(sub, *names: str, call: str) -> None:

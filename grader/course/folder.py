@@ -15,9 +15,11 @@ one for a whole command (`use_course`); everything that needs "the course" asks
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import sys
+import types
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -256,6 +258,29 @@ def course_option(value: str | None) -> Course:
 
 
 # --------------------------------------------------------------------------- importing checks
+
+_solutions: dict[Path, types.ModuleType] = {}
+
+
+def solution_module(exercise: str) -> types.ModuleType:
+    """The active course's reference solution of `exercise`, imported in the grader (once per
+    file): for hidden checks that compute expected values with it. A release has no solutions,
+    so a visible check must not call this."""
+    course = active_course()
+    path = course.solution(exercise).resolve()
+    if path not in _solutions:
+        if not path.is_file():
+            raise CourseError(f"{exercise}: no reference solution at {path}")
+        name = f"torchgrade_solution_{exercise}_{abs(hash(path)):x}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        # Registered before it runs: dataclasses and pickling look their module up by name.
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        _solutions[path] = module
+    return _solutions[path]
+
 
 def import_checks_from(checks_dir: Path) -> None:
     """Make the helpers of `checks_dir` importable by plain name (`from m_cases import X`), as
