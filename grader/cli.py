@@ -101,6 +101,12 @@ def build_parser() -> Parser:
                    help="assignment.toml (default: every exercise at its declared points)")
     p.add_argument("--exercises", metavar="A,B", type=_names, help="exercise modules to grade")
 
+    p = sub.add_parser("new-exercise", help="scaffold an exercise in a course folder: stub, "
+                       "solution, visible and hidden check, mutants (creates course.toml)")
+    p.add_argument("name", metavar="NAME", help="the exercise: the module students hand in")
+    p.add_argument("--course", type=Path, metavar="DIR",
+                   help="the course folder (default: $TORCHGRADE_COURSE)")
+
     p = sub.add_parser("gradescope-run", help="(inside Gradescope) grade ROOT/submission, write "
                        "ROOT/results/results.json")
     p.add_argument("--root", type=Path, metavar="ROOT",
@@ -147,6 +153,7 @@ COMMANDS: dict[str, str] = {
     "solution": "grader.commands.solution:main",
     "gradescope-bundle": "grader.commands.gradescope:main_bundle",
     "gradescope-run": "grader.commands.gradescope:main_run",
+    "new-exercise": "grader.commands.new_exercise:main",
 }
 
 
