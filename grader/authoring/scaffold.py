@@ -292,8 +292,8 @@ def _append(text: str, name: str) -> str | None:
         insert = item
     elif before == ",":
         multiline = "\n" in text[found.end():close]
-        line_start = text.rfind("\n", 0, last) + 1
-        indent = re.match(r"[ \t]*", text[line_start:]).group()
+        line = text[text.rfind("\n", 0, last) + 1:last]
+        indent = line[:len(line) - len(line.lstrip(" \t"))]  # the last element's line's
         insert = f"\n{indent}{item}," if multiline else f" {item},"
     else:
         insert = f", {item}"

@@ -29,8 +29,14 @@ class CheckFailure(AssertionError):
         self.evidence = dict(evidence or {})
 
 
-def fail(message: str, **fields) -> NoReturn:
-    raise CheckFailure(message, **fields)
+def fail(message: str, *, call: str | None = None, expected: str | None = None,
+         got: str | None = None, hint: str | None = None,
+         evidence: dict[str, Any] | None = None) -> NoReturn:
+    """Fail the check: `message` (then "Hint: `hint`") is what the student reads; `call`,
+    `expected` and `got` are short texts a report shows beside it; `evidence` see
+    `CheckFailure`."""
+    raise CheckFailure(message, call=call, expected=expected, got=got, hint=hint,
+                       evidence=evidence)
 
 
 # --------------------------------------------------------------------------- formatting
