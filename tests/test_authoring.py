@@ -253,3 +253,19 @@ def test_course_toml_that_cannot_be_edited_safely_is_refused():
     # A list this reading does not follow (a multi-line string in it): by hand.
     with pytest.raises(UsageError, match="add it by hand"):
         add_exercise('exercises = ["""a"""]\n', "new")
+
+
+def test_the_student_release_ships_no_authoring_tools(student_release):
+    """`grader.authoring` is for instructors: its scaffold's templates hold a whole exercise
+    with its solution and hidden check (a course made with it would leak them), and the
+    release's `new-exercise` says it is not part of the release."""
+    import subprocess
+    import sys
+
+    assert (student_release / "grader" / "api.py").exists()  # checks import `from grader`
+    assert not (student_release / "grader" / "authoring").exists()
+    proc = subprocess.run([sys.executable, "-m", "grader", "new-exercise", "x", "--course",
+                           str(student_release.parent / "c")], cwd=student_release,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "not part of the student release" in proc.stderr
+    assert not (student_release.parent / "c").exists()

@@ -7,8 +7,13 @@ import argparse
 import os
 from pathlib import Path
 
-from grader.authoring.scaffold import Scaffold, new_exercise
+from typing import TYPE_CHECKING
+
+from grader.commands.common import full_package_only
 from grader.errors import UsageError
+
+if TYPE_CHECKING:
+    from grader.authoring.scaffold import Scaffold
 
 COURSE_ENV = "TORCHGRADE_COURSE"
 
@@ -33,6 +38,9 @@ def summary(made: Scaffold, name: str) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    full_package_only("new-exercise")  # a student release ships no grader.authoring
+    from grader.authoring.scaffold import new_exercise
+
     made = new_exercise(args.name, course_folder(args.course))
     print(summary(made, args.name))
     return 0

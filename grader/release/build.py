@@ -53,8 +53,11 @@ except ModuleNotFoundError:  # Python 3.10
 
 GRADER_DIR = Path(grader.__file__).resolve().parent
 # Folders of the grader package that never ship (in an installed wheel the stubs, solutions
-# and templates live inside it; stubs and templates are copied separately).
-NOT_SHIPPED = {"__pycache__", "samples", "solutions", "exercises", "templates", "checks"}
+# and templates live inside it; stubs and templates are copied separately). `authoring`
+# (new-exercise, verify) is for instructors only, and its scaffold's templates hold a whole
+# exercise with its solution and hidden check: a course made with it would leak them.
+NOT_SHIPPED = {"__pycache__", "samples", "solutions", "exercises", "templates", "checks",
+               "authoring"}
 DISTRIBUTION = "torchgrade-student"
 
 
