@@ -103,14 +103,25 @@ def build_parser() -> Parser:
                    help="assignment.toml (default: every exercise at its declared points)")
     p.add_argument("--exercises", metavar="A,B", type=_names, help="exercise modules to grade")
 
+    p = sub.add_parser("new-exercise", help="scaffold an exercise in a course folder: stub, "
+                       "solution, visible and hidden check, mutants (creates course.toml)")
+    p.add_argument("name", metavar="NAME", help="the exercise: the module students hand in")
+    p.add_argument("--course", type=Path, metavar="DIR",
+                   help="the course folder (default: $TORCHGRADE_COURSE)")
+
     p = sub.add_parser("gradescope-run", help="(inside Gradescope) grade ROOT/submission, write "
                        "ROOT/results/results.json")
     p.add_argument("--root", type=Path, metavar="ROOT",
                    help="default: $TORCHGRADE_AUTOGRADER_ROOT or /autograder")
     p.add_argument("--assignment", type=Path, metavar="FILE")
-    for command in sub.choices.values():
-        _course(command)
+    for name, command in sub.choices.items():
+        if name not in WRITES_A_COURSE:
+            _course(command)
     return parser
+
+
+# Commands that make a course folder rather than read one: their own --course, loaded by them.
+WRITES_A_COURSE = {"new-exercise"}
 
 
 def _positive_int(text: str) -> int:
@@ -157,6 +168,7 @@ COMMANDS: dict[str, str] = {
     "solution": "grader.commands.solution:main",
     "gradescope-bundle": "grader.commands.gradescope:main_bundle",
     "gradescope-run": "grader.commands.gradescope:main_run",
+    "new-exercise": "grader.commands.new_exercise:main",
 }
 
 
@@ -165,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     module, function = COMMANDS[args.command].split(":")
     try:
-        course_option(args.course)
+        if args.command not in WRITES_A_COURSE:
+            course_option(args.course)
         return getattr(importlib.import_module(module), function)(args)
     except UsageError as exc:
         print(f"torchgrade: error: {exc}", file=sys.stderr)

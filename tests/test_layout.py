@@ -18,12 +18,14 @@ STAGES = [
      "grader.probes"),  # foundations: the types between stages, the sandbox
     ("grader.course",),     # what is graded: exercises, checks registry, fault catalogue
     ("grader.intake",),     # submissions found, read, fingerprinted; assignments
-    ("grader.checking",),   # the checks' plugin, student proxy, comparisons, selection
+    ("grader.checking", "grader.api"),  # the checks' plugin, student proxy, comparisons,
+                            # selection; the check authors' API (`from grader import check`)
     ("grader.checks",),     # the checks themselves
     ("grader.running",),    # one submission, a batch, the pool
     ("grader.scoring",),    # results assembled, diagnosed, weighted
     ("grader.outputs",),    # results.json, reports, index, terminal, exports
     ("grader.release",),    # what instructors hand out
+    ("grader.authoring",),  # what helps instructors write a course (new-exercise, verify)
     ("grader.commands",),   # one module per command
     ("grader.cli", "grader.jupyter", "grader.__main__"),  # entry points
 ]
@@ -71,10 +73,20 @@ def imports(name: str, path: Path, known: set[str]) -> set[str]:
     return found
 
 
+# Imports allowed up the floor plan, each with why. Only one: `grader/__init__.py` re-exports
+# the check authors' API (`from grader import check`) by importing `grader.api` inside its
+# PEP 562 `__getattr__`, on first use of one of those names; `import grader` (which the worker
+# parent does before forking student workers) loads nothing of the later stages.
+# `test_the_lazy_reexport_stays_lazy` proves that import is inside that function only.
+LAZY_REEXPORTS = {("grader", "grader.api")}
+
+
 @pytest.fixture(scope="module")
 def graph() -> dict[str, set[str]]:
+    """Who imports whom, the allowed lazy re-exports left out."""
     mods = modules()
-    return {name: imports(name, path, set(mods)) for name, path in mods.items()}
+    return {name: {t for t in imports(name, path, set(mods)) if (name, t) not in LAZY_REEXPORTS}
+            for name, path in mods.items()}
 
 
 def test_every_module_is_in_a_stage(graph):
@@ -113,3 +125,17 @@ def test_the_floor_plan_catches_an_arrow_back_up():
     assert stage_of("grader.course.registry") < stage_of("grader.intake.submission")
     with pytest.raises(AssertionError, match="no stage"):
         stage_of("grader.somewhere_new")
+
+
+def test_the_lazy_reexport_stays_lazy():
+    """`grader/__init__.py` imports no module at its top level (beyond the standard library's)
+    and imports `grader.api` only inside `__getattr__`: the exception above is exactly that."""
+    path = GRADER / "__init__.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert top == [], "grader/__init__.py imports at its top level"
+    known = set(modules())
+    assert imports("grader", path, known) == {"grader.api"}
+    lazy = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "__getattr__")
+    inside = [n for n in ast.walk(lazy) if isinstance(n, ast.ImportFrom)]
+    assert [(n.module, [a.name for a in n.names]) for n in inside] == [("grader", ["api"])]

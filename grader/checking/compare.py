@@ -32,10 +32,15 @@ class CheckFailure(AssertionError):
         self.evidence = dict(evidence or {})
 
 
-def fail(message: str, **fields) -> NoReturn:
-    """Fail the check with `message` (what the student reads); `fields` are CheckFailure's:
-    call, expected, got, hint, evidence, fault."""
-    raise CheckFailure(message, **fields)
+def fail(message: str, *, call: str | None = None, expected: str | None = None,
+         got: str | None = None, hint: str | None = None,
+         evidence: dict[str, Any] | None = None, fault: str | None = None) -> NoReturn:
+    """Fail the check: `message` (then "Hint: `hint`") is what the student reads; `call`,
+    `expected` and `got` are short texts a report shows beside it; `evidence` see
+    `CheckFailure`; `fault` the id of a catalogued fault (the course's faults.toml) this
+    failure means, shown with its symptom, cause and fix as far as the check reveals."""
+    raise CheckFailure(message, call=call, expected=expected, got=got, hint=hint,
+                       evidence=evidence, fault=fault)
 
 
 # --------------------------------------------------------------------------- formatting

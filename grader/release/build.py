@@ -51,7 +51,9 @@ from grader.checking.selection import PendingCheck, collect_checks, counts_befor
 GRADER_DIR = Path(grader.__file__).resolve().parent
 # Folders of the grader package that never ship (in an installed wheel the shipped curriculum
 # and the templates live inside it; the released course and the templates are written apart).
-NOT_SHIPPED = {"__pycache__", "curriculum", "templates"}
+# `authoring` (new-exercise, verify) is for instructors only, and its scaffold's templates hold
+# a whole exercise with its solution and hidden check: a course made with it would leak them.
+NOT_SHIPPED = {"__pycache__", "curriculum", "templates", "authoring"}
 RELEASED_COURSE = "curriculum"  # the release's grader/curriculum: its default course
 DISTRIBUTION = "torchgrade-student"
 

@@ -1,0 +1,1 @@
+"""Tools for course authors: scaffolding an exercise (`new-exercise`), proving its checks."""

@@ -1,0 +1,240 @@
+"""Course folders (grader/course/folder.py): a course is loaded, validated with one clear line,
+graded, released and diagnosed like the shipped curriculum, and two courses never mix."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.course import faults
+from grader.course.folder import (CourseError, active_course, default_course, import_checks_from,
+                                  load_course, use_course)
+
+STUB = '''"""Scaling: the exercise of a tiny course."""
+
+
+def scale(x, factor):
+    """Return `x` times `factor`, elementwise (x: a numpy array).
+
+    >>> scale(np.array([1.0, 2.0]), 3.0)
+    array([3., 6.])
+    """
+    raise NotImplementedError
+'''
+SOLUTION = '''"""Scaling: reference solution."""
+
+
+def scale(x, factor):
+    return x * factor
+'''
+VISIBLE = '''"""Visible checks of scale."""
+
+import numpy as np
+from scale_cases import CASES
+
+from grader import check, expect_array, fail
+
+
+@check(points=2, targets="scale", visibility="visible")
+def test_scale_values(sub):
+    """scale multiplies every element"""
+    for x, factor in CASES:
+        got = sub.call("scale", x, factor)
+        if isinstance(got, np.ndarray) and got.shape == x.shape and factor == 0 and got.any():
+            fail("scale(x, 0) should be all zeros", fault="scale-ignores-zero")
+        expect_array(got, x * factor, call=f"scale(x, {factor})")
+'''
+HIDDEN = '''"""Hidden checks of scale."""
+
+import numpy as np
+
+from grader import check, expect_array
+
+
+@check(points=1, targets="scale")
+def test_scale_negative(sub):
+    """scale handles a negative factor"""
+    x = np.arange(4.0)
+    expect_array(sub.call("scale", x, -2.0), x * -2.0, call="scale(x, -2.0)")
+'''
+CASES = '''import numpy as np
+
+CASES = [(np.arange(3.0), 2.0), (np.ones((2, 2)), 0.5), (np.arange(3.0), 0.0)]
+'''
+FAULTS = '''[[fault]]
+id = "scale-ignores-zero"
+title = "A zero factor is ignored"
+symptom = "scale(x, 0) returns x"
+cause = "an `if factor:` guard"
+fix = "multiply whatever the factor"
+exercises = ["scale"]
+detected_by = ["scale.scale_values"]
+'''
+
+
+def write_course(root: Path, name: str = "Tiny") -> Path:
+    files = {"course.toml": f'name = "{name}"\nexercises = ["scale"]\n',
+             "exercises/scale.py": STUB, "solutions/scale.py": SOLUTION,
+             "checks/test_scale.py": VISIBLE, "checks/test_scale_hidden.py": HIDDEN,
+             "checks/scale_cases.py": CASES, "faults.toml": FAULTS,
+             "mutants/scale/ignores_zero.py": "# must fail: scale_values\n"
+             "def scale(x, factor):\n    return x * factor if factor else x\n"}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+@pytest.fixture
+def course_dir(tmp_path):
+    return write_course(tmp_path / "tiny")
+
+
+@pytest.fixture(autouse=True)
+def back_to_default():
+    yield
+    use_course(None)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+@pytest.mark.fast
+def test_a_course_folder_is_loaded(course_dir):
+    course = load_course(course_dir)
+    assert course.name == "Tiny" and course.exercises == ("scale",)
+    assert course.stub("scale").read_text() == STUB
+    assert [m.name for m in course.mutants("scale")] == ["ignores_zero"]
+    assert course.mutants("scale")[0].fails == {"scale.scale_values"}
+    assert [f.name for f in course.check_files()] == ["test_scale.py", "test_scale_hidden.py"]
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("problem, files, says", [
+    ("missing", {}, "not a course folder"),
+    ("bad toml", {"course.toml": "name = \n"}, "not valid TOML"),
+    ("no exercises", {"course.toml": 'name = "x"\n'}, "exercises"),
+    ("bad name", {"course.toml": 'name = "x"\nexercises = ["Not-A-Name"]\n'}, "Python names"),
+    ("unknown key", {"course.toml": 'name = "x"\nexercises = ["a"]\nexercize = 1\n'},
+     "exercize"),
+])
+def test_a_broken_course_gets_one_clear_line(tmp_path, problem, files, says):
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text)
+    with pytest.raises(CourseError, match=says) as info:
+        load_course(tmp_path)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.fast
+def test_a_mutant_must_say_what_it_fails(course_dir):
+    (course_dir / "mutants" / "scale" / "silent.py").write_text("def scale(x, f):\n    return x\n")
+    with pytest.raises(CourseError, match="must fail"):
+        load_course(course_dir).mutants("scale")
+
+
+@pytest.mark.fast
+def test_the_shipped_curriculum_is_a_course_folder():
+    course = default_course()
+    assert course.exercises[0] == "strides_broadcasting" and len(course.exercises) == 8
+    for exercise in course.exercises:
+        assert course.stub(exercise).is_file() and course.solution(exercise).is_file()
+        assert course.mutants(exercise), exercise
+
+
+@pytest.mark.fast
+def test_a_course_inherits_the_shipped_faults_and_adds_its_own(course_dir):
+    use_course(load_course(course_dir))
+    catalogue = faults.catalogue()
+    assert "scale-ignores-zero" in catalogue and "grad-not-zeroed" in catalogue
+    assert not catalogue["grad-not-zeroed"].inject  # the shipped bug hunts are not its own
+    assert faults.bughunts() == {}
+    use_course(None)
+    assert "scale-ignores-zero" not in faults.catalogue()
+
+
+@pytest.mark.fast
+def test_helpers_of_two_courses_never_mix(tmp_path):
+    for name, value in (("one", 1), ("two", 2)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "shared_cases.py").write_text(f"VALUE = {value}\n")
+    seen = []
+    for name in ("one", "two", "one"):
+        import_checks_from(tmp_path / name)
+        import shared_cases  # noqa: PLC0415 - the point: a plain-name import, as checks do
+
+        seen.append(shared_cases.VALUE)
+        del shared_cases
+    assert seen == [1, 2, 1]
+    import_checks_from(default_course().checks_dir)
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def torchgrade(*args, cwd: Path, env: dict | None = None, timeout: float = 600):
+    return subprocess.run([sys.executable, "-m", "grader", *map(str, args)], cwd=cwd,
+                          env={**os.environ, **(env or {})}, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.mark.slow
+def test_grade_check_and_release_with_a_course(course_dir, tmp_path):
+    cls = tmp_path / "class"
+    for student, source in (("ada", SOLUTION), ("ben", STUB),
+                            ("cy", "def scale(x, factor):\n    return x * factor if factor "
+                                   "else x\n")):
+        (cls / student).mkdir(parents=True)
+        (cls / student / "scale.py").write_text(source)
+    proc = torchgrade("grade", cls, "--out", tmp_path / "out", "--course", course_dir, "-j", "1",
+                      cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = {s: json.loads((tmp_path / "out" / s / "results.json").read_text())
+               for s in ("ada", "ben", "cy")}
+    assert results["ada"]["score"] == results["ada"]["max_score"] == 3
+    assert results["ben"]["score"] == 0
+    cy = {c["id"]: c for c in results["cy"]["checks"]}
+    assert cy["scale.scale_values"]["status"] == "failed"
+    assert cy["scale.scale_values"]["diagnoses"] == ["scale-ignores-zero"]
+    assert "A zero factor is ignored" in (tmp_path / "out" / "cy" / "report.html").read_text()
+
+    # The same course through TORCHGRADE_COURSE, from a student's point of view.
+    checked = torchgrade("check", cls / "ada" / "scale.py", cwd=tmp_path,
+                         env={"TORCHGRADE_COURSE": str(course_dir)})
+    assert checked.returncode == 0 and "2 / 2" in checked.stdout, checked.stdout[-2000:]
+
+    release = tmp_path / "release"
+    built = torchgrade("release", "--out", release, "--course", course_dir, cwd=tmp_path)
+    assert built.returncode == 0, built.stderr[-2000:]
+    shipped = {p.relative_to(release).as_posix() for p in release.rglob("*") if p.is_file()}
+    assert "grader/curriculum/checks/test_scale.py" in shipped
+    assert "grader/curriculum/checks/scale_cases.py" in shipped
+    assert "exercises/scale.py" in shipped
+    assert not [f for f in shipped if "solutions" in f or "_hidden" in f or "mutants" in f]
+    assert "scale_negative" not in "".join(
+        (release / f).read_text(errors="replace") for f in shipped if not f.endswith(".whl"))
+    # The release's own default course is the released one.
+    student = torchgrade("check", cls / "ada" / "scale.py", cwd=release,
+                         env={"TORCHGRADE_COURSE": ""})
+    assert student.returncode == 0 and "2 / 2" in student.stdout, student.stdout[-2000:]
+
+
+@pytest.mark.slow
+def test_an_unknown_course_is_a_usage_error(tmp_path):
+    proc = torchgrade("grade", tmp_path, "--out", tmp_path / "o", "--course", tmp_path / "none",
+                      cwd=tmp_path)
+    assert proc.returncode == 2 and "not a course folder" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.fast
+def test_active_course_follows_the_environment(course_dir, monkeypatch):
+    monkeypatch.setenv("TORCHGRADE_COURSE", str(course_dir))
+    assert active_course().name == "Tiny"
+    monkeypatch.delenv("TORCHGRADE_COURSE")
+    assert active_course() == default_course()
