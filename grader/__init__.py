@@ -18,6 +18,7 @@ __all__ = [
     "expect_unchanged", "as_int_tuple", "as_bool",
     "format_call", "short",
     "StudentError", "StudentModule",
+    "solution_module",
 ]
 
 

@@ -18,6 +18,7 @@ from grader.checking.compare import (CheckFailure, as_bool, as_int_tuple, expect
                                      expect_equal, expect_no_view, expect_type, expect_unchanged,
                                      expect_view, fail, format_call, short)
 from grader.checking.student import StudentError, StudentModule
+from grader.course.folder import solution_module
 from grader.course.registry import check
 
 # The public names, in the order the author's guide documents them.
@@ -28,4 +29,5 @@ __all__ = [
     "expect_unchanged", "as_int_tuple", "as_bool",
     "format_call", "short",
     "StudentError", "StudentModule",
+    "solution_module",
 ]

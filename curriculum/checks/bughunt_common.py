@@ -47,9 +47,8 @@ from typing import Any, Final
 import torch
 import torch.nn.functional as F
 
-from grader.checking.compare import CheckFailure, fail, short
-from grader.checking.student import StudentError, StudentRaised
-from grader.course.folder import solution_module
+from grader import CheckFailure, StudentError, fail, short, solution_module
+from grader.checking.student import StudentRaised
 
 TIMEOUT = 30  # seconds per call: a worker's first optimizer imports torch._dynamo (seconds)
 REVEAL: Final = "symptom"

@@ -23,8 +23,7 @@ from typing import Any
 
 import torch
 
-from grader.checking.compare import CheckFailure, fail
-from grader.checking.student import StudentError
+from grader import CheckFailure, StudentError, fail
 
 # The checks carry 0 points (`@check(points=0)`): a bug hunt is worth its faults (2 points each).
 RUN_TIMEOUT = 60  # seconds for run(seed=0); the fixed scripts take 1-3 s on one loaded core

@@ -34,9 +34,10 @@ from manual_backward_cases import mirror_program, program_text
 from manual_backward_reference import (
     cross_entropy_reference, fit_linear_gd_reference, mlp_reference, mse_reference,
     softplus_reference)
-from grader.checking.compare import error_evidence, expect_array, fail, mismatch_report, short
+from grader.checking.compare import error_evidence, mismatch_report
+from grader import StudentError, expect_array, fail, short
 from grader.probes.manual_backward import SCALAR_FUNCTIONS, VECTOR_FUNCTIONS, describe_step
-from grader.checking.student import StudentError, StudentRaised
+from grader.checking.student import StudentRaised
 
 
 def as_number(got, *, call: str, what: str = "a float") -> float:

@@ -33,9 +33,9 @@ import torch
 
 import parameters_reference as reference
 from parameters_cases import norm_steps, seeded_normal
-from grader.checking.compare import CheckFailure, expect_array, fail, short
+from grader import CheckFailure, StudentError, expect_array, fail, short
 from grader.probes.parameters import build_case
-from grader.checking.student import StudentError, StudentRaised
+from grader.checking.student import StudentRaised
 
 
 REGISTER_HINT = ("assigning an nn.Module or nn.Parameter to an attribute registers it; a plain "

@@ -8,7 +8,7 @@ import torch
 from parameters_cases import seeded_normal
 from parameters_verify import (DROPOUT_HINT, MLP_HINT, REGISTER_HINT,
                                              expect_mlp_layers, mlp_label, probe)
-from grader.checking.compare import fail
+from grader import fail
 
 
 def dropout_case(sub, args, linears: list[tuple[torch.Tensor, torch.Tensor]], seed: int,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from bughunt_classifier_cases import CONTRACT
 from bughunt_visible import (RUN_TIMEOUT, verify_contract, verify_finite,
                                            verify_outputs, verify_runs)
-from grader.course.registry import check
+from grader import check
 
 
 @check(points=0, targets="run", visibility="visible", timeout=RUN_TIMEOUT, reveal="symptom")

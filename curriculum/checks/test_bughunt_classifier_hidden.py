@@ -21,7 +21,7 @@ from bughunt_common import (REVEAL, TIMEOUT, fail, reference, setup_record,
                                           verify_mixed_batches, verify_registration,
                                           verify_schedule, verify_training_mode,
                                           verify_validation_graph, verify_validation_mode)
-from grader.course.registry import check
+from grader import check
 
 
 @check(points=2, targets="train", timeout=TIMEOUT, reveal=REVEAL)

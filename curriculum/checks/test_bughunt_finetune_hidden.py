@@ -21,7 +21,7 @@ from bughunt_finetune_cases_hidden import (FINE_TUNED, FROZEN, LR_THRESHOLD, SET
                                                          SETUP_CALL, STEPS_CALL, TRAIN, TUNED)
 from bughunt_finetune_verify_hidden import (harness, reference_curve,
                                                           verify_group_rates)
-from grader.course.registry import check
+from grader import check
 
 
 @check(points=2, targets="train", timeout=TIMEOUT, reveal=REVEAL)

@@ -19,8 +19,7 @@ from bughunt_common import (REVEAL, TIMEOUT, fail, reference, require, setup_rec
                                           verify_validation_graph, verify_validation_mode)
 from bughunt_pipeline_cases_hidden import (PROBE_LABELS, PROBE_X, SETUP, SETUP_CALL,
                                                          TRAIN)
-from grader.checking.compare import expect_array
-from grader.course.registry import check
+from grader import check, expect_array
 
 
 @check(points=2, targets=["run", "fit_normalizer", "standardize"], timeout=TIMEOUT,

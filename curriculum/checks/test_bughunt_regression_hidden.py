@@ -20,8 +20,7 @@ from bughunt_common import (REVEAL, TIMEOUT, fail, probe, reference, require,
 from bughunt_regression_cases_hidden import (EVAL_BATCHES, EVAL_CALL, LR_THRESHOLD,
                                                            SETUP, SETUP_CALL, TRAIN)
 from bughunt_regression_verify_hidden import reference_curve
-from grader.checking.compare import expect_array
-from grader.course.registry import check
+from grader import check, expect_array
 from grader.checking.student import StudentRaised
 
 

@@ -20,8 +20,7 @@ from manual_backward_verify import (ATOL, NUMGRAD_ATOL, NUMGRAD_HINT, NUMGRAD_RT
                                                   compare_trajectory, expect_values,
                                                   numerical_gradient_call, record_descent_path,
                                                   softplus_call, vjp_call)
-from grader.checking.compare import short
-from grader.course.registry import check
+from grader import check, short
 
 
 @check(points=2, targets="mse_linear_grads", visibility="visible")

@@ -16,10 +16,9 @@ from manual_backward_verify import (ATOL, GD_HINT, NUMGRAD_ATOL, NUMGRAD_HINT,
                                                   check_value_program, compare_trajectory,
                                                   expect_python_float, expect_values,
                                                   numerical_gradient_call, softplus_call, vjp_call)
-from grader.checking.compare import expect_type, fail, short
+from grader import StudentError, check, expect_type, fail, short
 from grader.probes.manual_backward import SCALAR_FUNCTIONS
-from grader.course.registry import check
-from grader.checking.student import StudentError, StudentRaised
+from grader.checking.student import StudentRaised
 
 # --------------------------------------------------------------------------- mse_linear_grads
 

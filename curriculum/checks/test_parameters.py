@@ -15,8 +15,7 @@ from parameters_verify import (BUFFER_HINT, MLP_HINT, REGISTER_HINT, TIED_HINT,
                                              expect_mlp_layers, expect_output, mlp_label,
                                              mlp_reference, mlp_shapes, parameter_count, probe,
                                              run_count_cases, tied_reference)
-from grader.checking.compare import expect_array, fail
-from grader.course.registry import check
+from grader import check, expect_array, fail
 
 
 @check(points=2, targets="MLP", visibility="visible")

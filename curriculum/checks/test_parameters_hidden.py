@@ -16,8 +16,8 @@ from parameters_verify import (DROPOUT_HINT, MLP_HINT, NORM_HINT, REGISTER_HINT,
                                              mlp_label, mlp_reference, mlp_shapes, parameter_count,
                                              probe, run_count_cases, tied_reference)
 from parameters_verify_hidden import audit, dropout_case
-from grader.checking.compare import error_evidence, expect_array, fail
-from grader.course.registry import check
+from grader.checking.compare import error_evidence
+from grader import check, expect_array, fail
 
 # --------------------------------------------------------------------------- MLP
 

@@ -13,9 +13,8 @@ from strides_broadcasting_cases import DTYPES_BY_ITEMSIZE, random_shape, strided
 from strides_broadcasting_verify import (BROADCAST_HINT, CENTER_HINT, CONTIGUOUS_HINT,
                                                        PAIRWISE_HINT, STRIDE_HINT, TENSOR_HINT,
                                                        VIEW_HINT, WINDOW_HINT, record_shapes)
-from grader.checking.compare import (as_bool, as_int_tuple, expect_array, expect_equal,
-                                     expect_no_view, expect_type, expect_view, fail)
-from grader.course.registry import check
+from grader import (as_bool, as_int_tuple, check, expect_array, expect_equal, expect_no_view,
+                    expect_type, expect_view, fail)
 
 
 @check(points=2, targets="c_strides", visibility="visible")

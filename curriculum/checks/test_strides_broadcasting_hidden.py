@@ -13,9 +13,8 @@ from strides_broadcasting_verify import (BROADCAST_HINT, CENTER_HINT, CONTIGUOUS
                                                        PAIRWISE_HINT, STRIDE_HINT, TENSOR_HINT,
                                                        VIEW_HINT, WINDOW_HINT, record_shapes)
 from strides_broadcasting_verify_hidden import expect_no_loop_run_by_c_code
-from grader.checking.compare import (as_bool, as_int_tuple, expect_array, expect_equal,
-                                     expect_no_view, expect_view, fail)
-from grader.course.registry import check
+from grader import (as_bool, as_int_tuple, check, expect_array, expect_equal, expect_no_view,
+                    expect_view, fail)
 
 
 @check(points=1, targets="c_strides")

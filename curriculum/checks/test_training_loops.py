@@ -20,8 +20,7 @@ from training_loops_verify import (SEED_HINT, classifier_check, seeded_runs,
                                                  verify_evaluate_modes, verify_evaluate_values,
                                                  verify_fit, verify_train_epoch_loss,
                                                  verify_train_epoch_steps)
-from grader.checking.compare import fail
-from grader.course.registry import check
+from grader import check, fail
 
 
 @check(points=4, targets="train_epoch", visibility="visible")

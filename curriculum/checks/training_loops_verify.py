@@ -25,8 +25,9 @@ from training_loops_cases import (AccumulatedCase, CheckpointCase, EvaluateCase,
                                                 FitCase, TrainEpochCase, classifier_data,
                                                 describe_batches, describe_optimizer,
                                                 toy_batches)
-from grader.checking.compare import expect_type, fail, mismatch_report, short
-from grader.checking.student import StudentError, StudentRaised
+from grader.checking.compare import mismatch_report
+from grader import StudentError, expect_type, fail, short
+from grader.checking.student import StudentRaised
 
 
 # Correct styles land within 3e-8 of the reference weights (see the module docstring).
