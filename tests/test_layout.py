@@ -24,6 +24,7 @@ STAGES = [
     ("grader.scoring",),    # results assembled, diagnosed, weighted
     ("grader.outputs",),    # results.json, reports, index, terminal, exports
     ("grader.release",),    # what instructors hand out
+    ("grader.authoring",),  # what proves a course's checks: generated mutants, verify
     ("grader.commands",),   # one module per command
     ("grader.cli", "grader.jupyter", "grader.__main__"),  # entry points
 ]

@@ -40,6 +40,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import sys
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
@@ -104,6 +105,9 @@ class PoolSettings(BaseModel):
     variants: Any = Field(None, description="a grader.course.bughunt.VariantManifest, or None")
     submissions: Path | None = Field(None, description="the class folder: the zygote's start-up "
                                      "self-test proves that no worker can see it, nor `out`")
+    checks_dir: Path | None = Field(None, description="a course's checks/ (None: the shipped "
+                                    "checks); put first on sys.path, as a course's check files "
+                                    "import their helpers by plain name")
 
 
 # What a grading process tells the parent, in this order: its sandbox could not start, or it
@@ -184,9 +188,13 @@ def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None
         def finish(_submission: Submission, outcome: CheckRun | BaseException) -> None:
             conn.send(Graded(steps.finish(outcome, current[0], settings)))
 
+        extra = {}
+        if settings.checks_dir is not None:
+            sys.path.insert(0, str(settings.checks_dir))
+            extra["checks_dir"] = settings.checks_dir
         with zygote:
             grade_batch(submissions(), finish, exercises=settings.exercises,
-                        limits=settings.limits, zygote=zygote)
+                        limits=settings.limits, zygote=zygote, **extra)
             # Every worker is closed and the zygote has nothing left to do: its graceful exit
             # is an interpreter tearing down torch (about a second, which the run's last
             # grading process would add to every run). Its workers die with it anyway.
@@ -235,8 +243,10 @@ def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, steps: 
     if not pending:
         return []
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD + [f"grader.checks.{f.stem}"
-                                          for f in check_files(settings.exercises)])
+    # A course's own checks are imported by each grading process (by plain name, from its
+    # checks/): the fork server's sys.path is fixed when it starts.
+    shipped = [] if settings.checks_dir is not None else check_files(settings.exercises)
+    ctx.set_forkserver_preload(PRELOAD + [f"grader.checks.{f.stem}" for f in shipped])
     attempts: Counter[str] = Counter()
     results: list[SubmissionResult] = []
     slots: list[_Slot] = []       # grading, or ready to
