@@ -114,8 +114,9 @@ def build_parser() -> Parser:
     p.add_argument("--budget", type=_positive_float, metavar="SECONDS",
                    help="time for the whole run; generated mutants not graded by then are "
                         "skipped (the solution, stub and declared mutants always run)")
-    p.add_argument("--max-mutants", type=_positive_int, metavar="N",
-                   help="generated mutants per exercise at most (the same N every run)")
+    p.add_argument("--max-mutants", type=_count, metavar="N",
+                   help="generated mutants per exercise at most (the same N every run; 0: "
+                        "none)")
     p.add_argument("-j", "--jobs", type=_positive_int, metavar="N",
                    help="grading processes (default: one per core)")
     p.add_argument("--strict", action="store_true",
@@ -136,6 +137,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
     return value
 
 

@@ -20,7 +20,8 @@ Operators (their names are `GeneratedMutant.operator`):
     drop-statement  an augmented assignment, an in-place write (`out[i] = v`, `p.grad = None`),
                     a rebinding (`x = x.float()` after `x` was bound), `continue`, `break`,
                     `raise` removed; `return value` -> `return None`
-    swap-args       two neighbouring positional arguments of a call swapped
+    swap-args       two neighbouring positional arguments of a call swapped (not of
+                    `np.maximum` and other functions whose arguments commute)
     and-or          `and` <-> `or`
     not             `not x` -> `x`; the condition of an `if`, `while` or `x if c else y` negated
 
@@ -78,6 +79,10 @@ DIM_CALLS = {
     "unbind", "count_nonzero", "nanmean", "nansum", "average",
 }
 SILENT_CALLS = {"print"}  # dropping one changes no result: an equivalent mutant, always
+# Functions whose arguments commute: swapping them makes an equivalent mutant, always.
+SYMMETRIC_CALLS = {"maximum", "minimum", "fmax", "fmin", "add", "multiply", "hypot", "gcd",
+                   "lcm", "logical_and", "logical_or", "logical_xor", "bitwise_and",
+                   "bitwise_or", "bitwise_xor", "equal", "not_equal", "eq", "ne"}
 CLIP = 70  # characters of code a change shows on each side
 
 
@@ -124,7 +129,7 @@ def generate(source: str, *, filename: str) -> list[GeneratedMutant]:
         mutated = _apply(source, tree, edit)
         if mutated is None:
             continue
-        text, changed = mutated
+        text, changed, inserted = mutated
         if text in seen or not changed:
             continue
         seen.add(text)
@@ -134,8 +139,10 @@ def generate(source: str, *, filename: str) -> list[GeneratedMutant]:
         digest = hashlib.sha256("\0".join((*key, str(occurrences[key]))).encode()).hexdigest()
         line = edit.target.lineno
         place = "at module level" if qualname == "<module>" else f"in {qualname}"
-        new = f"`{_clip(edit.new)}`" if edit.new else "removed"
-        change = (f"`{_clip(edit.old)}` {'-> ' + new if edit.new else new} {place}")
+        # Shown as written: the original's text, and the text put in its place.
+        old = ast.get_source_segment(source, edit.target) or edit.old
+        new = f"-> `{_clip(inserted)}`" if edit.new else "removed"
+        change = f"`{_clip(old)}` {new} {place}"
         out.append(GeneratedMutant(
             id=f"g{digest[:10]}", operator=edit.operator, where=f"{filename}:{line}", line=line,
             change=change, before=_line(source, line), after=_line(text, line), source=text))
@@ -253,7 +260,8 @@ class _Walk:
                 self._dim_edit(arg, node, lambda n, new, i=i: _with(
                     n, args=[*n.args[:i], new, *n.args[i + 1:]]))
         positional = node.args
-        if not any(isinstance(a, ast.Starred) for a in positional) and name not in SILENT_CALLS:
+        if not any(isinstance(a, ast.Starred) for a in positional) and \
+                name not in SILENT_CALLS | SYMMETRIC_CALLS:
             for i in range(len(positional) - 1):
                 if ast.dump(positional[i]) != ast.dump(positional[i + 1]):
                     self._add("swap-args", node, lambda n, i=i: _with(
@@ -300,9 +308,9 @@ class _Walk:
 # --------------------------------------------------------------------------- applying edits
 
 
-def _apply(source: str, tree: ast.Module, edit: _Edit) -> tuple[str, bool] | None:
-    """The mutant's text, and whether its tree differs from the original's; None when it does
-    not compile. Only the top-level statement holding the edit is copied and compared (the
+def _apply(source: str, tree: ast.Module, edit: _Edit) -> tuple[str, bool, str] | None:
+    """The mutant's text, whether its tree differs from the original's, and the text that
+    replaced the node's; None when it does not compile. Only the top-level statement holding the edit is copied and compared (the
     text outside the edited node is the original's: a splice that changed how the rest
     parses changes the number of statements or this one's tree)."""
     k = next(i for i, s in enumerate(tree.body)
@@ -329,7 +337,7 @@ def _apply(source: str, tree: ast.Module, edit: _Edit) -> tuple[str, bool] | Non
                 parsed = ast.parse(spliced)
                 if len(parsed.body) == len(tree.body) and ast.dump(parsed.body[k]) == wanted:
                     compile(parsed, "<mutant>", "exec")
-                    return spliced, changed
+                    return spliced, changed, text
             except (SyntaxError, ValueError):
                 continue
         # The splice changed how the text parses: render the whole module instead.
@@ -337,7 +345,7 @@ def _apply(source: str, tree: ast.Module, edit: _Edit) -> tuple[str, bool] | Non
         try:
             whole = ast.unparse(ast.fix_missing_locations(module))
             compile(whole, "<mutant>", "exec")
-            return whole, changed
+            return whole, changed, new_text
         except (SyntaxError, ValueError, RecursionError):
             return None
 
