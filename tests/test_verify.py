@@ -125,6 +125,7 @@ def test_strict_makes_a_survivor_fatal_unless_marked_equivalent(tmp_path):
     generated = report["exercises"]["row_sums"]["generated_mutants"]
     assert generated["survivors"] == []
     assert [e["change"] for e in generated["equivalent"]] == [SURVIVOR]
+    assert generated["unmatched_equivalent"] == []
 
 
 def test_a_mutant_declared_wrongly_makes_verify_exit_1(tmp_path):

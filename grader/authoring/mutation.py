@@ -51,6 +51,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 OPERATORS = ("arithmetic", "constant", "comparison", "dims", "drop-call", "drop-statement",
              "swap-args", "and-or", "not")
@@ -107,8 +108,8 @@ class _Edit:
     """A change to one node: `target` is replaced by `make(copy_of_target)` in the tree."""
 
     operator: str
-    target: ast.AST
-    make: Callable[[ast.AST], ast.AST]
+    target: Any                            # an ast node with a position
+    make: Callable[..., Any]
     old: str
     new: str
 
@@ -214,7 +215,7 @@ class _Walk:
             for t in targets:
                 bound.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
 
-    def _add(self, operator: str, target: ast.AST, make: Callable[[ast.AST], ast.AST]) -> None:
+    def _add(self, operator: str, target: Any, make: Callable[..., Any]) -> None:
         if not hasattr(target, "lineno"):
             return
         new = make(copy.deepcopy(target))
@@ -267,8 +268,7 @@ class _Walk:
                     self._add("swap-args", node, lambda n, i=i: _with(
                         n, args=[*n.args[:i], n.args[i + 1], n.args[i], *n.args[i + 2:]]))
 
-    def _dim_edit(self, value: ast.AST, holder: ast.AST,
-                  put: Callable[[ast.AST, ast.AST], ast.AST]) -> None:
+    def _dim_edit(self, value: ast.AST, holder: ast.AST, put: Callable[..., Any]) -> None:
         """An axis `value` held by `holder` (a keyword, or the call: shown whole in the
         change) changed by `put(holder_copy, new_value)`."""
         number = _int_literal(value)
@@ -283,7 +283,7 @@ class _Walk:
         self._add("dims", holder, lambda n, v=new: put(n, copy.deepcopy(v)))
 
     def _statement_edits(self, node: ast.stmt, stack: list[str], bound: set[str]) -> None:
-        drop = None
+        drop: ast.stmt | None = None
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             if _called_name(node.value.func) not in SILENT_CALLS:
                 self._add("drop-call", node, lambda n: ast.Pass())
@@ -310,15 +310,16 @@ class _Walk:
 
 def _apply(source: str, tree: ast.Module, edit: _Edit) -> tuple[str, bool, str] | None:
     """The mutant's text, whether its tree differs from the original's, and the text that
-    replaced the node's; None when it does not compile. Only the top-level statement holding the edit is copied and compared (the
-    text outside the edited node is the original's: a splice that changed how the rest
-    parses changes the number of statements or this one's tree)."""
+    replaced the node's; None when it does not compile. Only the top-level statement holding
+    the edit is copied and compared (the text outside the edited node is the original's: a
+    splice that changed how the rest parses changes the number of statements or this one's
+    tree)."""
     k = next(i for i, s in enumerate(tree.body)
              if s.lineno <= edit.target.lineno <= s.end_lineno)
     statement = tree.body[k]
     index = next(i for i, n in enumerate(ast.walk(statement)) if n is edit.target)
-    expected = copy.deepcopy(statement)
-    target = next(n for i, n in enumerate(ast.walk(expected)) if i == index)
+    expected: Any = copy.deepcopy(statement)
+    target: Any = next(n for i, n in enumerate(ast.walk(expected)) if i == index)
     new_node = edit.make(copy.deepcopy(target))
     if target is statement:
         expected = new_node

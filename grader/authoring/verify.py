@@ -87,6 +87,9 @@ class GeneratedMutants(BaseModel):
     generated: int = Field(0, description="mutants the operators made (before the cap)")
     not_graded: int = Field(0, description="over --max-mutants, past --budget, or the grader "
                             "failed on them")
+    unmatched_equivalent: list[str] = Field([], description="[[equivalent]] changes of this "
+                                            "exercise that no surviving mutant has (with every "
+                                            "mutant graded): stale marks to remove")
 
 
 class ExerciseVerdict(BaseModel):
@@ -295,10 +298,11 @@ def _declared_verdict(mutants: list[DeclaredMutant], results: dict[str, Submissi
 def _generated_verdict(course: Course, exercise: str, chosen: list[GeneratedMutant],
                        results: dict[str, SubmissionResult], verdict: ExerciseVerdict) -> None:
     report = verdict.generated_mutants
-    marks = {}
+    marks: dict[str, str] = {}
     for e in course.equivalent:
         if e.exercise == exercise:
             marks.setdefault(e.change, e.reason)
+    used: set[str] = set()
     for m in sorted(chosen, key=lambda m: (m.line, m.where, m.change)):
         result = results.get(f"generated-{m.id}")
         if result is None or is_grader_failure(result):
@@ -311,10 +315,13 @@ def _generated_verdict(course: Course, exercise: str, chosen: list[GeneratedMuta
         fields = dict(where=m.where, change=m.change, id=m.id, operator=m.operator,
                       before=m.before, after=m.after)
         reason = marks.get(m.change, marks.get(m.id))
+        used |= {m.change, m.id}
         if reason is not None:
             report.equivalent.append(EquivalentSurvivor(**fields, reason=reason))
         else:
             report.survivors.append(Survivor(**fields))
+    if not report.not_graded and len(chosen) == verdict.generated_mutants.generated:
+        report.unmatched_equivalent = sorted(set(marks) - used)
 
 
 def choose(mutants: list[GeneratedMutant], cap: int | None) -> list[GeneratedMutant]:
@@ -354,8 +361,8 @@ def verify_exercise(course: Course, exercise: str, *, workers: int, scratch: Pat
         c.id for r in results.values() for c in r.checks if r.student.startswith("solution-")}
     caught = _declared_verdict(mutants, results, checks, bughunt, verdict)
     verdict.checks_never_failed = sorted(checks - caught)
-    _generated_verdict(course, exercise, chosen, results, verdict)
     verdict.generated_mutants.generated = len(generated)
+    _generated_verdict(course, exercise, chosen, results, verdict)
     verdict.generated_mutants.not_graded += len(generated) - len(chosen)
     verdict.seconds = round(time.monotonic() - started, 1)
     return verdict
@@ -420,6 +427,8 @@ def summary_lines(exercise: str, v: ExerciseVerdict) -> list[str]:
     if v.checks_never_failed:
         lines.append(f"  failed by no declared mutant: {', '.join(v.checks_never_failed)}")
     lines += [f"  survivor {s.where}: {s.change}  [{s.id}]" for s in g.survivors]
+    lines += [f"  note: [[equivalent]] {c!r} matches no surviving mutant (stale?)"
+              for c in g.unmatched_equivalent]
     return lines
 
 
@@ -430,7 +439,8 @@ def verdict_line(report: VerifyReport, *, strict: bool) -> str:
             "verdicts, the stub at 0 with a message on every check, each declared mutant "
             "failing exactly its declared checks (and naming its diagnoses), every check "
             "failed by some declared mutant")
-    rule += "; --strict: and no survivor" if strict else "; survivors are reported, not fatal "         "(--strict makes them fatal)"
+    rule += ("; --strict: and no survivor" if strict
+             else "; survivors are reported, not fatal (--strict makes them fatal)")
     failing = [e for e, v in report.exercises.items() if not v.holds]
     why = (f"FAILED: {', '.join(failing)}" if failing
            else f"FAILED: {survivors} survivor(s) under --strict" if not report.ok else "OK")
