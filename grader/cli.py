@@ -1,8 +1,10 @@
 """The `torchgrade` command line: parse, then dispatch to the command's module (`COMMANDS`).
 
 Exit codes: 0 success (for `check`: every check passed; for `grade`: every submission graded,
-whatever the scores), 1 `check` found failing checks, `grade` could not grade some submission, or
-the grader could not start, 2 usage error (one line on stderr), 130 interrupted (Ctrl-C).
+whatever the scores; for `verify`: every exercise's solution, stub and declared mutants hold),
+1 `check` found failing checks, `grade` could not grade some submission, `verify` found an
+exercise that does not hold (with --strict: or a surviving generated mutant), or the grader
+could not start, 2 usage error (one line on stderr), 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
