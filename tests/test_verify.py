@@ -141,3 +141,23 @@ def test_a_mutant_declared_wrongly_makes_verify_exit_1(tmp_path):
     assert wrong["name"] == "declared_wrongly"
     assert wrong["failed"] == ["row_sums.offset"] and wrong["must_fail"] == ["row_sums.symmetric"]
     assert "declared_wrongly" in output and "exit 1" in output
+
+
+@pytest.mark.parametrize("args, words", [
+    (["verify", "--course", "{course}", "nope"], "nope: not an exercise of the course 'tiny'"),
+    (["verify", "--course", "{empty}"], "has no course.toml"),
+    (["verify", "--course", "{course}", "--budget", "0"], "--budget: must be a positive"),
+    (["verify", "--course", "{course}", "--max-mutants", "-1"], "must be 0 or more"),
+    (["verify", "--course", "{nosolution}"], "its solution"),
+])
+def test_verify_usage_errors_exit_2_with_one_line(tmp_path, args, words):
+    course = write_course(tmp_path / "course")
+    nosolution = write_course(tmp_path / "nosolution")
+    (nosolution / "solutions/row_sums.py").unlink()
+    (tmp_path / "empty").mkdir()
+    args = [a.format(course=course, empty=tmp_path / "empty", nosolution=nosolution)
+            for a in args]
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", *args], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stdout == ""

@@ -38,6 +38,7 @@ from pydantic import BaseModel, Field
 
 from grader.authoring.mutation import GeneratedMutant, generate
 from grader.course.folder import Course, CourseError, DeclaredMutant
+from grader.course.registry import CHECKS_DIR
 from grader.errors import GraderUnavailable, UsageError
 from grader.intake.assignment import from_exercises
 from grader.models import CheckRun, SubmissionResult, is_grader_failure
@@ -189,8 +190,10 @@ def _grade(course: Course, exercise: str, jobs: list[_Job], *, workers: int, scr
         if deadline is not None and time.monotonic() > deadline and essential <= set(results):
             raise _BudgetSpent
 
+    # The shipped checks are preloaded by the fork server (None); a course's are not.
+    shipped = course.checks_dir.resolve() == CHECKS_DIR.resolve()
     settings = PoolSettings(out=out, exercises=[exercise], assignment=from_exercises([exercise]),
-                            submissions=subs, checks_dir=course.checks_dir)
+                            submissions=subs, checks_dir=None if shipped else course.checks_dir)
     try:
         grade_in_pool(tasks, settings=settings, steps=STEPS, jobs=max(1, min(workers, len(tasks))),
                       on_result=collect)
@@ -368,12 +371,11 @@ def verify_exercise(course: Course, exercise: str, *, workers: int, scratch: Pat
     return verdict
 
 
-def verify(course: Course, exercises: list[str] | None = None, *, budget: float | None = None,
-           max_mutants: int | None = None, jobs: int | None = None, strict: bool = False,
-           on_exercise: Callable[[str, ExerciseVerdict], None] | None = None) -> VerifyReport:
-    """Verify `exercises` of `course` (default: all, in the course's order); see the module
-    docstring. Raises UsageError for an exercise the course does not have, or whose solution
-    or stub is missing."""
+def validate(course: Course, exercises: list[str] | None, *, budget: float | None = None,
+             max_mutants: int | None = None) -> list[str]:
+    """The exercises to verify (default: all, in the course's order). Raises UsageError for
+    an exercise the course does not have, or whose solution or stub is missing, and for a
+    budget or cap that makes no sense."""
     names = list(exercises or course.exercises)
     unknown = [e for e in names if e not in course.exercises]
     if unknown:
@@ -387,6 +389,16 @@ def verify(course: Course, exercises: list[str] | None = None, *, budget: float 
         raise UsageError("--budget must be a positive number of seconds")
     if max_mutants is not None and max_mutants < 0:
         raise UsageError("--max-mutants must be 0 or more")
+    return names
+
+
+def verify(course: Course, exercises: list[str] | None = None, *, budget: float | None = None,
+           max_mutants: int | None = None, jobs: int | None = None, strict: bool = False,
+           on_exercise: Callable[[str, ExerciseVerdict], None] | None = None) -> VerifyReport:
+    """Verify `exercises` of `course` (default: all, in the course's order); see the module
+    docstring. Raises UsageError for an exercise the course does not have, or whose solution
+    or stub is missing."""
+    names = validate(course, exercises, budget=budget, max_mutants=max_mutants)
     workers = min(jobs or len(os.sched_getaffinity(0)), 64)
     report = VerifyReport()
     started = time.monotonic()

@@ -7,13 +7,15 @@ import argparse
 import os
 from pathlib import Path
 
-from grader.authoring.verify import render_survivors, summary_lines, verdict_line, verify
+from grader.authoring.verify import (render_survivors, summary_lines, validate, verdict_line,
+                                      verify)
 from grader.course.folder import active_course, load_course
 from grader.outputs.writing import write_atomic
 
 
 def main(args: argparse.Namespace) -> int:
     course = load_course(args.course) if args.course is not None else active_course()
+    validate(course, args.exercises or None, budget=args.budget, max_mutants=args.max_mutants)
     print(f"Verifying the course {course.name!r} ({course.root}) ...", flush=True)
 
     def show(exercise, verdict) -> None:
