@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import hashlib
 import warnings
 from collections import Counter
@@ -141,7 +142,9 @@ def generate(source: str, *, filename: str) -> list[GeneratedMutant]:
         line = edit.target.lineno
         place = "at module level" if qualname == "<module>" else f"in {qualname}"
         # Shown as written: the original's text, and the text put in its place.
-        old = ast.get_source_segment(source, edit.target) or edit.old
+        t = edit.target
+        old = source[_offset(source, t.lineno, t.col_offset):
+                     _offset(source, t.end_lineno, t.end_col_offset)] or edit.old
         new = f"-> `{_clip(inserted)}`" if edit.new else "removed"
         change = f"`{_clip(old)}` {new} {place}"
         out.append(GeneratedMutant(
@@ -311,65 +314,93 @@ class _Walk:
 def _apply(source: str, tree: ast.Module, edit: _Edit) -> tuple[str, bool, str] | None:
     """The mutant's text, whether its tree differs from the original's, and the text that
     replaced the node's; None when it does not compile. Only the top-level statement holding
-    the edit is copied and compared (the text outside the edited node is the original's: a
-    splice that changed how the rest parses changes the number of statements or this one's
-    tree)."""
-    k = next(i for i, s in enumerate(tree.body)
-             if s.lineno <= edit.target.lineno <= s.end_lineno)
+    the edit is compared (the text outside the edited node is the original's: a splice that
+    changed how the rest parses changes the number of statements or this one's tree). The
+    edit is made in `tree` itself for the comparison, and undone."""
+    target = edit.target
+    k = next(i for i, s in enumerate(tree.body) if s.lineno <= target.lineno <= s.end_lineno)
     statement = tree.body[k]
-    index = next(i for i, n in enumerate(ast.walk(statement)) if n is edit.target)
-    expected: Any = copy.deepcopy(statement)
-    target: Any = next(n for i, n in enumerate(ast.walk(expected)) if i == index)
     new_node = edit.make(copy.deepcopy(target))
-    if target is statement:
-        expected = new_node
-    elif not _replace(expected, target, new_node):
+    original = _dump(statement)
+    parent = statement if target is not statement else tree
+    swap = _swap(parent, target, new_node)
+    if swap is None:
         return None
-    wanted = ast.dump(expected)
-    changed = wanted != ast.dump(statement)
-    start, end = _offset(source, target.lineno, target.col_offset), _offset(
-        source, target.end_lineno, target.end_col_offset)
-    new_text = ast.unparse(new_node)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # `x is 0` and friends: a mutant may say what it likes
-        for text in (new_text, f"({new_text})"):
-            spliced = source[:start] + text + source[end:]
+    try:
+        wanted = ast.dump(tree.body[k])
+        new_text = ast.unparse(new_node)
+        start = _offset(source, target.lineno, target.col_offset)
+        end = _offset(source, target.end_lineno, target.end_col_offset)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # `x is 0` and friends: a mutant may say anything
+            for text in (new_text, f"({new_text})"):
+                spliced = source[:start] + text + source[end:]
+                try:
+                    parsed = ast.parse(spliced)
+                    if len(parsed.body) == len(tree.body) and ast.dump(parsed.body[k]) == wanted:
+                        compile(parsed, "<mutant>", "exec")
+                        return spliced, wanted != original, text
+                except (SyntaxError, ValueError):
+                    continue
+            # The splice changed how the text parses: render the whole module instead.
             try:
-                parsed = ast.parse(spliced)
-                if len(parsed.body) == len(tree.body) and ast.dump(parsed.body[k]) == wanted:
-                    compile(parsed, "<mutant>", "exec")
-                    return spliced, changed, text
-            except (SyntaxError, ValueError):
-                continue
-        # The splice changed how the text parses: render the whole module instead.
-        module = ast.Module(body=[*tree.body[:k], expected, *tree.body[k + 1:]], type_ignores=[])
-        try:
-            whole = ast.unparse(ast.fix_missing_locations(module))
-            compile(whole, "<mutant>", "exec")
-            return whole, changed, new_text
-        except (SyntaxError, ValueError, RecursionError):
-            return None
+                whole = ast.unparse(ast.fix_missing_locations(copy.deepcopy(tree)))
+                compile(whole, "<mutant>", "exec")
+                return whole, wanted != original, new_text
+            except (SyntaxError, ValueError, RecursionError):
+                return None
+    finally:
+        swap()
 
 
-def _replace(tree: ast.AST, old: ast.AST, new: ast.AST) -> bool:
-    for parent in ast.walk(tree):
-        for field, value in ast.iter_fields(parent):
+def _swap(root: ast.AST, old: ast.AST, new: ast.AST) -> Callable[[], None] | None:
+    """Put `new` where `old` is under `root`; returns what undoes it (None: not found)."""
+    for parent in ast.walk(root):
+        for name, value in ast.iter_fields(parent):
             if value is old:
-                setattr(parent, field, new)
-                return True
+                setattr(parent, name, new)
+                return functools.partial(setattr, parent, name, old)
             if isinstance(value, list):
                 for i, item in enumerate(value):
                     if item is old:
                         value[i] = new
-                        return True
-    return False
+                        return functools.partial(value.__setitem__, i, old)
+    return None
+
+
+_DUMPS: dict[int, tuple[ast.AST, str]] = {}
+
+
+def _dump(statement: ast.AST) -> str:
+    """ast.dump of an original statement, once per statement (each has many edits)."""
+    kept = _DUMPS.get(id(statement))
+    if kept is None or kept[0] is not statement:
+        if len(_DUMPS) > 10_000:
+            _DUMPS.clear()
+        kept = _DUMPS[id(statement)] = (statement, ast.dump(statement))
+    return kept[1]
 
 
 def _offset(source: str, line: int, col: int) -> int:
     """The character offset of (line, col) in `source`; ast's col is in UTF-8 bytes."""
-    lines = source.splitlines(keepends=True)
-    before = sum(len(x) for x in lines[:line - 1])
-    return before + len(lines[line - 1].encode("utf-8")[:col].decode("utf-8", "replace"))
+    starts, lines = _lines(source)
+    return starts[line - 1] + len(lines[line - 1].encode("utf-8")[:col].decode("utf-8",
+                                                                              "replace"))
+
+
+_LINES: dict[str, tuple[list[int], list[str]]] = {}
+
+
+def _lines(source: str) -> tuple[list[int], list[str]]:
+    """Where each line of `source` starts, and the lines (the last source's, kept)."""
+    if source not in _LINES:
+        _LINES.clear()
+        lines = source.splitlines(keepends=True)
+        starts = [0]
+        for x in lines:
+            starts.append(starts[-1] + len(x))
+        _LINES[source] = (starts, lines)
+    return _LINES[source]
 
 
 # --------------------------------------------------------------------------- small helpers

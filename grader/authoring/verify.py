@@ -287,7 +287,7 @@ def _declared_verdict(mutants: list[DeclaredMutant], results: dict[str, Submissi
             why.append(f"passes {', '.join(sorted(m.fails - failed - set(unknown)))}")
         if not m.diagnoses <= named:
             why.append(f"is not diagnosed as {', '.join(sorted(m.diagnoses - named))}")
-        elif bughunt and m.diagnoses and named != m.diagnoses:
+        elif bughunt and named != m.diagnoses:  # one fault each: nothing else named
             why.append(f"is also diagnosed as {', '.join(sorted(named - m.diagnoses))}")
         if why:
             report.wrong.append(WrongMutant(name=m.name, must_fail=sorted(m.fails),
