@@ -11,9 +11,9 @@ pytest session and its own zygote):
    line 1 names and its checks name every fault its line 2 names (a bug hunt's: no other);
    then every check of the exercise must be failed by some declared mutant;
 4. generated mutants of the solution (`grader.authoring.mutation`): each graded; one that
-   still scores full marks is a survivor, listed with where and what changed, unless the
-   course marks it equivalent (`[[equivalent]]` in course.toml: `exercise`, `change` = the
-   change exactly as printed or the mutant's id, `reason`).
+   still scores full marks with every check passed is a survivor, listed with where and what
+   changed, unless the course marks it equivalent (`[[equivalent]]` in course.toml:
+   `exercise`, `change` = the change exactly as printed or the mutant's id, `reason`).
 
 The exit code (`VerifyReport.exit_code`): 0 when 1-3 hold for every exercise; 1 otherwise;
 with `strict`, survivors make it 1 too. Generated mutants are bounded: at most `max_mutants`
@@ -312,7 +312,9 @@ def _generated_verdict(course: Course, exercise: str, chosen: list[GeneratedMuta
             report.not_graded += 1
             continue
         report.total += 1
-        if result.score < result.max_score:
+        # Killed: a check caught it (a bug hunt's visible checks carry 0 points: one failing
+        # catches the mutant without costing marks).
+        if result.score < result.max_score or not_passed(result):
             report.killed += 1
             continue
         fields = dict(where=m.where, change=m.change, id=m.id, operator=m.operator,
