@@ -182,3 +182,11 @@ def test_arguments_that_commute_are_not_swapped():
     swaps = [m.change for m in generate(source, filename="f.py") if m.operator == "swap-args"]
     assert swaps == ["`np.clip(a, b, 1)` -> `np.clip(b, a, 1)` in f",
                      "`np.clip(a, b, 1)` -> `np.clip(a, 1, b)` in f"]
+
+
+def test_two_changes_in_one_long_expression_read_differently():
+    source = ("def f(a, b, c, d, e):\n"
+              "    return a * 0.5 + b * 0.25 + c * 0.125 + d * 0.0625 + e * 0.03125 + a * b\n")
+    plus = [m.change for m in generate(source, filename="f.py") if m.operator == "arithmetic"
+            and "+" in m.change.split("->")[0] and "-" in m.change.split("->")[1]]
+    assert len(plus) == 5 and len(set(plus)) == 5, plus

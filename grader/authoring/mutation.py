@@ -145,8 +145,12 @@ def generate(source: str, *, filename: str) -> list[GeneratedMutant]:
         t = edit.target
         old = source[_offset(source, t.lineno, t.col_offset):
                      _offset(source, t.end_lineno, t.end_col_offset)] or edit.old
-        new = f"-> `{_clip(inserted)}`" if edit.new else "removed"
-        change = f"`{_clip(old)}` {new} {place}"
+        if edit.new:
+            shown_old, shown_new = _around_difference(" ".join(old.split()),
+                                                      " ".join(inserted.split()))
+            change = f"`{shown_old}` -> `{shown_new}` {place}"
+        else:
+            change = f"`{_clip(old)}` removed {place}"
         out.append(GeneratedMutant(
             id=f"g{digest[:10]}", operator=edit.operator, where=f"{filename}:{line}", line=line,
             change=change, before=_line(source, line), after=_line(text, line), source=text))
@@ -465,6 +469,20 @@ def _is_main_guard(test: ast.AST) -> bool:
 def _clip(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= CLIP else text[:CLIP - 3] + "..."
+
+
+def _around_difference(old: str, new: str) -> tuple[str, str]:
+    """`old` and `new` clipped to about CLIP characters each around where they differ (two
+    changes in one long expression must not read the same)."""
+    if max(len(old), len(new)) <= CLIP:
+        return old, new
+    start = 0
+    while start < min(len(old), len(new)) and old[start] == new[start]:
+        start += 1
+    cut = max(0, start - CLIP // 3)
+    a, b = old[cut:], new[cut:]
+    lead = "..." if cut else ""
+    return lead + _clip(a), lead + _clip(b)
 
 
 def _line(source: str, line: int) -> str:
