@@ -8,7 +8,7 @@ import ast
 
 import pytest
 
-from grader.authoring.mutation import OPERATORS, generate
+from grader.authoring.mutation import CLIP, OPERATORS, generate
 from grader.authoring.verify import choose
 
 pytestmark = pytest.mark.fast
@@ -185,8 +185,9 @@ def test_arguments_that_commute_are_not_swapped():
 
 
 def test_two_changes_in_one_long_expression_read_differently():
-    source = ("def f(a, b, c, d, e):\n"
-              "    return a * 0.5 + b * 0.25 + c * 0.125 + d * 0.0625 + e * 0.03125 + a * b\n")
+    terms = " + ".join(f"weight_{i} * feature_{i}" for i in range(8))
+    source = f"def f(**kw):\n    return {terms}\n"
+    assert len(terms) > 2 * CLIP
     plus = [m.change for m in generate(source, filename="f.py") if m.operator == "arithmetic"
             and "+" in m.change.split("->")[0] and "-" in m.change.split("->")[1]]
-    assert len(plus) == 5 and len(set(plus)) == 5, plus
+    assert len(plus) == 7 and len(set(plus)) == 7, plus
