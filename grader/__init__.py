@@ -21,6 +21,12 @@ __all__ = [
     "solution_module",
 ]
 
+# Type checkers read the API's own signatures (`fail` never returns, say); at run time this
+# constant is False and nothing is imported.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from grader.api import *  # noqa: F403, F401
+
 
 def __getattr__(name: str):
     """`grader.<name>` for a name of the authors' API: imported from `grader.api` on first use

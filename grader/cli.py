@@ -1,8 +1,10 @@
 """The `torchgrade` command line: parse, then dispatch to the command's module (`COMMANDS`).
 
 Exit codes: 0 success (for `check`: every check passed; for `grade`: every submission graded,
-whatever the scores), 1 `check` found failing checks, `grade` could not grade some submission, or
-the grader could not start, 2 usage error (one line on stderr), 130 interrupted (Ctrl-C).
+whatever the scores; for `verify`: every exercise's solution, stub and declared mutants hold),
+1 `check` found failing checks, `grade` could not grade some submission, `verify` found an
+exercise that does not hold (with --strict: or a surviving generated mutant), or the grader
+could not start, 2 usage error (one line on stderr), 130 interrupted (Ctrl-C).
 Every command takes `--course DIR` (else TORCHGRADE_COURSE, else the shipped curriculum).
 """
 
@@ -109,6 +111,25 @@ def build_parser() -> Parser:
     p.add_argument("--course", type=Path, metavar="DIR",
                    help="the course folder (default: $TORCHGRADE_COURSE)")
 
+    p = sub.add_parser("verify", help="prove a course's checks: the solution scores full marks, "
+                       "the stub 0, every declared mutant fails exactly its checks; generated "
+                       "mutants that survive are listed")
+    p.add_argument("exercises", nargs="*", metavar="EXERCISE",
+                   help="exercises to verify (default: every exercise of the course)")
+    p.add_argument("--json", type=Path, metavar="FILE", help="write the verdicts as JSON")
+    p.add_argument("--html", type=Path, metavar="FILE",
+                   help="the page of survivors (default: ./torchgrade-verify.html)")
+    p.add_argument("--budget", type=_positive_float, metavar="SECONDS",
+                   help="time for the whole run; generated mutants not graded by then are "
+                        "skipped (the solution, stub and declared mutants always run)")
+    p.add_argument("--max-mutants", type=_count, metavar="N",
+                   help="generated mutants per exercise at most (the same N every run; 0: "
+                        "none)")
+    p.add_argument("-j", "--jobs", type=_positive_int, metavar="N",
+                   help="grading processes (default: one per core)")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when a generated mutant survives (not marked equivalent)")
+
     p = sub.add_parser("gradescope-run", help="(inside Gradescope) grade ROOT/submission, write "
                        "ROOT/results/results.json")
     p.add_argument("--root", type=Path, metavar="ROOT",
@@ -131,6 +152,26 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be a positive number")
     return value
 
 
@@ -169,6 +210,7 @@ COMMANDS: dict[str, str] = {
     "gradescope-bundle": "grader.commands.gradescope:main_bundle",
     "gradescope-run": "grader.commands.gradescope:main_run",
     "new-exercise": "grader.commands.new_exercise:main",
+    "verify": "grader.commands.verify:main",
 }
 
 

@@ -1,0 +1,163 @@
+"""`torchgrade verify` on a tiny course folder written here with the public API: a weak check
+lets a generated mutant survive (reported, not fatal; fatal with --strict unless marked
+equivalent), and a mutant declared wrongly makes it exit 1."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SOLUTION = '''"""Row sums."""
+import numpy as np
+
+
+def row_sums(x, offset=0.0):
+    """The sum of each row of x, plus offset."""
+    return np.asarray(x).sum(axis=1) + offset
+'''
+STUB = '''"""Row sums."""
+import numpy as np
+
+
+def row_sums(x, offset=0.0):
+    """The sum of each row of x, plus offset."""
+    raise NotImplementedError("row_sums: not implemented yet")
+'''
+# Weak on purpose: a symmetric matrix has the same row and column sums, so summing over the
+# wrong axis passes.
+CASES = "import numpy as np\n\nSYMMETRIC = np.array([[1.0, 2.0], [2.0, 5.0]])\n"
+VISIBLE = '''"""Visible checks of row_sums."""
+from row_sums_cases import SYMMETRIC
+
+from grader.checking.compare import expect_array
+from grader.course.registry import check
+
+
+@check(points=1, targets="row_sums", visibility="visible")
+def test_symmetric(sub):
+    """row_sums of a symmetric matrix"""
+    expect_array(sub.call("row_sums", SYMMETRIC), SYMMETRIC.sum(axis=1), call="row_sums(x)")
+'''
+HIDDEN = '''"""Hidden checks of row_sums."""
+from row_sums_cases import SYMMETRIC
+
+from grader.checking.compare import expect_array
+from grader.course.registry import check
+
+
+@check(points=1, targets="row_sums", visibility="hidden")
+def test_offset(sub):
+    """row_sums adds the offset"""
+    expect_array(sub.call("row_sums", SYMMETRIC, 3.0), SYMMETRIC.sum(axis=1) + 3.0,
+                 call="row_sums(x, 3.0)")
+'''
+NO_OFFSET = "# must fail: offset\n" + SOLUTION.replace(") + offset", ")")
+ZEROS = "# must fail: symmetric, offset\n" + SOLUTION.replace(
+    "np.asarray(x).sum(axis=1) + offset", "np.zeros(len(x))")
+SURVIVOR = "`axis=1` -> `axis=0` in row_sums"
+
+
+def write_course(root: Path, *, extra_toml: str = "") -> Path:
+    files = {
+        "course.toml": f'name = "tiny"\nexercises = ["row_sums"]\n{extra_toml}',
+        "exercises/row_sums.py": STUB,
+        "solutions/row_sums.py": SOLUTION,
+        "checks/row_sums_cases.py": CASES,
+        "checks/test_row_sums.py": VISIBLE,
+        "checks/test_row_sums_hidden.py": HIDDEN,
+        "mutants/row_sums/no_offset.py": NO_OFFSET,
+        "mutants/row_sums/zeros.py": ZEROS,
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    # The grading session's settings (until the course loader provides them).
+    shutil.copy(Path(__file__).resolve().parents[1] / "grader/checks/pytest.ini",
+                root / "checks/pytest.ini")
+    return root
+
+
+def run_verify(tmp: Path, course: Path, *args: str) -> tuple[int, dict, str]:
+    out = tmp / "verify.json"
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", "verify", "--course", str(course),
+                           "--json", str(out), "--html", str(tmp / "verify.html"), "-j", "1",
+                           *args], capture_output=True, text=True, timeout=600, cwd=tmp)
+    return proc.returncode, json.loads(out.read_text()), proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("good")
+    return tmp, run_verify(tmp, write_course(tmp / "course"))
+
+
+def test_verify_passes_and_reports_the_weak_check(good):
+    tmp, (code, report, output) = good
+    assert code == 0, output
+    assert set(report) == {"ok", "exercises"} and report["ok"] is True
+    ex = report["exercises"]["row_sums"]
+    assert ex["solution_full_marks"] and ex["stub_scores_zero"], output
+    assert ex["declared_mutants"] == {"total": 2, "as_declared": 2, "wrong": []}
+    assert ex["checks_never_failed"] == []
+    generated = ex["generated_mutants"]
+    assert [s["change"] for s in generated["survivors"]] == [SURVIVOR], output
+    assert generated["survivors"][0]["where"] == "solutions/row_sums.py:7"
+    assert 0 < generated["killed"] == generated["total"] - 1
+    assert SURVIVOR in output and "exit 0" in output
+    page = (tmp / "verify.html").read_text()
+    assert "solutions/row_sums.py:7" in page and "sum(axis=0)" in page
+
+
+def test_strict_makes_a_survivor_fatal_unless_marked_equivalent(tmp_path):
+    course = write_course(tmp_path / "course")
+    code, report, output = run_verify(tmp_path, course, "--strict")
+    assert code == 1 and report["ok"] is False, output
+    marked = write_course(tmp_path / "marked", extra_toml=(
+        f'\n[[equivalent]]\nexercise = "row_sums"\nchange = "{SURVIVOR}"\n'
+        'reason = "the checks only use symmetric matrices (on purpose, in this test)"\n'))
+    code, report, output = run_verify(tmp_path, marked, "--strict")
+    assert code == 0, output
+    generated = report["exercises"]["row_sums"]["generated_mutants"]
+    assert generated["survivors"] == []
+    assert [e["change"] for e in generated["equivalent"]] == [SURVIVOR]
+    assert generated["unmatched_equivalent"] == []
+
+
+def test_a_mutant_declared_wrongly_makes_verify_exit_1(tmp_path):
+    course = write_course(tmp_path / "course")
+    # It fails `offset` only, but declares `symmetric`.
+    (course / "mutants/row_sums/declared_wrongly.py").write_text(
+        "# must fail: symmetric\n" + SOLUTION.replace(") + offset", ")"), encoding="utf-8")
+    code, report, output = run_verify(tmp_path, course, "--max-mutants", "0")
+    assert code == 1 and report["ok"] is False, output
+    declared = report["exercises"]["row_sums"]["declared_mutants"]
+    assert (declared["total"], declared["as_declared"]) == (3, 2)
+    [wrong] = declared["wrong"]
+    assert wrong["name"] == "declared_wrongly"
+    assert wrong["failed"] == ["row_sums.offset"] and wrong["must_fail"] == ["row_sums.symmetric"]
+    assert "declared_wrongly" in output and "exit 1" in output
+
+
+@pytest.mark.parametrize("args, words", [
+    (["verify", "--course", "{course}", "nope"], "nope: not an exercise of the course 'tiny'"),
+    (["verify", "--course", "{empty}"], "has no course.toml"),
+    (["verify", "--course", "{course}", "--budget", "0"], "--budget: must be a positive"),
+    (["verify", "--course", "{course}", "--max-mutants", "-1"], "must be 0 or more"),
+    (["verify", "--course", "{nosolution}"], "its solution"),
+])
+def test_verify_usage_errors_exit_2_with_one_line(tmp_path, args, words):
+    course = write_course(tmp_path / "course")
+    nosolution = write_course(tmp_path / "nosolution")
+    (nosolution / "solutions/row_sums.py").unlink()
+    (tmp_path / "empty").mkdir()
+    args = [a.format(course=course, empty=tmp_path / "empty", nosolution=nosolution)
+            for a in args]
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", *args], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stdout == ""
