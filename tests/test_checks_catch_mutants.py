@@ -1,11 +1,15 @@
-"""Every exercise's checks: full marks for the solution (three times, identical verdicts), zero
-with a message for the stub, exactly the expected failures for every wrong implementation in
-tests/mutants/, every check failed by at least one of them, and full marks for the correct
-submissions in other styles in tests/styles/."""
+"""Every exercise's checks, through `torchgrade verify` on the shipped course: full marks for
+the solution (three times, identical verdicts), zero for the stub, exactly the declared failures
+for every wrong implementation in curriculum/mutants/, every check failed by at least one of
+them, generated mutants killed or marked equivalent; here too: a module's stub fails every check
+as "not implemented yet", a bug hunt's stub exactly its seeded faults, and full marks for the
+correct submissions in other styles in tests/styles/."""
 
 from __future__ import annotations
 
 import ast
+import os
+from pathlib import Path
 
 import pytest
 
@@ -15,11 +19,11 @@ from grader.course.registry import check_files, exercise_of, known_exercises, vi
 from conftest import run_and_score
 from grader.checking.selection import CheckSelection
 from grader.intake.submission import load_submission
-from mutants import mutants_of
+from grader.authoring.verify import ExerciseVerdict, verify
+from grader.course.folder import default_course
 
 STYLES = REPO / "tests" / "styles"
 ALL = known_exercises()
-MUTANTS = [m for exercise in ALL for m in mutants_of(exercise)]
 STYLE_FILES = sorted((e, p.name) for e in ALL for p in STYLES.glob(f"{e}__*.py"))
 
 
@@ -30,25 +34,47 @@ def solution(exercise: str) -> str:
     return (SOLUTIONS / f"{exercise}.py").read_text()
 
 
-def declared_checks(exercise: str) -> set[str]:
-    """Ids of every check the check files of `exercise` declare."""
-    return {f"{exercise}.{fn.name.removeprefix('test_')}" for path in check_files([exercise])
-            for fn in ast.parse(path.read_text()).body
-            if isinstance(fn, ast.FunctionDef) and fn.name.startswith("test_")}
-
-
 def failures(result) -> dict[str, str]:
     return {c.id: c.message for c in result.checks if c.status != "passed"}
 
 
+# The shipped course proved as any course is: `torchgrade verify` (grader/authoring/verify.py)
+# grades the solution three times, the stub, every declared mutant (curriculum/mutants/) and
+# the first VERIFY_CAP generated mutants (a stable choice) of each exercise. Its verdicts are
+# written to $TORCHGRADE_VERIFY_OUT (CI keeps them) as verify-<exercise>.json.
+VERIFY_CAP = int(os.environ.get("TORCHGRADE_VERIFY_MAX_MUTANTS", "30"))
+
+
+@pytest.fixture(scope="module")
+def verified(tmp_path_factory) -> dict[str, ExerciseVerdict]:
+    out = Path(os.environ.get("TORCHGRADE_VERIFY_OUT") or tmp_path_factory.mktemp("verify"))
+    out.mkdir(parents=True, exist_ok=True)
+    verdicts: dict[str, ExerciseVerdict] = {}
+
+    def keep(exercise: str, verdict: ExerciseVerdict) -> None:
+        verdicts[exercise] = verdict
+        (out / f"verify-{exercise}.json").write_text(verdict.model_dump_json(indent=2))
+
+    verify(default_course(), ALL, max_mutants=VERIFY_CAP, jobs=2, on_exercise=keep)
+    return verdicts
+
+
 @pytest.mark.parametrize("exercise", ALL)
-def test_solution_scores_full_marks_every_time(grade_files, exercise):
-    runs = [grade_files({f"{exercise}.py": solution(exercise)}, exercises=[exercise])
-            for _ in range(3)]
-    for result in runs:
-        assert failures(result) == {}
-        assert result.score == result.max_score > 0
-    assert len({tuple((c.id, c.status) for c in r.checks) for r in runs}) == 1
+def test_verify_proves_the_shipped_exercise(verified, exercise):
+    """The solution scores full marks three times with the same verdicts, the stub zero, every
+    declared mutant fails exactly the checks it declares and names its diagnoses, every check is
+    failed by some declared mutant, and every generated mutant graded is killed or marked
+    equivalent (with a reason) in curriculum/course.toml."""
+    verdict = verified[exercise]
+    assert verdict.problems == [], verdict.problems
+    assert verdict.solution_full_marks and verdict.stub_scores_zero
+    assert verdict.declared_mutants.wrong == [], [w.model_dump() for w in
+                                                  verdict.declared_mutants.wrong]
+    assert verdict.declared_mutants.as_declared == verdict.declared_mutants.total > 0
+    assert verdict.checks_never_failed == []
+    generated = verdict.generated_mutants
+    assert generated.total > 0 or VERIFY_CAP == 0
+    assert [s.model_dump() for s in generated.survivors] == []
 
 
 @pytest.mark.parametrize("exercise", [e for e in ALL if not is_bughunt(e)])
@@ -71,28 +97,6 @@ def test_bughunt_stub_fails_exactly_its_seeded_faults(grade_files, exercise):
     assert result.score == 0 and result.max_score == 2 * len(seeded)
     assert not_passed(result) == scored_checks(exercise, seeded), failures(result)
     assert {d for c in result.checks for d in c.diagnoses} == set(seeded)
-
-
-@pytest.mark.parametrize("mutant", MUTANTS, ids=[f"{m.exercise}:{m.name}" for m in MUTANTS])
-def test_mutant_fails_exactly_its_checks(grade_files, mutant):
-    source = mutant.source()
-    result = grade_files({f"{mutant.exercise}.py": source}, exercises=[mutant.exercise])
-    assert not_passed(result) == set(mutant.fails), failures(result)
-    named = {d for c in result.checks if c.status != "passed" for d in c.diagnoses}
-    assert mutant.diagnoses <= named, f"diagnosed {sorted(named)}"
-    if is_bughunt(mutant.exercise):  # one fault each: nothing else may be named
-        assert named == mutant.diagnoses, f"diagnosed {sorted(named)}"
-
-
-@pytest.mark.parametrize("exercise", ALL)
-def test_every_check_fails_on_some_mutant(grade_files, exercise):
-    result = grade_files({f"{exercise}.py": solution(exercise)}, exercises=[exercise])
-    every = {c.id for c in result.checks}
-    if is_bughunt(exercise):  # results hold only the checks that count: the seeded faults'
-        every = declared_checks(exercise)
-    caught = set().union(*(m.fails for m in MUTANTS if m.exercise == exercise))
-    assert every - caught == set(), "checks that no mutant fails"
-    assert caught - every == set(), "mutants name checks that do not exist"
 
 
 @pytest.mark.parametrize("exercise, style", STYLE_FILES)
