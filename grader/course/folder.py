@@ -36,6 +36,7 @@ except ModuleNotFoundError:  # Python 3.10
 COURSE_FILE = "course.toml"
 ENV = "TORCHGRADE_COURSE"
 NAME = r"^[a-z_][a-z0-9_]*$"  # an exercise, a check, a mutant: a Python identifier, lower case
+BUGHUNT_PATH = r"^bughunt/[a-z0-9_]+\.py$"  # as grader.course.faults.BugHunt.path
 MUST_FAIL = "# must fail:"
 DIAGNOSES = "# diagnoses:"
 
@@ -200,8 +201,12 @@ def _bughunt_paths(root: Path) -> dict[str, str]:
         data = tomllib.loads(faults.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise CourseError(f"{faults}: cannot be read ({exc})") from None
-    return {str(b.get("exercise")): str(b.get("path")) for b in data.get("bughunt", [])
-            if isinstance(b, dict)}
+    paths = {str(b.get("exercise")): str(b.get("path")) for b in data.get("bughunt", [])
+             if isinstance(b, dict)}
+    bad = [p for p in paths.values() if not re.match(BUGHUNT_PATH, p)]
+    if bad:
+        raise CourseError(f"{faults}: a bug hunt's path must be bughunt/<name>.py ({bad[0]!r})")
+    return paths
 
 
 def load_course(root: Path | str) -> Course:
