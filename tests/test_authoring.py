@@ -10,13 +10,14 @@ scaffold's refusals and its minimal edits of course.toml (no sandbox).
 from __future__ import annotations
 
 import re
-import shutil
 import tomllib
 from pathlib import Path
 
 import pytest
 
+from grader.authoring.verify import verify
 from grader.authoring.scaffold import add_exercise, files_of, new_exercise
+from grader.course.folder import load_course
 from grader.errors import UsageError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,74 +49,27 @@ def declared_failures(mutant: Path) -> set[str]:
     return {name.strip() for name in first.removeprefix("# must fail:").split(",") if name.strip()}
 
 
-def with_pytest_ini(checks_dir: Path) -> None:
-    """A stand-in until the course loader is merged: today a grading session reads its
-    settings from `<checks_dir>/pytest.ini` (`session_args`), which a course folder written
-    from the guide does not have; copy the grader's own. Does nothing once `session_args`
-    stops asking for one there."""
-    from grader.checking.plugin import session_args
-    from grader.course.registry import CHECKS_DIR
-
-    wanted = checks_dir / "pytest.ini"
-    if str(wanted) in session_args([], checks_dir) and not wanted.exists():
-        shutil.copy(CHECKS_DIR / "pytest.ini", wanted)
-
-
-def grade(course: Path, exercise: str, source: Path, zygote, tmp: Path) -> dict[str, tuple]:
-    """{check name: (status, message)} of `source` graded as the exercise's submission."""
-    from grader.intake.submission import load_submission
-    from grader.running.runner import run_checks
-    from grader.scoring.results import result_of
-
-    student = tmp / "students" / source.parent.name / source.stem
-    student.mkdir(parents=True)
-    shutil.copy(source, student / f"{exercise}.py")
-    run = run_checks(load_submission(student, exercises=[exercise]), exercises=[exercise],
-                     checks_dir=course / "checks", zygote=zygote)
-    result = result_of(run)
-    return {c.id.removeprefix(f"{exercise}."): (c.status, c.message or "") for c in result.checks}
+def prove(course: Path, exercise: str) -> None:
+    """What `torchgrade verify` proves of one exercise of a course folder (its solution three
+    times at full marks, its stub at zero with a message on every check, each mutant failing
+    exactly its `# must fail:` line, every check failed by some mutant), by verify itself."""
+    verdict = verify(load_course(course), [exercise], max_mutants=0, jobs=1).exercises[exercise]
+    assert verdict.problems == [], verdict.problems
+    assert verdict.solution_full_marks and verdict.stub_scores_zero
+    assert verdict.declared_mutants.total == verdict.declared_mutants.as_declared > 0
+    assert verdict.checks_never_failed == []
+    for mutant in sorted((course / "mutants" / exercise).glob("*.py")):
+        declared_failures(mutant)  # the guide's line-1 format
 
 
-def prove(course: Path, exercise: str, zygote, tmp: Path, monkeypatch) -> None:
-    """What `torchgrade verify` proves first, for one exercise of a course folder."""
-    checks_dir = course / "checks"
-    with_pytest_ini(checks_dir)
-    monkeypatch.syspath_prepend(str(checks_dir))  # helpers are imported by plain name
-    solution = grade(course, exercise, course / "solutions" / f"{exercise}.py", zygote, tmp)
-    assert solution and all(s == "passed" for s, _ in solution.values()), solution
-    stub = grade(course, exercise, course / "exercises" / f"{exercise}.py", zygote, tmp)
-    assert stub.keys() == solution.keys()
-    for name, (status, message) in stub.items():
-        assert status != "passed" and "not implemented yet" in message, (name, message)
-    mutants = sorted((course / "mutants" / exercise).glob("*.py"))
-    assert mutants, "no mutant"
-    failed_by_some: set[str] = set()
-    for mutant in mutants:
-        verdicts = grade(course, exercise, mutant, zygote, tmp)
-        failed = {name for name, (status, _) in verdicts.items() if status != "passed"}
-        assert failed == declared_failures(mutant), (mutant.name, verdicts)
-        failed_by_some |= failed
-    assert failed_by_some == set(solution), "a check no mutant fails"
+def test_the_worked_example_grades_as_the_guide_says(worked_example):
+    prove(worked_example, "softmax_rows")
 
 
-@pytest.fixture(scope="module")
-def worked_example(tmp_path_factory) -> Path:
-    """The worked example extracted once per session: pytest imports check files by their
-    name, so a second copy of `test_softmax_rows.py` in one process would clash."""
-    root = tmp_path_factory.mktemp("guide")
-    write_files(root, example_files())
-    return root / EXAMPLE
-
-
-def test_the_worked_example_grades_as_the_guide_says(worked_example, zygote, tmp_path,
-                                                     monkeypatch):
-    prove(worked_example, "softmax_rows", zygote, tmp_path, monkeypatch)
-
-
-def test_a_new_exercise_passes_at_once(tmp_path, zygote, monkeypatch):
+def test_a_new_exercise_passes_at_once(tmp_path):
     course = tmp_path / "mycourse"
     new_exercise("scaled_rows", course)
-    prove(course, "scaled_rows", zygote, tmp_path, monkeypatch)
+    prove(course, "scaled_rows")
 
 
 # --------------------------------------------------------------------------- fast: the guide

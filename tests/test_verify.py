@@ -5,7 +5,6 @@ equivalent), and a mutant declared wrongly makes it exit 1."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,8 +33,7 @@ CASES = "import numpy as np\n\nSYMMETRIC = np.array([[1.0, 2.0], [2.0, 5.0]])\n"
 VISIBLE = '''"""Visible checks of row_sums."""
 from row_sums_cases import SYMMETRIC
 
-from grader.checking.compare import expect_array
-from grader.course.registry import check
+from grader import check, expect_array
 
 
 @check(points=1, targets="row_sums", visibility="visible")
@@ -46,8 +44,7 @@ def test_symmetric(sub):
 HIDDEN = '''"""Hidden checks of row_sums."""
 from row_sums_cases import SYMMETRIC
 
-from grader.checking.compare import expect_array
-from grader.course.registry import check
+from grader import check, expect_array
 
 
 @check(points=1, targets="row_sums", visibility="hidden")
@@ -76,9 +73,6 @@ def write_course(root: Path, *, extra_toml: str = "") -> Path:
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
-    # The grading session's settings (until the course loader provides them).
-    shutil.copy(Path(__file__).resolve().parents[1] / "grader/checks/pytest.ini",
-                root / "checks/pytest.ini")
     return root
 
 
