@@ -62,6 +62,13 @@ def prove(course: Path, exercise: str) -> None:
         declared_failures(mutant)  # the guide's line-1 format
 
 
+@pytest.fixture
+def worked_example(tmp_path) -> Path:
+    """The worked example, extracted from the guide."""
+    write_files(tmp_path, example_files())
+    return tmp_path / EXAMPLE
+
+
 def test_the_worked_example_grades_as_the_guide_says(worked_example):
     prove(worked_example, "softmax_rows")
 
