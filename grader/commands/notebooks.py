@@ -8,6 +8,7 @@ from pathlib import Path
 import nbformat
 
 from grader.commands.common import UsageError, chosen_exercises, full_package_only
+from grader.course.folder import active_course, default_root
 
 
 def notebooks(*, out: Path, exercises: list[str] | None = None,
@@ -20,15 +21,19 @@ def notebooks(*, out: Path, exercises: list[str] | None = None,
     # (release: notebooks/)
     full_package_only("notebooks --solutions" if solutions else "notebooks")
     chosen = chosen_exercises(exercises)
+    # Notebooks of a course other than the installed default name it in their check cells,
+    # so that checking in Jupyter (whose kernel starts anywhere) grades with that course.
+    course = active_course()
+    named = None if course.root == default_root() else str(course.root)
     if not solutions:
-        return write_notebooks(Path(out), chosen)
+        return write_notebooks(Path(out), chosen, course=named)
     targets = visible_targets(chosen)
     paths = []
     for exercise in chosen:
         source = solution_path(exercise)
         if source is None:
             raise UsageError(f"no reference solution for {exercise}")
-        nb = fill_solutions(exercise_notebook(exercise, checks=targets[exercise]),
+        nb = fill_solutions(exercise_notebook(exercise, checks=targets[exercise], course=named),
                             source.read_text(encoding="utf-8"))
         path = Path(out) / f"{exercise}.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -35,7 +35,8 @@ except ModuleNotFoundError:  # Python 3.10
 
 COURSE_FILE = "course.toml"
 ENV = "TORCHGRADE_COURSE"
-NAME = r"^[a-z_][a-z0-9_]*$"  # an exercise, a check, a mutant: a Python identifier, lower case
+NAME = r"^[a-z_][a-z0-9_]*$"  # an exercise: a Python identifier, lower case
+CHECK_NAME = r"^[A-Za-z0-9_]+$"  # a check's function name without `test_` (may start with a digit)
 BUGHUNT_PATH = r"^bughunt/[a-z0-9_]+\.py$"  # as grader.course.faults.BugHunt.path
 MUST_FAIL = "# must fail:"
 DIAGNOSES = "# diagnoses:"
@@ -159,8 +160,12 @@ def read_mutant(exercise: str, path: Path) -> DeclaredMutant:
         raise CourseError(where)
     fails = _names(lines[0].removeprefix(MUST_FAIL))
     diagnoses = _names(lines[1].removeprefix(DIAGNOSES)) if lines[1].startswith(DIAGNOSES) else []
-    if not fails or any(not re.match(NAME, n) for n in fails):
-        raise CourseError(f"{where}; it names {fails or 'none'}")
+    if not fails:
+        raise CourseError(f"{where}; it names none")
+    bad = [n for n in fails if not re.match(CHECK_NAME, n)]
+    if bad:
+        raise CourseError(f"{path}: line 1 names {bad}, which cannot be check names (a check is "
+                          "named by its function's name without test_, e.g. values_match)")
     return DeclaredMutant(exercise, path.stem, path,
                           frozenset(f"{exercise}.{n.removeprefix('test_')}" for n in fails),
                           frozenset(diagnoses))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import nbformat
 
+from grader.course.folder import ENV as COURSE_ENV
 from grader.intake.notebook import is_check_cell
 
 REPORTS = "torchgrade-check"
@@ -34,10 +36,16 @@ DONE = "\x1etorchgrade-check-done"  # grader.jupyter.server.DONE (not imported: 
 _server: subprocess.Popen | None = None
 
 
-def check(exercise: str, *names: str, out: str = REPORTS, color: bool = True) -> None:
+def check(exercise: str, *names: str, out: str = REPORTS, color: bool = True,
+          course: str | None = None) -> None:
     """Check the cells run so far: the visible checks of `exercise` (only those about `names`,
     when given), printed with the hidden checks' titles; the report goes to
-    `out/<exercise>/report.html` (where `torchgrade check` writes that exercise's report)."""
+    `out/<exercise>/report.html` (where `torchgrade check` writes that exercise's report).
+    `course`: the course folder whose checks to use (default: TORCHGRADE_COURSE, else the
+    installed default course)."""
+    if course is not None and os.environ.get(COURSE_ENV) != course:
+        os.environ[COURSE_ENV] = course  # the grader processes started below inherit it
+        _restart_server()
     shell = _shell()
     if shell is None:
         print(f"check() works inside a Jupyter notebook. Elsewhere, run:\n"
@@ -61,6 +69,13 @@ def check(exercise: str, *names: str, out: str = REPORTS, color: bool = True) ->
             if names:
                 command += ["--only", ",".join(names)]
             _stream(command)
+
+
+def _restart_server() -> None:
+    global _server
+    if _server is not None:
+        _stop_server(_server)
+        _server = None
 
 
 def _shell():

@@ -88,6 +88,15 @@ def build_release(out: Path, *, exercises: list[str] | None = None,
             raise ReleaseError(f"{out} is not empty (use --force to replace it)")
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
+    try:
+        return _build(out, exercises)
+    except BaseException:
+        # A refused or failed build leaves nothing half-made behind (OUT was empty or new).
+        shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def _build(out: Path, exercises: list[str]) -> Release:
     release = Release(out=out, exercises=exercises)
 
     course = active_course()
@@ -419,6 +428,13 @@ packages = {json.dumps(packages)}
     (out / "README.md").write_text(student_readme(exercises), encoding="utf-8")
 
 
+BUGHUNT_README = (
+    "A bug hunt (`exercises/bughunt/`) is checked the same way, but its visible checks say "
+    "nothing\nabout its faults: only that `run(seed=0)` runs to the end, returns what its "
+    "docstring says, with\nfinite numbers. Finding the faults is the exercise; they are graded "
+    "when you hand in.\n\n")
+
+
 def student_readme(exercises: list[str]) -> str:
     from grader.release.gradescope_bundle import TORCH_INDEX
     from grader.release.notebooks import exercises_root, stub_path
@@ -428,7 +444,8 @@ def student_readme(exercises: list[str]) -> str:
                      f"`notebooks/{e}.ipynb` |" for e in exercises)
     first = exercises[0]
     first_stub = f"exercises/{stub_path(first).relative_to(root).as_posix()}"
-    return f"""# Exercises: the fundamentals of deep learning with PyTorch
+    bughunts = BUGHUNT_README if any(is_bughunt(e) for e in exercises) else ""
+    return f"""# Exercises: {active_course().name}
 
 Fill in the functions of each exercise, check your work as often as you like, hand it in.
 
@@ -470,12 +487,8 @@ filled in yet shows `[  TODO   ]`. One HTML report per exercise goes to
 class; a `.ipynb`, a folder or a `.zip` works too (`torchgrade check .` here checks every file
 under `exercises/`).
 
-A bug hunt (`exercises/bughunt/`) is checked the same way, but its visible checks say nothing
-about its faults: only that `run(seed=0)` runs to the end, returns what its docstring says, with
-finite numbers. Finding the faults is the exercise; they are graded when you hand in.
-
-Your code runs in a separate, sandboxed process with a time limit per call: an endless loop or
-a crash costs only the checks that needed it.
+{bughunts}Your code runs in a separate, sandboxed process with a time limit per call: an endless
+loop or a crash costs only the checks that needed it.
 
 ## Notebooks
 

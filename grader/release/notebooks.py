@@ -218,9 +218,12 @@ def _dedent(block: list[str]) -> list[str]:
 # --------------------------------------------------------------------------- notebooks
 
 
-def check_cell_source(exercise: str, names: list[str]) -> str:
+def check_cell_source(exercise: str, names: list[str], course: str | None = None) -> str:
+    """A Check your work cell; `course`: the course folder its checks come from, when not the
+    installed torchgrade's default course (a release's notebooks never name one)."""
     what = ", ".join(names) if names else f"every function of {exercise}"
-    args = ", ".join(repr(x) for x in [exercise, *names])
+    args = ", ".join([repr(x) for x in [exercise, *names]]
+                     + ([f"course={course!r}"] if course else []))
     return (f"# Check your work: the grader runs the visible checks of {what} on the cells you\n"
             "# have run so far, in a sandbox (this cell itself is not graded).\n"
             f"{CHECK_IMPORT}\ncheck({args})")
@@ -238,11 +241,12 @@ are listed by title; they run when your work is graded. Hand in this notebook as
 
 
 def exercise_notebook(exercise: str, *, source: str | None = None,
-                      checks: list[list[str]] | None = None) -> nbformat.NotebookNode:
+                      checks: list[list[str]] | None = None,
+                      course: str | None = None) -> nbformat.NotebookNode:
     """The student notebook of `exercise` from its stub (`source`, default: the packaged stub).
     `checks`: the targets of each visible check. A check cell follows the last definition
     each check is about (a check of save_checkpoint and load_checkpoint after the latter);
-    default: one after every definition."""
+    default: one after every definition. `course`: see `check_cell_source`."""
     if source is None:
         source = stub_path(exercise).read_text(encoding="utf-8")
     module_doc, parts = module_parts(source)
@@ -263,11 +267,11 @@ def exercise_notebook(exercise: str, *, source: str | None = None,
                                f"doc-{part.name}"))
         cells.append(_code(part.code, "stub", part.name, f"stub-{part.name}"))
         if checked is None or part.name in checked:
-            cells.append(_code(check_cell_source(exercise, [part.name]), "check", part.name,
+            cells.append(_code(check_cell_source(exercise, [part.name], course), "check", part.name,
                                f"check-{part.name}"))
     cells.append(_markdown("## Check the whole exercise\n\nEvery visible check of this "
                            "exercise, and the hidden ones by title.", "doc", None, "doc-all"))
-    cells.append(_code(check_cell_source(exercise, []), "check", None, "check-all"))
+    cells.append(_code(check_cell_source(exercise, [], course), "check", None, "check-all"))
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nb.metadata["language_info"] = {"name": "python"}
@@ -313,14 +317,15 @@ def visible_targets(exercises: list[str]) -> dict[str, list[list[str]]]:
     return targets
 
 
-def write_notebooks(out: Path, exercises: list[str]) -> list[Path]:
-    """`out/<exercise>.ipynb` for every exercise (validated nbformat); returns the paths."""
+def write_notebooks(out: Path, exercises: list[str], *, course: str | None = None) -> list[Path]:
+    """`out/<exercise>.ipynb` for every exercise (validated nbformat); returns the paths.
+    `course`: see `check_cell_source`."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     targets = visible_targets(exercises)
     paths = []
     for exercise in exercises:
-        nb = exercise_notebook(exercise, checks=targets.get(exercise, []))
+        nb = exercise_notebook(exercise, checks=targets.get(exercise, []), course=course)
         nbformat.validate(nb)
         path = out / f"{exercise}.ipynb"
         path.write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
