@@ -238,3 +238,23 @@ def test_active_course_follows_the_environment(course_dir, monkeypatch):
     assert active_course().name == "Tiny"
     monkeypatch.delenv("TORCHGRADE_COURSE")
     assert active_course() == default_course()
+
+
+@pytest.mark.fast
+def test_a_check_name_may_start_with_a_digit_and_a_bad_one_is_named(course_dir):
+    mutants = course_dir / "mutants" / "scale"
+    (mutants / "ignores_zero.py").write_text("# must fail: 3d_values\ndef scale(x, f):\n"
+                                             "    return x\n")
+    assert load_course(course_dir).mutants("scale")[0].fails == {"scale.3d_values"}
+    (mutants / "ignores_zero.py").write_text("# must fail: values-match\n")
+    with pytest.raises(CourseError, match=r"\['values-match'\].*cannot be check names"):
+        load_course(course_dir).mutants("scale")
+
+
+@pytest.mark.fast
+def test_notebooks_of_a_course_name_it_in_their_check_cells(course_dir):
+    from grader.release.notebooks import check_cell_source
+
+    assert "course=" not in check_cell_source("scale", ["scale"])
+    cell = check_cell_source("scale", ["scale"], str(course_dir))
+    assert f"check('scale', 'scale', course={str(course_dir)!r})" in cell
