@@ -47,7 +47,19 @@ def build_parser() -> Parser:
     p.add_argument("--lms", choices=("canvas", "moodle", "blackboard", "folders"),
                    help="how SUBMISSIONS is laid out (default: detected): an LMS's "
                         "\"download submissions\" folder or zip, or one folder per student")
+    p.add_argument("--shard", type=_shard, metavar="K/N",
+                   help="grade only the K-th (1..N) of N disjoint shards of the class (a job "
+                        "array: Slurm --array=1-N, a Kubernetes Indexed Job); shards may write "
+                        "into one OUT at once; then `torchgrade index OUT`")
     _common(p)
+
+    p = sub.add_parser("index", help="rebuild OUT's index.html and CSVs from every result in "
+                       "it, grading nothing (after the shards of `grade --shard K/N`)")
+    p.add_argument("out", type=Path, metavar="OUT")
+    p.add_argument("--assignment", type=Path, metavar="FILE",
+                   help="the assignment.toml graded with (default: the one the shards recorded)")
+    p.add_argument("--exercises", metavar="A,B", type=_names,
+                   help="the exercise columns (default: those the shards or results name)")
 
     p = sub.add_parser("check", help="check your work (a .py, .ipynb, folder or .zip): the "
                        "visible checks, with why each one failed")
@@ -123,6 +135,15 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _shard(text: str):
+    from grader.intake.shards import parse_shard
+
+    try:
+        return parse_shard(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _names(text: str) -> list[str]:
     return [x for x in text.split(",") if x]
 
@@ -149,6 +170,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 # and the function in it that runs it with the parsed arguments and prints.
 COMMANDS: dict[str, str] = {
     "grade": "grader.commands.grade:main",
+    "index": "grader.commands.index:main",
     "check": "grader.commands.check:main",
     "demo": "grader.commands.demo:main",
     "variants": "grader.commands.variants:main",
