@@ -120,6 +120,28 @@ def build_parser() -> Parser:
     p.add_argument("--root", type=Path, metavar="ROOT",
                    help="default: $TORCHGRADE_AUTOGRADER_ROOT or /autograder")
     p.add_argument("--assignment", type=Path, metavar="FILE")
+    p = sub.add_parser("prairielearn", help="write a PrairieLearn external grader: the "
+                       "info.json block, the entrypoint and the image recipe")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR")
+    p.add_argument("--exercises", metavar="A,B", type=_names,
+                   help="the question's exercise modules (default: all)")
+    p.add_argument("--assignment", type=Path, metavar="FILE",
+                   help="assignment.toml: the exercises and their points")
+    p.add_argument("--image", metavar="NAME",
+                   help="the image name info.json gives (default: "
+                        "torchgrade-prairielearn:VERSION; push it under your own name)")
+    p.add_argument("--job-timeout", type=_positive_int, metavar="SECONDS",
+                   help="PrairieLearn's timeout of one grading job (default 120, at most 600)")
+    p.add_argument("--reveal-hidden", action="store_true",
+                   help="show hidden checks' messages to students (default: points only)")
+
+    p = sub.add_parser("prairielearn-run", help="(inside PrairieLearn's grading container) "
+                       "grade ROOT/student, write ROOT/results/results.json")
+    p.add_argument("--root", type=Path, metavar="ROOT",
+                   help="default: $TORCHGRADE_PRAIRIELEARN_ROOT or /grade")
+    p.add_argument("--exercises", metavar="A,B", type=_names)
+    p.add_argument("--assignment", type=Path, metavar="FILE")
+    p.add_argument("--reveal-hidden", action="store_true")
     for command in sub.choices.values():
         _course(command)
     return parser
@@ -179,6 +201,8 @@ COMMANDS: dict[str, str] = {
     "solution": "grader.commands.solution:main",
     "gradescope-bundle": "grader.commands.gradescope:main_bundle",
     "gradescope-run": "grader.commands.gradescope:main_run",
+    "prairielearn": "grader.commands.prairielearn:main_build",
+    "prairielearn-run": "grader.commands.prairielearn:main_run",
 }
 
 

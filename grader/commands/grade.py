@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -191,10 +192,12 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
             summary.results += [done for t in tasks if t.student not in collected
                                 and (done := previous_result(out / t.student,
                                                        t.fingerprint)) is not None]
-            if shard is not None:
+            if shard is not None:  # the class files are `torchgrade index`'s, once all are done
                 write_shard_summary(summary, assignment=assignment)
-            elif summary.results:  # also on Ctrl-C: the index of what is graded so far
-                write_class_outputs(summary, roster=roster)
+            else:  # this run writes the class files itself: the shards' records are stale
+                shutil.rmtree(out / SHARDS, ignore_errors=True)
+                if summary.results:  # also on Ctrl-C: the index of what is graded so far
+                    write_class_outputs(summary, roster=roster)
     finally:
         for lock in reversed(locks):
             lock.__exit__(None, None, None)
