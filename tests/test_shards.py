@@ -194,3 +194,44 @@ def test_index_refuses_what_it_cannot_index(tmp_path, capsys):
     (empty / ".torchgrade-output").write_text("x")
     assert cli_main(["index", str(empty)]) == 2
     assert "no results.json" in capsys.readouterr().err
+
+
+@pytest.mark.fast
+def test_index_takes_the_assignment_the_shards_recorded(tmp_path, capsys):
+    from datetime import datetime, timezone
+
+    from grader.commands.grade import SHARDS, ShardSummary
+    from grader.models import CheckResult, ExerciseResult, SubmissionResult
+    from grader.outputs.writing import write_json
+
+    (tmp_path / "students.csv").write_text("student_id,last_name,first_name,email\n"
+                                           "ann,Lovelace,Ada,ada@example.edu\n")
+    (tmp_path / "hw1.toml").write_text(f'name = "hw1"\nexercises = ["{EXERCISE}"]\n'
+                                       'roster = "students.csv"\n')
+    out = tmp_path / "out"
+    (out / SHARDS).mkdir(parents=True)
+    (out / ".torchgrade-output").write_text("x")
+    for student, points in (("ann", 2.0), ("bob", 0.0)):
+        check = CheckResult(id=f"{EXERCISE}.c", exercise=EXERCISE, targets=["c_strides"],
+                            visibility="visible", points=points, max_points=2.0,
+                            status="passed" if points else "failed")
+        write_json(SubmissionResult(student=student, grader_version="0.1.0", score=points,
+                                    max_score=2.0, assignment="hw1", checks=[check],
+                                    exercises=[ExerciseResult(exercise=EXERCISE, score=points,
+                                                              max_score=2.0)]),
+                   out / student / "results.json")
+    (out / "carl").mkdir()
+    (out / "carl" / "results.json").write_text("{ half written")  # skipped, with a warning
+    (out / SHARDS / "1-of-2.json").write_text(ShardSummary(
+        shard="1/2", students=["ann"], graded=1, up_to_date=0, failures=0, seconds=1.0,
+        exercises=[EXERCISE], assignment_name="hw1",
+        assignment_file=str(tmp_path / "hw1.toml"),
+        finished_at=datetime.now(timezone.utc)).model_dump_json())
+    assert cli_main(["index", str(out)]) == 0
+    assert "Indexed 2 results: 1 with full marks" in capsys.readouterr().out
+    grades = (out / "grades.csv").read_text().splitlines()
+    assert grades[0].startswith(f"student,{EXERCISE},assignment,")
+    assert grades[1].startswith("ann,2,hw1,") and "Lovelace,Ada,ada@example.edu" in grades[1]
+    assert grades[2].startswith("bob,0,hw1,") and len(grades) == 3
+    assert "torchgrade results: hw1" in (out / "index.html").read_text()
+    assert not (out / OutLock.NAME).exists()

@@ -41,16 +41,16 @@ def index(out: Path, *, assignment: Path | None = None,
                          "running?): run `torchgrade index` once every run has finished") from None
     try:
         remove_stale_temp_files(out)  # nobody writes into OUT while we hold its lock
-        summary = class_of(out, assignment=assignment, exercises=exercises)
-        write_class_outputs(summary, roster=roster_of(summary.assignment))
+        summary, roster = class_of(out, assignment=assignment, exercises=exercises)
+        write_class_outputs(summary, roster=roster)
     finally:
         lock.__exit__(None, None, None)
     return summary
 
 
 def class_of(out: Path, *, assignment: Path | None, exercises: list[str] | None
-             ) -> GradeSummary:
-    """The class in OUT: its results and the assignment they were graded with."""
+             ) -> tuple[GradeSummary, dict]:
+    """The class in OUT: its results and the assignment they were graded with; its roster."""
     results = read_results(out)
     if not results:
         raise UsageError(f"{out} holds no results.json to index")
@@ -68,7 +68,7 @@ def class_of(out: Path, *, assignment: Path | None, exercises: list[str] | None
     if roster:
         plan = plan.with_aliases(roster_aliases(roster))
     return GradeSummary(out=out, results=results, exercises=plan.exercise_names,
-                        assignment=plan, failures=sum(map(is_grader_failure, results)))
+                        assignment=plan, failures=sum(map(is_grader_failure, results))), roster
 
 
 def read_results(out: Path) -> list[SubmissionResult]:
