@@ -177,15 +177,16 @@ def test_the_grader_holds_info_json_an_entrypoint_and_an_image_recipe(built):
 
 
 def run_grader(built: Path, tmp_path: Path, files: dict[str, bytes], *,
-               python: str = sys.executable) -> tuple[subprocess.CompletedProcess, str]:
+               python: str = sys.executable, exercises: str | None = EXERCISE
+               ) -> tuple[subprocess.CompletedProcess, str]:
     root = tmp_path / "grade"
     (root / "student").mkdir(parents=True)
     for name, data in files.items():
         (root / "student" / name).write_bytes(data)
     env = {**os.environ, "TORCHGRADE_PRAIRIELEARN_ROOT": str(root),
            "TORCHGRADE_PRAIRIELEARN_HOME": str(built / "image"), "TORCHGRADE_PYTHON": python}
-    proc = subprocess.run([str(built / "image" / "grade.sh"), EXERCISE], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([str(built / "image" / "grade.sh"), *([exercises] if exercises else [])],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc, (root / "results" / "results.json").read_text()
 
@@ -248,3 +249,20 @@ def c_strides(shape, itemsize):             # and 2 MB at every call
     assert results.gradable is not False and results.score == 1
     assert any(len(t.output) > 1000 for t in results.tests)  # what it printed, clipped
     assert "clipped" in results.message and "1 MB" in results.message
+
+
+@pytest.mark.slow
+def test_a_grader_built_from_an_assignment_grades_it_at_its_points(tmp_path):
+    (tmp_path / "hw1.toml").write_text(f'name = "hw1"\nexercises = [{{ name = "{EXERCISE}", '
+                                       'points = 10 }]\n')
+    built = tmp_path / "grader"
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", "prairielearn", "--out",
+                           str(built), "--assignment", str(tmp_path / "hw1.toml")],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    options = json.loads((built / "info.json").read_text())["externalGradingOptions"]
+    assert options["entrypoint"] == "/opt/torchgrade/grade.sh"  # grades assignment.toml
+    # (run from tmp_path, which holds a folder named `grader`: it must not shadow torchgrade)
+    _, text = run_grader(built, tmp_path, {f"{EXERCISE}.py": SOLUTION}, exercises=None)
+    results = validate(text)
+    assert results.score == 1 and sum(t.max_points for t in results.tests) == pytest.approx(10)

@@ -37,7 +37,8 @@ def prairielearn(*, out: Path, exercises: list[str] | None = None,
     return build_grader(out, name=plan.name or "torchgrade",
                         exercises=[(e.name, e.points) for e in plan.exercises],
                         image=image or f"torchgrade-prairielearn:{grader.__version__}",
-                        timeout=timeout, reveal_hidden=reveal_hidden)
+                        timeout=timeout, reveal_hidden=reveal_hidden,
+                        from_assignment=assignment is not None)
 
 
 def prairielearn_run(*, root: Path | None = None, exercises: list[str] | None = None,

@@ -75,7 +75,8 @@ mkdir -p "$ROOT/results"
 rm -f "$ROOT/results/results.json"
 if [ -n "${{1:-}}" ]; then CHOSEN=(--exercises "$1"); else
     CHOSEN=(--assignment "$HOME_DIR/assignment.toml"); fi
-"$PYTHON" -m grader.cli prairielearn-run --root "$ROOT" --course "$HOME_DIR/course" \\
+# -I: the current folder (whatever the job starts in) never shadows the installed grader.
+"$PYTHON" -I -m grader.cli prairielearn-run --root "$ROOT" --course "$HOME_DIR/course" \\
     "${{CHOSEN[@]}}"{reveal}
 status=$?
 if [ ! -s "$ROOT/results/results.json" ]; then
@@ -97,7 +98,7 @@ README = """\
 
 2. In each question's `info.json`, add the two keys of `info.json` here (`gradingMethod` and
    `externalGradingOptions`). Its entrypoint grades {exercises}; for a question on other
-   exercises, name them after the entrypoint: `{home}/grade.sh a,b`.
+   exercises of the course, name them after the entrypoint: `{home}/grade.sh a,b`.
 
 3. Let students hand in the exercise files under their usual names (`pl-file-editor` or
    `pl-file-upload` with `file-name="<exercise>.py"`, or the .ipynb). PrairieLearn copies them to
@@ -106,19 +107,22 @@ README = """\
 """
 
 
-def info_json(*, image: str, exercises: list[str], timeout: int) -> dict:
-    """The keys to merge into a question's info.json (PrairieLearn's external grading options)."""
+def info_json(*, image: str, exercises: list[str] | None, timeout: int) -> dict:
+    """The keys to merge into a question's info.json (PrairieLearn's external grading options).
+    The entrypoint names `exercises` (graded at their declared points); without them it
+    grades the image's assignment.toml (the points an assignment file gave)."""
+    entrypoint = f"{HOME}/grade.sh" + (f" {','.join(exercises)}" if exercises else "")
     return {"gradingMethod": "External",
-            "externalGradingOptions": {
-                "enabled": True, "image": image,
-                "entrypoint": f"{HOME}/grade.sh {','.join(exercises)}",
-                "timeout": timeout}}
+            "externalGradingOptions": {"enabled": True, "image": image,
+                                       "entrypoint": entrypoint, "timeout": timeout}}
 
 
 def build_grader(out: Path, *, name: str, exercises: list[tuple[str, float | None]],
-                 image: str, timeout: int = DEFAULT_TIMEOUT, reveal_hidden: bool = False
-                 ) -> Path:
-    """Write the grader's files into `out` (see the module's docstring); returns `out`."""
+                 image: str, timeout: int = DEFAULT_TIMEOUT, reveal_hidden: bool = False,
+                 from_assignment: bool = False) -> Path:
+    """Write the grader's files into `out` (see the module's docstring); returns `out`. With
+    `from_assignment` (the points come from an assignment file), info.json's entrypoint grades
+    assignment.toml rather than naming the exercises."""
     out = Path(out)
     chosen = [e for e, _ in exercises]
     recipe = out / "image"
@@ -145,7 +149,8 @@ def build_grader(out: Path, *, name: str, exercises: list[tuple[str, float | Non
         (recipe / filename).write_text(text, encoding="utf-8")
     grade_sh = recipe / "grade.sh"
     grade_sh.chmod(grade_sh.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    (out / "info.json").write_text(json.dumps(info_json(image=image, exercises=chosen,
+    named = None if from_assignment else chosen
+    (out / "info.json").write_text(json.dumps(info_json(image=image, exercises=named,
                                                         timeout=timeout), indent=2) + "\n",
                                    encoding="utf-8")
     (out / "README.md").write_text(README.format(
