@@ -49,7 +49,19 @@ def build_parser() -> Parser:
     p.add_argument("--lms", choices=("canvas", "moodle", "blackboard", "folders"),
                    help="how SUBMISSIONS is laid out (default: detected): an LMS's "
                         "\"download submissions\" folder or zip, or one folder per student")
+    p.add_argument("--shard", type=_shard, metavar="K/N",
+                   help="grade only the K-th (1..N) of N disjoint shards of the class (a job "
+                        "array: Slurm --array=1-N, a Kubernetes Indexed Job); shards may write "
+                        "into one OUT at once; then `torchgrade index OUT`")
     _common(p)
+
+    p = sub.add_parser("index", help="rebuild OUT's index.html and CSVs from every result in "
+                       "it, grading nothing (after the shards of `grade --shard K/N`)")
+    p.add_argument("out", type=Path, metavar="OUT")
+    p.add_argument("--assignment", type=Path, metavar="FILE",
+                   help="the assignment.toml graded with (default: the one the shards recorded)")
+    p.add_argument("--exercises", metavar="A,B", type=_names,
+                   help="the exercise columns (default: those the shards or results name)")
 
     p = sub.add_parser("check", help="check your work (a .py, .ipynb, folder or .zip): the "
                        "visible checks, with why each one failed")
@@ -135,6 +147,28 @@ def build_parser() -> Parser:
     p.add_argument("--root", type=Path, metavar="ROOT",
                    help="default: $TORCHGRADE_AUTOGRADER_ROOT or /autograder")
     p.add_argument("--assignment", type=Path, metavar="FILE")
+    p = sub.add_parser("prairielearn", help="write a PrairieLearn external grader: the "
+                       "info.json block, the entrypoint and the image recipe")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR")
+    p.add_argument("--exercises", metavar="A,B", type=_names,
+                   help="the question's exercise modules (default: all)")
+    p.add_argument("--assignment", type=Path, metavar="FILE",
+                   help="assignment.toml: the exercises and their points")
+    p.add_argument("--image", metavar="NAME",
+                   help="the image name info.json gives (default: "
+                        "torchgrade-prairielearn:VERSION; push it under your own name)")
+    p.add_argument("--job-timeout", type=_positive_int, metavar="SECONDS",
+                   help="PrairieLearn's timeout of one grading job (default 120, at most 600)")
+    p.add_argument("--reveal-hidden", action="store_true",
+                   help="show hidden checks' messages to students (default: points only)")
+
+    p = sub.add_parser("prairielearn-run", help="(inside PrairieLearn's grading container) "
+                       "grade ROOT/student, write ROOT/results/results.json")
+    p.add_argument("--root", type=Path, metavar="ROOT",
+                   help="default: $TORCHGRADE_PRAIRIELEARN_ROOT or /grade")
+    p.add_argument("--exercises", metavar="A,B", type=_names)
+    p.add_argument("--assignment", type=Path, metavar="FILE")
+    p.add_argument("--reveal-hidden", action="store_true")
     for name, command in sub.choices.items():
         if name not in WRITES_A_COURSE:
             _course(command)
@@ -175,6 +209,15 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _shard(text: str):
+    from grader.intake.shards import parse_shard
+
+    try:
+        return parse_shard(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _names(text: str) -> list[str]:
     return [x for x in text.split(",") if x]
 
@@ -201,6 +244,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 # and the function in it that runs it with the parsed arguments and prints.
 COMMANDS: dict[str, str] = {
     "grade": "grader.commands.grade:main",
+    "index": "grader.commands.index:main",
     "check": "grader.commands.check:main",
     "demo": "grader.commands.demo:main",
     "variants": "grader.commands.variants:main",
@@ -211,6 +255,8 @@ COMMANDS: dict[str, str] = {
     "gradescope-run": "grader.commands.gradescope:main_run",
     "new-exercise": "grader.commands.new_exercise:main",
     "verify": "grader.commands.verify:main",
+    "prairielearn": "grader.commands.prairielearn:main_build",
+    "prairielearn-run": "grader.commands.prairielearn:main_run",
 }
 
 

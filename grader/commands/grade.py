@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
+
+from pydantic import BaseModel
 
 from grader.commands.common import (GraderUnavailable, UsageError, default_jobs, isolation_warning,
                                     limits_of, plan_of, roster_of)
@@ -23,6 +27,7 @@ from grader.intake.assignment import Assignment, from_exercises, read_timestamp,
 from grader.intake.files import Inode, class_hard_links, own_links
 from grader.intake.fingerprint import fingerprint, grading_digest, submission_digest
 from grader.intake.lms import STAGING, read_sidecar
+from grader.intake.shards import Shard
 from grader.intake.students import check_folders, class_students, download_layout, read_class
 from grader.intake.submission import OUT_MARKER, exercises_in, load_quietly
 from grader.models import CheckRun, Submission, SubmissionResult, is_grader_failure
@@ -49,6 +54,7 @@ class GradeSummary:
     up_to_date: int = 0      # skipped: their results.json already had the same fingerprint
     failures: int = 0        # the grader could not grade them (recorded, retried next run)
     seconds: float = 0.0
+    shard: Shard | None = None  # a job array's shard: no class files (`torchgrade index`)
 
     @property
     def index(self) -> Path:
@@ -64,7 +70,8 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
           limits: WorkerLimits | None = None,
           on_start: Callable[[int, int], None] | None = None,
           on_result: Callable[[SubmissionResult], None] | None = None,
-          variants: Path | None = None, lms: str | None = None) -> GradeSummary:
+          variants: Path | None = None, lms: str | None = None,
+          shard: Shard | None = None) -> GradeSummary:
     """Grade every student in `submissions` with `jobs` grading processes; write each student's
     results.json, report.html and gradescope.json the moment they are graded, then the class
     index and the CSV gradebook into `out`.
@@ -79,6 +86,11 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
     `grader.intake.lms`; default: detected): an LMS download or a class zip is staged into
     `out/.lms/`, never unpacked where it lies. Every roster student is graded (an empty
     submission for one who handed nothing in); an id not in the roster is graded and warned.
+
+    With `shard` (a job array's K/N, `grader.intake.shards`), only the students of that shard
+    are graded, and the run shares OUT with the other shards running at once: it writes its
+    students' folders and `OUT/.shards/K-of-N.json` (what it graded), never the class files
+    nor anything another shard writes; `torchgrade index OUT` builds those once all are done.
     """
     started = time.monotonic()
     submissions, out = Path(submissions), Path(out)
@@ -88,19 +100,23 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
     found = read_class(submissions, layout, plan.zone if plan is not None else None)
     if jobs is not None and jobs < 1:
         raise UsageError("-j must be at least 1")
+    if shard is not None and plan is None and layout != "folders":
+        # A shard stages only its own students: it cannot see which exercises the class
+        # handed in, and each shard would grade another set (and fingerprint it so).
+        raise UsageError("--shard of an LMS download or a class zip needs --exercises or "
+                         "--assignment (the same for every shard)")
     roster = roster_of(plan) if plan is not None else {}
     if plan is not None and roster:
         plan = plan.with_aliases(roster_aliases(roster))
     manifest = read_variants(variants) if variants is not None else None
-    summary = GradeSummary(out=out)
+    summary = GradeSummary(out=out, shard=shard)
+    locks = out_locks(out, shard)
     try:
-        lock = OutLock(out).__enter__()
-    except BlockingIOError:
-        raise UsageError(f"{out} is being written by another `torchgrade grade` run") from None
-    try:
-        remove_stale_temp_files(out)  # left by a run that was killed mid-write
+        if shard is None:
+            remove_stale_temp_files(out)  # left by a run that was killed mid-write
         write_atomic(out / OUT_MARKER, "This folder holds the results of `torchgrade grade`.\n")
-        students = class_students(found, out / STAGING, roster)
+        keep = shard.holds if shard is not None else None
+        students = class_students(found, out / STAGING, roster, keep)
         if plan is None:  # the exercises found in the submissions, by file names only
             known = known_exercises()
             present = set().union(*(exercises_in(path, known) for _, path in students))
@@ -116,12 +132,17 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
         summary.exercises, summary.assignment = chosen, plan
         tasks = []
         links = class_hard_links(students)
+        everyone = {sid for sid, _ in students}
+        if shard is not None:  # (links: decided over the whole class, as in one run)
+            everyone |= {s.sid if hasattr(s, "sid") else s[0] for s in found} | set(roster)
+            students = [(sid, path) for sid, path in students if shard.holds(sid)]
+            remove_stale_temp_files(out, [sid for sid, _ in students])
         strangers = [sid for sid, _ in students if roster and sid not in roster]
         if strangers:
             log.warning("torchgrade: warning: %d submission(s) not in the roster, graded and "
                         "marked \"not in the roster\": %s", len(strangers),
                         ", ".join(strangers[:10]) + (" ..." if len(strangers) > 10 else ""))
-        warn_unknown_students(plan, {sid for sid, _ in students})
+        warn_unknown_students(plan, everyone)
         for sid, path in students:
             # The parent reads no student file beyond fingerprints (bounded, regular files
             # only): the grading processes load the submissions, in parallel.
@@ -163,7 +184,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
         except PoolBroken as exc:
             raise GraderUnavailable(str(exc)) from None
         finally:
-            remove_stale_temp_files(out)
+            remove_stale_temp_files(out, None if shard is None else [t.student for t in tasks])
             summary.seconds = time.monotonic() - started
             # On Ctrl-C a grading process may have written a result whose message never
             # reached us: what is on disk with this grading's fingerprint counts too.
@@ -171,11 +192,72 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
             summary.results += [done for t in tasks if t.student not in collected
                                 and (done := previous_result(out / t.student,
                                                        t.fingerprint)) is not None]
-            if summary.results:  # also on Ctrl-C: the index of what is graded so far
-                write_class_outputs(summary, roster=roster)
+            if shard is not None:  # the class files are `torchgrade index`'s, once all are done
+                write_shard_summary(summary, assignment=assignment)
+            else:  # this run writes the class files itself: the shards' records are stale
+                shutil.rmtree(out / SHARDS, ignore_errors=True)
+                if summary.results:  # also on Ctrl-C: the index of what is graded so far
+                    write_class_outputs(summary, roster=roster)
     finally:
-        lock.__exit__(None, None, None)
+        for lock in reversed(locks):
+            lock.__exit__(None, None, None)
     return summary
+
+
+def out_locks(out: Path, shard: Shard | None) -> list[OutLock]:
+    """Take OUT's locks: exclusively for a whole run; for a shard, OUT shared with the other
+    shards and its own shard's lock exclusively (the same shard twice would grade the same
+    students at once). UsageError, one line, when a run in the way holds them."""
+    if shard is None:
+        wanted = [OutLock(out)]
+    else:
+        wanted = [OutLock(out, shared=True),
+                  OutLock(out, name=f".torchgrade.shard-{shard.name}.lock")]
+    taken: list[OutLock] = []
+    try:
+        for lock in wanted:
+            taken.append(lock.__enter__())
+    except BlockingIOError:
+        for lock in reversed(taken):
+            lock.__exit__(None, None, None)
+        what = (f"shard {shard} of another `torchgrade grade` run" if shard is not None and taken
+                else "another `torchgrade grade` run (or `torchgrade index`)")
+        raise UsageError(f"{out} is being written by {what}") from None
+    return taken
+
+
+SHARDS = ".shards"  # OUT/.shards/K-of-N.json: what each shard of a job array graded
+
+
+class ShardSummary(BaseModel):
+    """What one shard graded: `torchgrade index` reads these for the exercises and the
+    assignment file of the class (when not given them again)."""
+
+    shard: str
+    students: list[str]
+    graded: int
+    up_to_date: int
+    failures: int
+    seconds: float
+    exercises: list[str]
+    assignment_name: str = ""
+    assignment_file: str | None = None
+    finished_at: datetime
+
+
+def write_shard_summary(summary: GradeSummary, *, assignment: Path | None) -> None:
+    """OUT/.shards/K-of-N.json, atomically: only this shard writes that name."""
+    assert summary.shard is not None
+    plan = summary.assignment
+    record = ShardSummary(
+        shard=str(summary.shard), students=sorted(r.student for r in summary.results),
+        graded=summary.graded, up_to_date=summary.up_to_date, failures=summary.failures,
+        seconds=round(summary.seconds, 3), exercises=list(summary.exercises),
+        assignment_name=plan.name if plan else "",
+        assignment_file=str(Path(assignment).resolve()) if assignment is not None else None,
+        finished_at=datetime.now(timezone.utc))
+    write_atomic(summary.out / SHARDS / f"{summary.shard.name}.json",
+                 record.model_dump_json(indent=2))
 
 
 def warn_unknown_students(plan: Assignment, students: set[str]) -> None:
@@ -328,7 +410,8 @@ def main(args: argparse.Namespace) -> int:
         summary = grade(args.submissions, out=args.out, exercises=args.exercises,
                         assignment=args.assignment, jobs=args.jobs, force=args.force,
                         limits=limits_of(args.timeout), on_start=progress.start,
-                        on_result=progress.result, variants=args.variants, lms=args.lms)
+                        on_result=progress.result, variants=args.variants, lms=args.lms,
+                        shard=args.shard)
     finally:
         progress.close()
     print(summary_line(summary))
@@ -342,6 +425,8 @@ def summary_line(summary: GradeSummary) -> str:
     rate = (f", {summary.seconds / summary.graded:.2f} s each" if summary.graded else "")
     failures = (f", {summary.failures} NOT GRADED (grader failures; run again)"
                 if summary.failures else "")
+    where = (f"Class index: {summary.index}" if summary.shard is None else
+             f"Shard {summary.shard}: once every shard has finished, run `torchgrade index "
+             f"{summary.out}` for the class index and CSVs")
     return (f"Graded {n} submission{'' if n == 1 else 's'} ({done}) in {summary.seconds:.1f} s"
-            f"{rate}: {summary.full_marks} with full marks{failures}. "
-            f"Class index: {summary.index}")
+            f"{rate}: {summary.full_marks} with full marks{failures}. {where}")

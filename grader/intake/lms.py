@@ -472,25 +472,34 @@ def _parse_folders(entries, students, ignored) -> None:
 # --------------------------------------------------------------------------- staging
 
 
-def stage(students: list[LmsStudent], folder: Path) -> list[tuple[str, Path]]:
+def stage(students: list[LmsStudent], folder: Path,
+          keep: Callable[[str], bool] | None = None) -> list[tuple[str, Path]]:
     """Copy each student's files into `folder/<student id>/` (emptied first, whatever an
     earlier run left there; nothing else is written anywhere), with `timestamp.txt` and
     `SIDECAR`; returns (student id, folder) pairs. A file that cannot be read or written (a
     name that is both a file and a folder, `timestamp.txt` among a student's folders) is not
-    copied: the sidecar's notes say why; it costs that student only, never the run."""
+    copied: the sidecar's notes say why; it costs that student only, never the run.
+
+    With `keep` (a shard of a job array: other shards stage into the same folder at once),
+    only the students it keeps are staged, and only their own folders are emptied; who owns a
+    hard-linked file is still decided over the whole download, as in an unsharded run."""
     folder = Path(folder)
     if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-        folder.unlink()
-    elif folder.exists():
+        folder.unlink(missing_ok=True)
+    elif folder.exists() and keep is None:
         shutil.rmtree(folder)
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=keep is not None)
     # A hard-linked file of the download is read as the work of whoever had it first, as in
     # a class folder (`grader.intake.files.class_hard_links`); the others' copies are refused.
     owners = link_owners((s.sid, e.path) for s in students for e in s.files.values() if e.path)
     staged: list[tuple[str, Path]] = []
     for student in students:
+        if keep is not None and not keep(student.sid):
+            continue
         home = folder / student.sid
         try:
+            if keep is not None:
+                clear_home(home)
             home.mkdir()
         except OSError as exc:
             log.warning("torchgrade: warning: %s could not be staged (%s): not graded",
@@ -517,6 +526,14 @@ def stage(students: list[LmsStudent], folder: Path) -> list[tuple[str, Path]]:
                       late_marker=student.late_marker, notes=notes)
         staged.append((student.sid, home))
     return staged
+
+
+def clear_home(home: Path) -> None:
+    """Remove what an earlier run staged at `home` (a folder, or anything else named so)."""
+    if home.is_symlink() or (home.exists() and not home.is_dir()):
+        home.unlink()
+    elif home.exists():
+        shutil.rmtree(home)
 
 
 def _stage_file(home: Path, relpath: str, entry: Entry) -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import tzinfo
 from pathlib import Path
 
@@ -78,26 +78,32 @@ def read_class(submissions: Path, layout: str, zone: tzinfo | None = None) -> li
     return parse(list_download(submissions), layout, zone)
 
 
-def class_students(found: list, staging: Path, roster: Iterable[str] = ()
-                   ) -> list[tuple[str, Path]]:
+def class_students(found: list, staging: Path, roster: Iterable[str] = (),
+                   keep: Callable[[str], bool] | None = None) -> list[tuple[str, Path]]:
     """(student id, path) of every student `read_class` found: a class folder's folders and
     .zips are read where they are; an LMS download's students are staged into
     `staging/<id>/` (`grader.intake.lms.stage`; nothing is written into the download). Every
     id of `roster` without a submission gets an empty folder there, whose sidecar says
     "nothing handed in": it is graded (0 points) like any other, so that every roster student
-    is in every output."""
-    from grader.intake.lms import LmsStudent, stage, write_sidecar
+    is in every output. With `keep` (a shard), only the staged and roster-only students it
+    keeps are written and returned; a class folder's students are all returned (who owns a
+    hard-linked file is decided over the whole class: the caller filters them)."""
+    from grader.intake.lms import LmsStudent, clear_home, stage, write_sidecar
 
     lms = [s for s in found if isinstance(s, LmsStudent)]
     # Only an LMS download is staged: a class folder's students are read where they are.
-    students = stage(lms, staging) if lms else list(found)
+    students = stage(lms, staging, keep) if lms else list(found)
     have = {sid for sid, _ in students}
     missing = []
     for sid in roster:
         # (read_roster's ids are safe_ids: one name, never a dot-name or a class output's)
+        if keep is not None and not keep(sid):
+            continue
         if sid not in have and "/" not in sid and not sid.startswith(".") \
                 and sid.lower() not in CLASS_FILES:
             home = staging / sid
+            if keep is not None:  # (unsharded, `stage` emptied the whole staging folder)
+                clear_home(home)
             home.mkdir(parents=True, exist_ok=True)
             write_sidecar(home, notes=["nothing handed in"])
             missing.append((sid, home))

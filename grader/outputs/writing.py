@@ -4,8 +4,10 @@ the lock a `torchgrade grade` run holds on OUT. Writers never change the result 
 
 from __future__ import annotations
 
+import glob
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from grader.models import SubmissionResult
@@ -37,12 +39,16 @@ def read_json(path: Path) -> SubmissionResult:
     return SubmissionResult.model_validate_json(Path(path).read_text(encoding="utf-8"))
 
 
-def remove_stale_temp_files(out: Path) -> int:
+def remove_stale_temp_files(out: Path, students: Iterable[str] | None = None) -> int:
     """Delete the temporary files `write_atomic` leaves when its process is killed mid-write
-    (in OUT and OUT/<student>/); only while no other run writes into OUT (see `OutLock`)."""
+    (in OUT and OUT/<student>/); only while no other run writes there (see `OutLock`). With
+    `students` (a sharded run, which shares OUT with other shards), only in those students'
+    folders: another shard's temporary file is a result being written."""
     removed = 0
     out = Path(out)
-    for pattern in (".*.tmp", "*/.*.tmp"):
+    patterns = ((".*.tmp", "*/.*.tmp") if students is None
+                else tuple(f"{glob.escape(s)}/.*.tmp" for s in students))
+    for pattern in patterns:
         for path in out.glob(pattern):
             try:
                 path.unlink()
@@ -53,36 +59,51 @@ def remove_stale_temp_files(out: Path) -> int:
 
 
 class OutLock:
-    """An exclusive lock on OUT for one `torchgrade grade` run (flock: released by the kernel
-    even when the run is killed)."""
+    """A lock on OUT for one `torchgrade grade` run (flock: released by the kernel even when the
+    run is killed). Exclusive by default; `shared=True` for the shards of a job array, which
+    write into OUT at once (each also holds its own shard's lock exclusively) while an
+    unsharded run or `torchgrade index` must wait for all of them. Raises BlockingIOError when
+    the lock is taken. An exclusive holder removes the file when done; shared ones leave it."""
 
     NAME = ".torchgrade.lock"
 
-    def __init__(self, out: Path):
-        self.path = Path(out) / self.NAME
+    def __init__(self, out: Path, *, name: str | None = None, shared: bool = False):
+        self.path = Path(out) / (name or self.NAME)
+        self.shared = shared
         self.fd: int | None = None
 
     def __enter__(self) -> OutLock:
         import fcntl
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        mode = fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise
+            # Another holder may have removed the file between our open and our lock: a lock
+            # on that unlinked file would guard nothing. Retry on the file now at the path.
+            try:
+                if os.stat(self.path).st_ino == os.fstat(fd).st_ino:
+                    self.fd = fd
+                    return self
+            except FileNotFoundError:
+                pass
             os.close(fd)
-            raise
-        self.fd = fd
-        return self
 
     def __exit__(self, *exc) -> None:
-        if self.fd is not None:
+        if self.fd is None:
+            return
+        if not self.shared:  # shared holders leave the file: another shard may hold it
             try:
                 self.path.unlink()
             except OSError:
                 pass
-            os.close(self.fd)
-            self.fd = None
+        os.close(self.fd)
+        self.fd = None
 
 
 def printable(text: str) -> str:

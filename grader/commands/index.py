@@ -1,0 +1,124 @@
+"""`torchgrade index OUT`: the class files (index.html, grades.csv and the LMS gradebooks) of
+OUT, rebuilt from every results.json in it, without grading anything: after the shards of a job
+array (`torchgrade grade --shard K/N`) have all finished, or after results were copied in.
+
+What the class files need besides the results, in this order: `--assignment FILE` (its
+exercises, name, due date and roster, as `grade --assignment` uses them) or `--exercises`;
+else what the shards recorded in `OUT/.shards/` (the assignment file they graded with, or their
+exercises and assignment name); else what the results themselves say.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from grader.commands.common import UsageError, plan_of, roster_of
+from grader.commands.grade import (SHARDS, GradeSummary, ShardSummary, write_class_outputs)
+from grader.course.registry import known_exercises
+from grader.intake.assignment import Assignment, from_exercises, roster_aliases
+from grader.intake.students import is_output_folder
+from grader.models import SubmissionResult, is_grader_failure
+from grader.outputs.writing import OutLock, read_json, remove_stale_temp_files
+
+log = logging.getLogger("torchgrade")
+
+
+def index(out: Path, *, assignment: Path | None = None,
+          exercises: list[str] | None = None) -> GradeSummary:
+    """Rewrite OUT's class files from every `OUT/<student>/results.json` (folders whose name
+    starts with a dot are torchgrade's own); a results.json that cannot be read is skipped
+    with a warning. UsageError when OUT is no torchgrade output folder, holds no result, or a
+    `torchgrade grade` run (not a shard: shards share OUT) is writing into it."""
+    out = Path(out)
+    if not out.is_dir() or not is_output_folder(out):
+        raise UsageError(f"{out} is not a folder written by `torchgrade grade`")
+    try:
+        lock = OutLock(out).__enter__()
+    except BlockingIOError:
+        raise UsageError(f"{out} is being written by a `torchgrade grade` run (a shard still "
+                         "running?): run `torchgrade index` once every run has finished") from None
+    try:
+        remove_stale_temp_files(out)  # nobody writes into OUT while we hold its lock
+        summary, roster = class_of(out, assignment=assignment, exercises=exercises)
+        write_class_outputs(summary, roster=roster)
+    finally:
+        lock.__exit__(None, None, None)
+    return summary
+
+
+def class_of(out: Path, *, assignment: Path | None, exercises: list[str] | None
+             ) -> tuple[GradeSummary, dict]:
+    """The class in OUT: its results and the assignment they were graded with; its roster."""
+    results = read_results(out)
+    if not results:
+        raise UsageError(f"{out} holds no results.json to index")
+    shards = read_shard_summaries(out)
+    if assignment is None and exercises is None:
+        recorded = {s.assignment_file for s in shards if s.assignment_file}
+        if len(recorded) == 1 and Path(next(iter(recorded))).is_file():
+            assignment = Path(next(iter(recorded)))
+        elif len(recorded) > 1:
+            log.warning("torchgrade: warning: the shards in %s were graded with different "
+                        "assignment files (%s): give --assignment", out,
+                        ", ".join(sorted(recorded)))
+    plan = plan_of(assignment, exercises) or inferred_plan(results, shards)
+    roster = roster_of(plan)
+    if roster:
+        plan = plan.with_aliases(roster_aliases(roster))
+    return GradeSummary(out=out, results=results, exercises=plan.exercise_names,
+                        assignment=plan, failures=sum(map(is_grader_failure, results))), roster
+
+
+def read_results(out: Path) -> list[SubmissionResult]:
+    """Every readable `OUT/<student>/results.json`, by student id."""
+    results = []
+    for path in sorted(out.glob("*/results.json")):
+        if path.parent.name.startswith(".") or path.parent.is_symlink():
+            continue
+        try:
+            result = read_json(path)
+        except (OSError, ValueError) as exc:
+            log.warning("torchgrade: warning: %s could not be read, not indexed (%s)", path,
+                        type(exc).__name__)
+            continue
+        if result.student != path.parent.name:
+            log.warning("torchgrade: warning: %s holds the result of %r, not of %r: not indexed",
+                        path, result.student, path.parent.name)
+            continue
+        results.append(result)
+    return results
+
+
+def read_shard_summaries(out: Path) -> list[ShardSummary]:
+    summaries = []
+    for path in sorted((out / SHARDS).glob("*.json")):
+        try:
+            summaries.append(ShardSummary.model_validate_json(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            log.warning("torchgrade: warning: %s could not be read (ignored)", path)
+    return summaries
+
+
+def inferred_plan(results: list[SubmissionResult], shards: list[ShardSummary]) -> Assignment:
+    """The exercises and name the class was graded with, without an assignment file: those the
+    shards recorded (the latest), else the exercises in the results, in the course's order."""
+    if shards:
+        latest = max(shards, key=lambda s: s.finished_at)
+        return from_exercises(latest.exercises, name=latest.assignment_name)
+    known = known_exercises()
+    seen = list(dict.fromkeys(e.exercise for r in results for e in r.exercises))
+    ordered = [e for e in known if e in seen] + [e for e in seen if e not in known]
+    names = [r.assignment for r in results if r.assignment]
+    return from_exercises(ordered, name=max(set(names), key=names.count) if names else "")
+
+
+def main(args: argparse.Namespace) -> int:
+    summary = index(args.out, assignment=args.assignment, exercises=args.exercises)
+    n = len(summary.results)
+    failures = (f", {summary.failures} NOT GRADED (grader failures: run `torchgrade grade` "
+                "again)" if summary.failures else "")
+    print(f"Indexed {n} result{'' if n == 1 else 's'}: {summary.full_marks} with full "
+          f"marks{failures}. Class index: {summary.index}")
+    return 0
