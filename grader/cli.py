@@ -47,6 +47,9 @@ def build_parser() -> Parser:
     p.add_argument("--lms", choices=("canvas", "moodle", "blackboard", "folders"),
                    help="how SUBMISSIONS is laid out (default: detected): an LMS's "
                         "\"download submissions\" folder or zip, or one folder per student")
+    p.add_argument("--dask", metavar="tcp://HOST:PORT",
+                   help="grade on the Dask cluster whose scheduler is at this address (needs "
+                        "pip install 'torchgrade[dask]' here and on every worker; -j is unused)")
     _common(p)
 
     p = sub.add_parser("check", help="check your work (a .py, .ipynb, folder or .zip): the "
