@@ -92,6 +92,10 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
     found = read_class(submissions, layout, plan.zone if plan is not None else None)
     if jobs is not None and jobs < 1:
         raise UsageError("-j must be at least 1")
+    if dask is not None:  # an unreachable scheduler is said before any submission is read
+        from grader.running.dask_cluster import reach
+
+        reach(dask)
     roster = roster_of(plan) if plan is not None else {}
     if plan is not None and roster:
         plan = plan.with_aliases(roster_aliases(roster))

@@ -24,6 +24,7 @@ distributed is imported only here, and only when `--dask` is given.
 from __future__ import annotations
 
 import logging
+import socket
 import uuid
 import warnings
 from collections.abc import Callable, Iterable
@@ -206,6 +207,28 @@ def _distributed() -> Any:
         raise UsageError(f"--dask needs dask.distributed, which is not installed: {INSTALL}"
                          ) from None
     return distributed
+
+
+def reach(address: str) -> None:
+    """Fail fast, before any submission is read: UsageError (one line) unless `address` is a
+    scheduler address (tcp://HOST:PORT, or another of distributed's protocols) and, for
+    TCP-based ones, something accepts a connection there within CONNECT_TIMEOUT."""
+    _distributed()
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(address, strict=True)
+        host, port = parse_host_port(location) if scheme in ("tcp", "tls") else (None, None)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"--dask {address}: not a scheduler address (tcp://HOST:PORT): "
+                         f"{exc}"[:300]) from None
+    if host is None:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT).close()
+    except OSError as exc:
+        raise UsageError(f"cannot reach the Dask scheduler at {address}: "
+                         f"{exc.strerror or exc or type(exc).__name__}"[:300]) from None
 
 
 @contextmanager
