@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXERCISES, SOLUTIONS
+from grader.course.folder import default_root
 from grader.models import SubmissionResult
 from grader.outputs.writing import read_json
 from mutants import mutants_of
@@ -251,3 +252,160 @@ def test_a_local_run_never_imports_dask():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+# --------------------------------------------------------------------------- the worker's side
+# Without a cluster: the station a Dask worker keeps, with a stand-in for its grading process.
+
+
+def remote_job(tmp_path: Path, student: str = "ann", grader: str | None = None):
+    from grader.commands.grade import STEPS
+    from grader.intake.assignment import from_exercises
+    from grader.intake.fingerprint import grader_digest
+    from grader.models import Submission
+    from grader.running.pool import GradeTask, PoolSettings
+    from grader.running.remote import RemoteJob
+
+    settings = PoolSettings(out=tmp_path / "out", exercises=[EXERCISE],
+                            assignment=from_exercises([EXERCISE]))
+    task = GradeTask(submission=Submission(student=student, root=student), fingerprint="f")
+    return RemoteJob(task=task, settings=settings, steps=STEPS,
+                     grader=grader or grader_digest(), key="k")
+
+
+class DyingProcess:
+    """A grading process whose every attempt dies (as if the kernel killed it)."""
+
+    started_count = 0
+
+    def __init__(self, settings, steps):
+        DyingProcess.started_count += 1
+        self.process = self
+
+    def poll(self):
+        return None
+
+    def started(self):
+        from grader.running.pool import SandboxStarted
+
+        return SandboxStarted("full", "")
+
+    def grade(self, task):
+        from grader.running.remote import ProcessDied
+
+        raise ProcessDied("killed by SIGKILL")
+
+    def close(self):
+        pass
+
+
+def test_a_grading_process_that_dies_twice_is_reported_not_retried_forever(tmp_path,
+                                                                             monkeypatch):
+    from grader.running import remote
+
+    monkeypatch.setattr(remote, "GradingProcess", DyingProcess)
+    DyingProcess.started_count = 0
+    station = remote.Station()
+    try:
+        outcome = station.grade(remote_job(tmp_path), remote.CourseBundle.pack(
+            default_root()))
+    finally:
+        station.close()
+    assert outcome.died == "killed by SIGKILL" and not outcome.files and not outcome.broken
+    assert DyingProcess.started_count == remote.MAX_ATTEMPTS == 2
+
+
+def test_a_worker_with_another_grader_refuses_to_grade(tmp_path, monkeypatch):
+    from grader.running import remote
+
+    monkeypatch.setattr(remote, "GradingProcess", DyingProcess)
+    DyingProcess.started_count = 0
+    station = remote.Station()
+    try:
+        outcome = station.grade(remote_job(tmp_path, grader="another"),
+                                remote.CourseBundle.pack(
+                                    default_root()))
+    finally:
+        station.close()
+    assert outcome.broken and "differs from the client's" in outcome.broken
+    assert DyingProcess.started_count == 0  # nothing graded with the wrong grader
+
+
+def test_the_client_writes_only_the_outputs_of_the_submission_it_sent(tmp_path):
+    from grader.outputs.writing import write_atomic
+    from grader.running.dask_cluster import write_outcome
+    from grader.running.remote import RemoteOutcome
+    from grader.scoring.results import grader_failure
+
+    task = remote_job(tmp_path, student="ann").task
+    other = grader_failure("bob", "x").model_dump_json()
+    files = {"report.html": "<p>", "gradescope.json": "{}", "results.json": other}
+    with pytest.raises(ValueError):
+        write_outcome(RemoteOutcome("ann", files=files), task, tmp_path / "out",
+                      write_atomic)
+    with pytest.raises(ValueError):  # an incomplete reply
+        write_outcome(RemoteOutcome("ann", files={"results.json": other}), task, tmp_path,
+                      write_atomic)
+    assert not (tmp_path / "out").exists()
+    mine = grader_failure("ann", "x").model_dump_json(indent=2)
+    result = write_outcome(RemoteOutcome("ann", files={**files, "results.json": mine}), task,
+                           tmp_path / "out", write_atomic)
+    assert result.student == "ann"
+    assert (tmp_path / "out" / "ann" / "results.json").read_text() == mine
+
+
+def test_a_course_bundle_unpacks_to_the_same_files(tmp_path):
+    from grader.running.remote import CourseBundle
+
+    course = Path(__file__).parents[1] / "curriculum"
+    bundle = CourseBundle.pack(course)
+    assert CourseBundle.pack(course).digest == bundle.digest  # times do not count
+    unpacked = bundle.unpack(tmp_path)
+    assert bundle.unpack(tmp_path) == unpacked  # once per digest
+    assert CourseBundle.pack(unpacked).digest == bundle.digest
+    assert (unpacked / "course.toml").read_bytes() == (course / "course.toml").read_bytes()
+
+
+class WorkingProcess(DyingProcess):
+    """A grading process that grades (a grader failure: nothing to run) and can be closed."""
+
+    made: list[WorkingProcess] = []
+
+    def __init__(self, settings, steps):
+        super().__init__(settings, steps)
+        self.closed = False
+        WorkingProcess.made.append(self)
+
+    def grade(self, task):
+        from grader.running.pool import Graded
+        from grader.scoring.results import grader_failure
+
+        return Graded(grader_failure(task.student, "x"))
+
+    def close(self):
+        self.closed = True
+
+
+def test_a_worker_keeps_its_grading_process_for_a_run_and_stops_it_for_another(tmp_path,
+                                                                                monkeypatch):
+    from dataclasses import replace
+
+    from grader.running import remote
+
+    monkeypatch.setattr(remote, "GradingProcess", WorkingProcess)
+    WorkingProcess.made = []
+    station = remote.Station()
+    course = remote.CourseBundle.pack(default_root())
+    try:
+        first = remote_job(tmp_path)
+        for student in ("ann", "bob"):  # the same run: the same warm process
+            job = replace(first, task=first.task.model_copy(update={"student": student}))
+            assert not station.grade(job, course).broken
+        assert len(WorkingProcess.made) == 1 and not WorkingProcess.made[0].closed
+        other_run = replace(first, key="another run")  # other settings: a process of its own
+        assert not station.grade(other_run, course).broken
+        assert len(WorkingProcess.made) == 2
+        assert WorkingProcess.made[0].closed and not WorkingProcess.made[1].closed
+    finally:
+        station.close()
+    assert WorkingProcess.made[1].closed and not station.root.exists()

@@ -168,7 +168,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
                 from grader.running.dask_cluster import grade_on_dask
 
                 grade_on_dask(tasks, address=dask, settings=settings, steps=STEPS,
-                              intake=load_task, on_result=collect,
+                              intake=load_task, write=write_atomic, on_result=collect,
                               on_isolation=isolation_warning)
             else:
                 grade_in_pool(tasks, settings=settings, steps=STEPS,

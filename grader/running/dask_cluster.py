@@ -35,7 +35,6 @@ from typing import Any
 from grader.errors import UsageError
 from grader.intake.fingerprint import grader_digest
 from grader.models import Submission, SubmissionResult
-from grader.outputs.writing import write_atomic
 from grader.running.pool import GradeTask, GradingSteps, PoolBroken, PoolSettings
 from grader.running.remote import (RESULT_FILES, CourseBundle, CourseTooBig, RemoteJob,
                                    RemoteOutcome, grade_remote)
@@ -51,6 +50,7 @@ INSTALL = "pip install 'torchgrade[dask]'"
 
 def grade_on_dask(tasks: Iterable[GradeTask], *, address: str, settings: PoolSettings,
                   steps: GradingSteps, intake: Callable[[GradeTask, PoolSettings], Submission],
+                  write: Callable[[Path, str], None],
                   on_result: Callable[[SubmissionResult], None] | None = None,
                   on_isolation: Callable[[str, str], None] | None = None) -> None:
     """Grade `tasks` on the Dask cluster whose scheduler is at `address`; each result is written
@@ -58,8 +58,10 @@ def grade_on_dask(tasks: Iterable[GradeTask], *, address: str, settings: PoolSet
     the isolation level of the first worker sandbox heard of goes to `on_isolation`.
 
     `intake(task, settings)` reads a task's submission here (no variants applied: the grading
-    process applies them, as locally). Raises UsageError when distributed is missing or the
-    scheduler cannot be reached, PoolBroken when the cluster's workers cannot grade.
+    process applies them, as locally); `write(path, text)` writes one output file atomically
+    (`grader.outputs.writing.write_atomic`: outputs are a later stage than running). Raises
+    UsageError when distributed is missing or the scheduler cannot be reached, PoolBroken when
+    the cluster's workers cannot grade.
     KeyboardInterrupt cancels what is in the cluster before it propagates.
     """
     pending = list(tasks)
@@ -75,7 +77,7 @@ def grade_on_dask(tasks: Iterable[GradeTask], *, address: str, settings: PoolSet
     job_key = uuid.uuid5(uuid.NAMESPACE_OID, key).hex
     grader = grader_digest()
     with _connected(distributed, address) as client:
-        run = _Run(client, distributed, settings, steps, on_result, on_isolation)
+        run = _Run(client, distributed, settings, steps, write, on_result, on_isolation)
         # The course as a task's result (not scattered data): the scheduler keeps what makes
         # it, so it is made again should every worker holding it be lost.
         with warnings.catch_warnings():
@@ -104,9 +106,11 @@ class _Run:
     """The submissions of one run in the cluster: a bounded window, refilled as results come."""
 
     def __init__(self, client: Any, distributed: Any, settings: PoolSettings,
-                 steps: GradingSteps, on_result: Callable[[SubmissionResult], None] | None,
+                 steps: GradingSteps, write: Callable[[Path, str], None],
+                 on_result: Callable[[SubmissionResult], None] | None,
                  on_isolation: Callable[[str, str], None] | None):
         self.client = client
+        self.write = write
         self.distributed = distributed
         self.settings = settings
         self.steps = steps
@@ -168,7 +172,7 @@ class _Run:
                                      self.settings)
         else:
             try:
-                result = write_outcome(outcome, task, self.settings.out)
+                result = write_outcome(outcome, task, self.settings.out, self.write)
             except (OSError, ValueError) as exc:
                 log.exception("torchgrade: writing the results of %s failed", task.student)
                 result = self.steps.fail(task, f"its results could not be written: "
@@ -180,8 +184,9 @@ class _Run:
             self.on_result(result)
 
 
-def write_outcome(outcome: RemoteOutcome, task: GradeTask, out: Path) -> SubmissionResult:
-    """Write the files a worker sent for `task` into OUT/<student>/, each atomically and
+def write_outcome(outcome: RemoteOutcome, task: GradeTask, out: Path,
+                  write: Callable[[Path, str], None]) -> SubmissionResult:
+    """Write the files a worker sent for `task` into OUT/<student>/ with `write` (atomic),
     results.json last (as `grader.outputs.folder` does); the result they hold. Raises
     ValueError for a reply that is not the outputs of this very submission."""
     files = outcome.files
@@ -193,7 +198,7 @@ def write_outcome(outcome: RemoteOutcome, task: GradeTask, out: Path) -> Submiss
         raise ValueError(f"the worker's reply for {task.student} is another submission's")
     folder = Path(out) / task.student
     for name in RESULT_FILES:
-        write_atomic(folder / name, files[name])
+        write(folder / name, files[name])
     return result
 
 
@@ -222,7 +227,7 @@ def reach(address: str) -> None:
     except (ValueError, TypeError) as exc:
         raise UsageError(f"--dask {address}: not a scheduler address (tcp://HOST:PORT): "
                          f"{exc}"[:300]) from None
-    if host is None:
+    if host is None or port is None:
         return
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT).close()

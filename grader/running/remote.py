@@ -307,8 +307,8 @@ class Station:
             stale = [p for k, ps in self.idle.items() if k != key for p, _ in ps]
             self.idle = {key: self.idle.get(key, [])}
             mine = self.idle[key].pop() if self.idle[key] else None
-        for process, _ in stale:
-            process.close()
+        for stopped in stale:
+            stopped.close()
         if mine is not None and mine[0].process.poll() is None:
             return mine
         process = GradingProcess(settings, steps)
