@@ -366,6 +366,24 @@ def test_a_course_bundle_unpacks_to_the_same_files(tmp_path):
     assert (unpacked / "course.toml").read_bytes() == (course / "course.toml").read_bytes()
 
 
+def test_a_worker_sees_the_course_the_client_fingerprints(tmp_path):
+    """The worker's grader digest of the unpacked course equals the client's, hidden folders
+    and linked files included (else every worker would refuse to grade)."""
+    import shutil
+
+    from grader.intake.fingerprint import _digest
+    from grader.running.remote import CourseBundle
+
+    course = tmp_path / "course"
+    shutil.copytree(default_root(), course, ignore=shutil.ignore_patterns("__pycache__"))
+    (course / "checks" / ".ipynb_checkpoints").mkdir()
+    (course / "checks" / ".ipynb_checkpoints" / "helper-checkpoint.py").write_text("x = 1\n")
+    (course / "solutions" / "linked.py").symlink_to(course / "solutions" /
+                                                    f"{EXERCISE}.py")
+    unpacked = CourseBundle.pack(course).unpack(tmp_path / "worker")
+    assert _digest(unpacked.resolve()) == _digest(course.resolve())
+
+
 class WorkingProcess(DyingProcess):
     """A grading process that grades (a grader failure: nothing to run) and can be closed."""
 

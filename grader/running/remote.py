@@ -49,7 +49,9 @@ MAX_COURSE_BYTES = 64 << 20     # a course folder is source code and small data:
 MAX_COURSE_FILES = 20_000
 START_TIMEOUT = 5 * 60.0        # a grading process's start: import torch, pytest, the zygote
 STOP_TIMEOUT = 10.0
-SKIPPED_DIRS = {"__pycache__", ".git", ".ipynb_checkpoints"}
+# Never part of a course's grading (fingerprint._digest hashes every .py file elsewhere, so
+# everything else goes, hidden folders included: a worker checks it has the client's digest).
+SKIPPED_DIRS = {"__pycache__", ".git"}
 
 
 class CourseTooBig(ValueError):
@@ -65,20 +67,19 @@ class CourseBundle:
 
     @classmethod
     def pack(cls, root: Path) -> CourseBundle:
-        """Every file of the course folder `root` (no caches, no hidden folders, no links),
-        in a fixed order; the digest covers names and bytes, not times. Raises CourseTooBig
-        past MAX_COURSE_BYTES or MAX_COURSE_FILES."""
+        """Every file of the course folder `root` (a linked file by its content; no caches,
+        no linked folders), in a fixed order; the digest covers names and bytes, not times.
+        Raises CourseTooBig past MAX_COURSE_BYTES or MAX_COURSE_FILES."""
         root = Path(root).resolve()
         h = hashlib.sha256()
         buffer = io.BytesIO()
         total = count = 0
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
             for dirpath, dirnames, filenames in os.walk(root):
-                dirnames[:] = sorted(d for d in dirnames
-                                     if d not in SKIPPED_DIRS and not d.startswith("."))
+                dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
                 for name in sorted(filenames):
                     path = Path(dirpath) / name
-                    if path.is_symlink() or not path.is_file() or name.endswith(".pyc"):
+                    if not path.is_file() or name.endswith(".pyc"):
                         continue
                     data = path.read_bytes()
                     total, count = total + len(data), count + 1
@@ -324,7 +325,8 @@ class Station:
         mine = _digest(course_dir.resolve())
         if mine != job.grader:
             return (f"the Dask worker {_worker_name()} runs torchgrade {grader.__version__} "
-                    f"from {Path(grader.__file__).parent}, whose grader source differs from the "
+                    f"from {Path(grader.__file__).parent}, whose grader digest (torchgrade's "
+                    "source, and the course as the worker received it) differs from the "
                     "client's: install the same torchgrade on the client and every worker")
         return None
 
