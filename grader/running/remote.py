@@ -102,6 +102,7 @@ class CourseBundle:
         target = Path(into) / f"course-{self.digest[:32]}"
         if target.is_dir():
             return target
+        target.parent.mkdir(parents=True, exist_ok=True)
         partial = Path(tempfile.mkdtemp(dir=into, prefix=".course-"))
         with zipfile.ZipFile(io.BytesIO(self.data)) as zf:
             for info in zf.infolist():
