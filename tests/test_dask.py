@@ -244,6 +244,33 @@ def test_an_unreachable_scheduler_exits_2_with_one_line(tmp_path):
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
 
 
+def test_a_scheduler_lost_mid_run_exits_2_with_one_line_and_keeps_what_was_graded(tmp_path):
+    subs = small_class(tmp_path / "class", copies=2)  # 8 submissions
+    out = tmp_path / "out"
+    with cluster(tmp_path / "cluster", workers=1) as running:
+        grading = subprocess.Popen([sys.executable, "-m", "grader.cli", "grade", str(subs),
+                                    "--out", str(out), "--exercises", EXERCISE,
+                                    "--dask", running.address],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   start_new_session=True)
+        try:
+            deadline = time.monotonic() + GRADE_TIMEOUT
+            while not list(out.glob("*/results.json")) and time.monotonic() < deadline:
+                assert grading.poll() is None, grading.communicate()
+                time.sleep(0.2)
+            running.kill(running.scheduler)
+            stdout, stderr = grading.communicate(timeout=120)
+        finally:
+            Cluster.kill(grading)
+    assert grading.returncode == 2, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("torchgrade: error: lost the Dask "
+                                                   "scheduler"), stderr
+    kept = list(out.glob("*/results.json"))
+    assert 1 <= len(kept) < 8 and (out / "index.html").is_file()
+    assert all(read_json(p).fingerprint for p in kept)
+
+
 def test_a_local_run_never_imports_dask():
     code = ("import sys, grader.cli, grader.commands.grade, grader.running.pool, "
             "grader.running.remote, grader.running.batch\n"

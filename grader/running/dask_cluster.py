@@ -16,7 +16,8 @@ Failures: a grading process that dies is retried on its worker (MAX_ATTEMPTS, as
 grader failure); a Dask worker lost mid-task costs a retry of its tasks elsewhere (the
 scheduler's, up to `distributed.scheduler.allowed-failures`, then a grader failure here); a
 worker that cannot grade (another torchgrade, no sandbox) stops the run (`PoolBroken`); an
-unreachable scheduler is a `UsageError` (exit 2, one line).
+unreachable scheduler, or one lost mid-run, is a `UsageError` (exit 2, one line; what was
+graded is kept).
 
 distributed is imported only here, and only when `--dask` is given.
 """
@@ -24,6 +25,7 @@ distributed is imported only here, and only when `--dask` is given.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import uuid
 import warnings
@@ -78,6 +80,7 @@ def grade_on_dask(tasks: Iterable[GradeTask], *, address: str, settings: PoolSet
     grader = grader_digest()
     with _connected(distributed, address) as client:
         run = _Run(client, distributed, settings, steps, write, on_result, on_isolation)
+        run.address = address
         # The course as a task's result (not scattered data): the scheduler keeps what makes
         # it, so it is made again should every worker holding it be lost.
         with warnings.catch_warnings():
@@ -117,6 +120,7 @@ class _Run:
         self.on_result = on_result
         self.on_isolation = on_isolation
         self.course: Any = None
+        self.address = ""
         self.running: dict[Any, GradeTask] = {}
         self.prefix = f"torchgrade-{uuid.uuid4().hex[:12]}"
 
@@ -150,9 +154,9 @@ class _Run:
 
     def _finish(self, future: Any, task: GradeTask) -> None:
         """Write and deliver the result of `future` (graded, or a grader failure)."""
-        if future.status == "cancelled":
-            raise PoolBroken(f"the Dask scheduler cancelled the grading of {task.student} (was "
-                             "the scheduler restarted or lost?)")
+        if future.status == "cancelled":  # the scheduler is gone (or was restarted)
+            raise UsageError(f"lost the Dask scheduler at {self.address} while grading: what "
+                             "was graded is kept, run the same command again to finish")
         if future.status == "error":
             exc = future.exception()
             if isinstance(exc, self.distributed.KilledWorker):
@@ -205,6 +209,20 @@ def write_outcome(outcome: RemoteOutcome, task: GradeTask, out: Path,
 # --------------------------------------------------------------------------- connecting
 
 
+class _Quiet(logging.Filter):
+    """Drops the records logged from distributed's and tornado's own source files."""
+
+    def __init__(self, distributed: Any):
+        super().__init__()
+        import tornado
+
+        self.folders = tuple(os.path.dirname(str(m.__file__)) + os.sep
+                             for m in (distributed, tornado))
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.pathname.startswith(self.folders)
+
+
 def _distributed() -> Any:
     try:
         import distributed
@@ -240,20 +258,24 @@ def reach(address: str) -> None:
 def _connected(distributed: Any, address: str):
     """A client of the scheduler at `address`; UsageError (one line) when it cannot be
     reached within CONNECT_TIMEOUT."""
-    quiet = [logging.getLogger(name) for name in ("distributed", "distributed.client",
-                                                  "distributed.comm", "tornado")]
-    levels = [q.level for q in quiet]
-    for q in quiet:  # a failed connect is said once, below, not as a traceback in the log
-        q.setLevel(logging.CRITICAL)
+    # What goes wrong is said once, in torchgrade's words (the scheduler unreachable or lost, a
+    # worker that cannot grade), not as distributed's tracebacks in the middle of the progress;
+    # for the rest of this process: a lost scheduler's reconnection is still logged after the
+    # client is closed.
+    for name in ("distributed", "tornado"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    # distributed also logs some errors under loggers named after a bare module ("client"):
+    # the handlers of the root logger drop every record made in distributed's or tornado's code.
+    quiet = _Quiet(distributed)
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, _Quiet) for f in handler.filters):
+            handler.addFilter(quiet)
     try:
         client = distributed.Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
     except (OSError, ValueError, TypeError) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise UsageError(f"cannot reach the Dask scheduler at {address} within "
                          f"{CONNECT_TIMEOUT:g} s: {detail}"[:300]) from None
-    finally:
-        for q, level in zip(quiet, levels):
-            q.setLevel(level)
     try:
         workers = client.scheduler_info().get("workers", {})
         if not workers:

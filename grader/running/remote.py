@@ -285,8 +285,8 @@ class Station:
                                      f"before starting its sandbox ({exc})", worker=self.name)
             if isinstance(started, SandboxBroken):
                 process.close()
-                return RemoteOutcome(student, broken=f"the sandbox could not start on "
-                                     f"{self.name}: {started.reason}", worker=self.name)
+                return RemoteOutcome(student, broken=f"(on the Dask worker {self.name}) "
+                                     f"{started.reason}", worker=self.name)
             try:
                 graded = process.grade(job.task)
             except ProcessDied as exc:
