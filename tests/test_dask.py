@@ -454,3 +454,13 @@ def test_a_worker_keeps_its_grading_process_for_a_run_and_stops_it_for_another(t
     finally:
         station.close()
     assert WorkingProcess.made[1].closed and not station.root.exists()
+
+
+def test_the_benchmark_is_documented_and_runs_its_help():
+    from conftest import REPO
+
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_dask.py"), "--help"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "-n N" in proc.stdout and "--exercises" in proc.stdout
+    assert "benchmarks/bench_dask.py" in (REPO / "README.md").read_text()
