@@ -53,6 +53,9 @@ def build_parser() -> Parser:
                    help="grade only the K-th (1..N) of N disjoint shards of the class (a job "
                         "array: Slurm --array=1-N, a Kubernetes Indexed Job); shards may write "
                         "into one OUT at once; then `torchgrade index OUT`")
+    p.add_argument("--dask", metavar="tcp://HOST:PORT",
+                   help="grade on the Dask cluster whose scheduler is at this address (needs "
+                        "pip install 'torchgrade[dask]' here and on every worker; -j is unused)")
     _common(p)
 
     p = sub.add_parser("index", help="rebuild OUT's index.html and CSVs from every result in "

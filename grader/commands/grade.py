@@ -71,7 +71,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
           on_start: Callable[[int, int], None] | None = None,
           on_result: Callable[[SubmissionResult], None] | None = None,
           variants: Path | None = None, lms: str | None = None,
-          shard: Shard | None = None) -> GradeSummary:
+          shard: Shard | None = None, dask: str | None = None) -> GradeSummary:
     """Grade every student in `submissions` with `jobs` grading processes; write each student's
     results.json, report.html and gradescope.json the moment they are graded, then the class
     index and the CSV gradebook into `out`.
@@ -91,6 +91,9 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
     are graded, and the run shares OUT with the other shards running at once: it writes its
     students' folders and `OUT/.shards/K-of-N.json` (what it graded), never the class files
     nor anything another shard writes; `torchgrade index OUT` builds those once all are done.
+    With `dask` (a scheduler's address, tcp://HOST:PORT) the submissions are graded on that
+    Dask cluster's workers instead of local grading processes (`grader.running.dask_cluster`),
+    with the same results, written here as they arrive; `jobs` is then unused.
     """
     started = time.monotonic()
     submissions, out = Path(submissions), Path(out)
@@ -105,6 +108,10 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
         # handed in, and each shard would grade another set (and fingerprint it so).
         raise UsageError("--shard of an LMS download or a class zip needs --exercises or "
                          "--assignment (the same for every shard)")
+    if dask is not None:  # an unreachable scheduler is said before any submission is read
+        from grader.running.dask_cluster import reach
+
+        reach(dask)
     roster = roster_of(plan) if plan is not None else {}
     if plan is not None and roster:
         plan = plan.with_aliases(roster_aliases(roster))
@@ -177,9 +184,16 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
         settings = PoolSettings(out=out, exercises=chosen, assignment=plan, limits=limits,
                                 variants=manifest, submissions=submissions)
         try:
-            grade_in_pool(tasks, settings=settings, steps=STEPS,
-                          jobs=min(jobs or default_jobs(), 64),
-                          on_result=collect, on_isolation=isolation_warning)
+            if dask is not None:  # distributed is imported only on this path
+                from grader.running.dask_cluster import grade_on_dask
+
+                grade_on_dask(tasks, address=dask, settings=settings, steps=STEPS,
+                              intake=load_task, write=write_atomic, on_result=collect,
+                              on_isolation=isolation_warning)
+            else:
+                grade_in_pool(tasks, settings=settings, steps=STEPS,
+                              jobs=min(jobs or default_jobs(), 64),
+                              on_result=collect, on_isolation=isolation_warning)
             warn_unknown_targets(plan, summary.results)
         except PoolBroken as exc:
             raise GraderUnavailable(str(exc)) from None
@@ -343,16 +357,24 @@ def write_class_files(summary: GradeSummary, results: list[SubmissionResult],
 
 def read_task(task: GradeTask, settings: PoolSettings) -> Submission:
     """The task's submission, read in the grading process (the parent never parses a student's
-    files); never raises for anything in the student's files."""
-    submission = task.submission
-    if submission is None:
-        assert task.path is not None  # a task comes with its submission or its path
-        with own_links(task.own_links):
-            submission = load_quietly(task.path, task.student, settings.exercises)
-        if task.notes:
-            submission.notes[:0] = task.notes
+    files) unless it came loaded, with the student's bug-hunt variants applied; never raises
+    for anything in the student's files."""
+    submission = task.submission if task.submission is not None else load_task(task, settings)
     if settings.variants is not None:
         submission = apply_variants(submission, settings.variants)
+    return submission
+
+
+def load_task(task: GradeTask, settings: PoolSettings) -> Submission:
+    """The intake of a task: its submission's files read (with the notes of the class's
+    intake), nothing applied yet. Run by the grading process, or on a Dask run by the client
+    (the cluster's workers see no path of the client's). Never raises for anything in the
+    student's files."""
+    assert task.path is not None  # a task comes with its submission or its path
+    with own_links(task.own_links):
+        submission = load_quietly(task.path, task.student, settings.exercises)
+    if task.notes:
+        submission.notes[:0] = task.notes
     return submission
 
 
@@ -411,7 +433,7 @@ def main(args: argparse.Namespace) -> int:
                         assignment=args.assignment, jobs=args.jobs, force=args.force,
                         limits=limits_of(args.timeout), on_start=progress.start,
                         on_result=progress.result, variants=args.variants, lms=args.lms,
-                        shard=args.shard)
+                        shard=args.shard, dask=args.dask)
     finally:
         progress.close()
     print(summary_line(summary))
