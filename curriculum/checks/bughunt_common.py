@@ -362,6 +362,32 @@ def verify_history(sub, case: TrainCase, evidence: dict) -> None:
              "still attached to an autograd graph: grad_fn=...) instead of numbers; each one "
              "keeps the graph of the batches it was computed from alive.", call=case.call,
              expected="Python floats", got="tensors")
+    verify_train_loss_values(record, case)
+
+
+def verify_train_loss_values(record: dict, case: TrainCase) -> None:
+    """history["train_loss"][e] is a mean of epoch e's batch losses (over batches or over
+    samples): it lies between the smallest and the largest loss train backpropagated in that
+    epoch. Judged only when train ran exactly one backward() on a scalar per training batch
+    (other checks speak for the rest)."""
+    losses = record.get("backward_losses") or []
+    per_epoch = len(case.train_batches)
+    entries = record["history"]["entries"].get("train_loss") or []
+    if (len(losses) != per_epoch * case.epochs or len(entries) != case.epochs
+            or any(v is None or not math.isfinite(v) for v in losses)):
+        return
+    for epoch, entry in enumerate(entries):
+        batch = losses[epoch * per_epoch:(epoch + 1) * per_epoch]
+        low, high = min(batch), max(batch)
+        # float32 losses summed as Python floats: a correct mean is within 1e-6 relative.
+        slack = 1e-5 * max(abs(low), abs(high)) + 1e-7
+        got = entry.get("value")
+        if got is None or not low - slack <= got <= high + slack:
+            fail(f"{case.call} returned history['train_loss'][{epoch}] = {got!r}; the losses it "
+                 f"backpropagated in epoch {epoch + 1} lie between {low:.6g} and {high:.6g}, so "
+                 "their mean does too.", call=case.call,
+                 expected=f"the mean of epoch {epoch + 1}'s batch losses",
+                 got=f"{got!r}")
 
 
 def verify_log(sub, case: TrainCase, evidence: dict) -> None:
