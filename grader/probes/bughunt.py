@@ -496,7 +496,10 @@ class _BackwardLosses:
 
         def backward(tensor, *args, **kwargs):
             if len(values) < MAX_BACKWARD_LOSSES:
-                values.append(float(tensor.detach()) if tensor.numel() == 1 else None)
+                try:
+                    values.append(float(tensor.detach()) if tensor.numel() == 1 else None)
+                except Exception:  # noqa: BLE001 - an odd tensor is not judged, only passed on
+                    values.append(None)
             return original(tensor, *args, **kwargs)
 
         torch.Tensor.backward = backward
