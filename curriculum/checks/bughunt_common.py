@@ -362,6 +362,64 @@ def verify_history(sub, case: TrainCase, evidence: dict) -> None:
              "still attached to an autograd graph: grad_fn=...) instead of numbers; each one "
              "keeps the graph of the batches it was computed from alive.", call=case.call,
              expected="Python floats", got="tensors")
+    verify_train_loss_values(record, case)
+    verify_validation_values(record, case)
+
+
+def verify_validation_values(record: dict, case: TrainCase) -> None:
+    """history["val_accuracy"] entries are fractions in [0, 1]; history["val_loss"][e] is a
+    mean of epoch e's validation batch losses: between the smallest and the largest, when the
+    loss function train is given recorded exactly one call per training and validation batch
+    (the validation calls the last of each epoch's)."""
+    entries = record["history"]["entries"]
+    for e, entry in enumerate(entries.get("val_accuracy") or []):
+        got = entry.get("value")
+        if got is not None and not 0.0 <= got <= 1.0:
+            fail(f"{case.call} returned history['val_accuracy'][{e}] = {got!r}; an accuracy is "
+                 "the fraction of validation samples classified right, between 0 and 1.",
+                 call=case.call, expected="a fraction in [0, 1]", got=f"{got!r}")
+    calls = record.get("losses") or []
+    n_train, n_val = len(case.train_batches), len(case.val_batches)
+    per_epoch = n_train + n_val
+    val_entries = entries.get("val_loss") or []
+    if (len(calls) != per_epoch * case.epochs or len(val_entries) != case.epochs
+            or any(c[0] is None or not math.isfinite(c[0]) for c in calls)):
+        return
+    for epoch, entry in enumerate(val_entries):
+        batch = [c[0] for c in calls[epoch * per_epoch + n_train:(epoch + 1) * per_epoch]]
+        low, high = min(batch), max(batch)
+        slack = 1e-5 * max(abs(low), abs(high)) + 1e-7
+        got = entry.get("value")
+        if got is None or not low - slack <= got <= high + slack:
+            fail(f"{case.call} returned history['val_loss'][{epoch}] = {got!r}; the losses of "
+                 f"epoch {epoch + 1}'s validation batches lie between {low:.6g} and "
+                 f"{high:.6g}, so their mean over the samples does too.", call=case.call,
+                 expected=f"the mean of epoch {epoch + 1}'s validation losses", got=f"{got!r}")
+
+
+def verify_train_loss_values(record: dict, case: TrainCase) -> None:
+    """history["train_loss"][e] is a mean of epoch e's batch losses (over batches or over
+    samples): it lies between the smallest and the largest loss train backpropagated in that
+    epoch. Judged only when train ran exactly one backward() on a scalar per training batch
+    (other checks speak for the rest)."""
+    losses = record.get("backward_losses") or []
+    per_epoch = len(case.train_batches)
+    entries = record["history"]["entries"].get("train_loss") or []
+    if (len(losses) != per_epoch * case.epochs or len(entries) != case.epochs
+            or any(v is None or not math.isfinite(v) for v in losses)):
+        return
+    for epoch, entry in enumerate(entries):
+        batch = losses[epoch * per_epoch:(epoch + 1) * per_epoch]
+        low, high = min(batch), max(batch)
+        # float32 losses summed as Python floats: a correct mean is within 1e-6 relative.
+        slack = 1e-5 * max(abs(low), abs(high)) + 1e-7
+        got = entry.get("value")
+        if got is None or not low - slack <= got <= high + slack:
+            fail(f"{case.call} returned history['train_loss'][{epoch}] = {got!r}; the losses it "
+                 f"backpropagated in epoch {epoch + 1} lie between {low:.6g} and {high:.6g}, so "
+                 "their mean does too.", call=case.call,
+                 expected=f"the mean of epoch {epoch + 1}'s batch losses",
+                 got=f"{got!r}")
 
 
 def verify_log(sub, case: TrainCase, evidence: dict) -> None:

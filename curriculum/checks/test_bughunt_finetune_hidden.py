@@ -50,7 +50,7 @@ def test_training_mode_restored(sub, evidence):
 
 @check(points=2, targets="train", timeout=TIMEOUT, reveal=REVEAL)
 def test_history_holds_floats(sub, evidence):
-    """train returns its history as Python floats"""
+    """train returns its history as Python floats, each loss the mean of its batches'"""
     verify_history(sub, TRAIN, evidence)
 
 

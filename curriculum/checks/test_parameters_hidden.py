@@ -294,3 +294,47 @@ def test_replace_head_with_frozen_features(sub):
     check_replace_head(sub, "fine_tune_net", "fc", 7, 0.2, 500, 5,
                        "model: features Sequential(Linear(5,8), ReLU) (frozen), mid Linear(8,6), "
                        "fc Linear(6,10)")
+
+
+@check(points=1, targets="TiedAutoencoder")
+def test_tied_autoencoder_starts_from_random_weights(sub):
+    """A new TiedAutoencoder's W is a random initialisation: finite, moderate, not all equal"""
+    # (64, 32) twice, under two torch seeds: a random initialisation draws another W, an
+    # uninitialised torch.empty usually gets the same memory (and its garbage) back.
+    seen: list[torch.Tensor] = []
+    for i, (in_dim, code_dim) in enumerate(((7, 4), (64, 32), (64, 32), (5, 8))):
+        label = f"TiedAutoencoder({in_dim}, {code_dim})"
+        rec = probe(sub, "report", "TiedAutoencoder", [in_dim, code_dim], 495 + i,
+                    target="TiedAutoencoder", label=label, hint=TIED_HINT)
+        weights = [p["value"] for p in rec["parameters"]
+                   if tuple(p["shape"]) == (code_dim, in_dim)]
+        if not weights:  # tied_autoencoder_has_one_shared_weight says so
+            continue
+        w = weights[0].double()
+        if in_dim == 64:
+            seen.append(w)
+        if len(seen) == 2 and torch.equal(seen[0], seen[1]):
+            fail(f"{label}: built under two different torch seeds, the new model's W is the "
+                 "same both times: it is not drawn at random (torch.empty leaves whatever "
+                 "memory held).", call=label, expected="a random W, another one per seed",
+                 got="the same W", hint="initialise W as nn.Linear does (nn.init."
+                 "kaiming_uniform_(W, a=math.sqrt(5))) or with torch.randn(code_dim, in_dim) "
+                 "/ in_dim ** 0.5.")
+        finite = bool(torch.isfinite(w).all())
+        largest = float(w.abs().max()) if finite else math.inf
+        # nn.Linear's initialisation stays within 1/sqrt(in_dim), torch.randn within ~5: an
+        # uninitialised torch.empty holds NaN, 1e18 or denormals, a constant fill no spread.
+        if not finite:
+            what = "it holds NaN or inf"
+        elif largest > 10:
+            what = f"its largest value is {largest:.3g}"
+        elif float(w.std()) < 1e-4:
+            what = "its values are all (nearly) the same"
+        else:
+            continue
+        fail(f"{label}: the new model's W (shape {(code_dim, in_dim)}) is not a random "
+             f"initialisation: {what}. torch.empty leaves whatever memory held; a constant W "
+             "gives every code unit the same gradient.", call=label,
+             expected="random values of moderate size",
+             hint="initialise W as nn.Linear does (nn.init.kaiming_uniform_(W, "
+                  "a=math.sqrt(5))) or with torch.randn(code_dim, in_dim) / in_dim ** 0.5.")

@@ -145,10 +145,12 @@ class FitCase(Setup):
 @dataclass
 class AccumulatedCase(Setup):
     accum_steps: int = 3
+    start_mode: str = "train"  # the mode the model is handed over in
 
     def probe_kwargs(self) -> dict:
         return {**self.base_kwargs(), "batches": self.batches, "loader": self.loader,
-                "optimizer": self.optimizer, "loss": self.loss, "accum_steps": self.accum_steps}
+                "optimizer": self.optimizer, "loss": self.loss, "accum_steps": self.accum_steps,
+                "start_mode": self.start_mode}
 
     def chunks(self) -> list[list[int]]:
         """Indices of the batches each optimizer step covers."""

@@ -53,7 +53,7 @@ ACCUM_CASES = [
                     optimizer={"name": "sgd", "lr": 0.2, "momentum": 0.9}),
     AccumulatedCase(model="mlp", sizes=[5, 10, 3], seed=133,
                     batches=toy_batches(134, [4] * 5, 5, 3), accum_steps=5,
-                    optimizer={"name": "sgd", "lr": 0.3}),
+                    optimizer={"name": "sgd", "lr": 0.3}, start_mode="eval"),
     AccumulatedCase(model="mlp", sizes=[5, 10, 3], seed=135,
                     batches=toy_batches(136, [4] * 5, 5, 3), accum_steps=4,
                     optimizer={"name": "sgd", "lr": 0.3}),

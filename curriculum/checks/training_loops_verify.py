@@ -458,12 +458,22 @@ def verify_fit(sub, case: FitCase, evidence: dict) -> None:
 def accumulated_call(case: AccumulatedCase) -> str:
     return (f"train_accumulated(model, loader, optimizer, loss_fn, accum_steps="
             f"{case.accum_steps})  # loader: {case.loader} of {describe_batches(case.batches)}, "
-            f"optimizer {describe_optimizer(case.optimizer)}")
+            f"optimizer {describe_optimizer(case.optimizer)}"
+            + (f", model handed over in {case.start_mode} mode" if case.start_mode != "train"
+               else ""))
 
 
 def verify_accumulated(sub, case: AccumulatedCase, evidence: dict) -> None:
     call = accumulated_call(case)
     record = probe(sub, "accumulated_run", call, **case.probe_kwargs())
+    # Training, like train_epoch: every forward in training mode (the module docstring's
+    # step 2), whatever mode the model was handed over in.
+    modes = record.get("forwards", [])
+    if any(training is not True for training, _ in modes):
+        fail(f"{call} ran forward passes with the model not in training mode: dropout and "
+             "BatchNorm then behave as in evaluation. Call model.train() at the start.",
+             call=call, expected="model.training True in every forward",
+             got=f"forward modes {modes[:3]}...", hint=LOOP_HINT)
     ref = reference.train_accumulated(case)
     chunks = case.chunks()
     steps = record["steps"]

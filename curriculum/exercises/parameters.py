@@ -105,7 +105,8 @@ class TiedAutoencoder(nn.Module):
     TiedAutoencoder(in_dim, code_dim): code = relu(x @ W.T + b_enc), out = code @ W + b_dec,
     with one weight parameter W of shape (code_dim, in_dim) used by both halves, and bias
     vectors b_enc (code_dim,) and b_dec (in_dim,): exactly in_dim*code_dim + code_dim + in_dim
-    parameters. forward(x of shape (N, in_dim)) -> out (N, in_dim).
+    parameters, W starting from random values of moderate size (as nn.Linear's weight does).
+    forward(x of shape (N, in_dim)) -> out (N, in_dim).
 
     >>> model = TiedAutoencoder(6, 2)
     >>> sum(p.numel() for p in model.parameters())     # 6*2 + 2 + 6

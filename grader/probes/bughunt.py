@@ -457,8 +457,9 @@ def _audited_train(module, net: nn.Module, *, train_batches: list, val_batches: 
 
         setattr(module, update, recording_update)
     printed = io.StringIO()
+    backward_losses = _BackwardLosses()
     try:
-        with contextlib.redirect_stdout(printed):
+        with contextlib.redirect_stdout(printed), backward_losses:
             value = module.train(**kwargs)
         if isinstance(inline_lr, (int, float)) and inline_lr > 0:
             audit.infer_step(inline_lr)
@@ -473,7 +474,39 @@ def _audited_train(module, net: nn.Module, *, train_batches: list, val_batches: 
             "forwards": modes.forwards,
             "history": describe_history(value), "printed": printed.getvalue()[:MAX_PRINTED],
             "losses": loss_fn.calls if loss_fn is not None else [],
+            "backward_losses": backward_losses.values[:MAX_BACKWARD_LOSSES],
             "state": {k: v.detach().clone() for k, v in net.state_dict().items()}}
+
+
+MAX_BACKWARD_LOSSES = 2000
+
+
+class _BackwardLosses:
+    """While active, records the value of every one-element tensor `.backward()` is called on
+    (the losses train backpropagates, whatever loss function the script computes them with;
+    None for a tensor of another size); the original `Tensor.backward` runs unchanged."""
+
+    def __init__(self):
+        self.values: list[float | None] = []
+        self._original = None
+
+    def __enter__(self):
+        self._original = original = torch.Tensor.backward
+        values = self.values
+
+        def backward(tensor, *args, **kwargs):
+            if len(values) < MAX_BACKWARD_LOSSES:
+                try:
+                    values.append(float(tensor.detach()) if tensor.numel() == 1 else None)
+                except Exception:  # noqa: BLE001 - an odd tensor is not judged, only passed on
+                    values.append(None)
+            return original(tensor, *args, **kwargs)
+
+        torch.Tensor.backward = backward
+        return self
+
+    def __exit__(self, *exc) -> None:
+        torch.Tensor.backward = self._original
 
 
 def _argument(fn, args: tuple, kwargs: dict, name: str, position: int) -> Any:

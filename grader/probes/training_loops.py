@@ -283,18 +283,21 @@ def fit_run(module, *, model: str, sizes: list[int], state: dict, train_batches:
 
 
 def accumulated_run(module, *, model: str, sizes: list[int], state: dict, batches: list,
-                    loader: str, optimizer: dict, loss: str, accum_steps: int) -> dict:
-    """Call `train_accumulated` once; records every step's `p.grad` and the final state."""
+                    loader: str, optimizer: dict, loss: str, accum_steps: int,
+                    start_mode: str = "train") -> dict:
+    """Call `train_accumulated` once on a model handed over in `start_mode`; records every
+    step's `p.grad`, the mode of every forward and the final state."""
     net = build_model(model, sizes, state)
-    net.train()
+    set_mode(net, start_mode)
     opt = build_optimizer(optimizer, net.parameters())
     loss_fn = RecordingLoss(loss)
-    audit = StepAudit(net, opt)
+    audit, modes = StepAudit(net, opt), ModeRecorder(net)
     value = module.train_accumulated(net, build_loader(batches, loader), opt, loss_fn,
                                      accum_steps)
     audit.remove()
+    modes.remove()
     return {"returned": describe_return(value), "state": state_of(net),
-            "steps": audit_records(audit), "losses": loss_fn.calls}
+            "steps": audit_records(audit), "forwards": modes.forwards, "losses": loss_fn.calls}
 
 
 def _one_epoch(model: nn.Module, batches: list, optimizer, loss_fn) -> None:
