@@ -502,11 +502,11 @@ class _BackwardLosses:
                     values.append(None)
             return original(tensor, *args, **kwargs)
 
-        torch.Tensor.backward = backward
+        torch.Tensor.backward = backward  # type: ignore[method-assign, assignment]
         return self
 
     def __exit__(self, *exc) -> None:
-        torch.Tensor.backward = self._original
+        torch.Tensor.backward = self._original  # type: ignore[method-assign, assignment]
 
 
 def _argument(fn, args: tuple, kwargs: dict, name: str, position: int) -> Any:
