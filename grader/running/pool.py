@@ -343,8 +343,11 @@ def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, steps: 
 def _death(process: multiprocessing.process.BaseProcess) -> str:
     process.join(1)
     code = process.exitcode
-    if code is None:
-        return "it stopped answering"
+    return "it stopped answering" if code is None else describe_exit(code)
+
+
+def describe_exit(code: int) -> str:
+    """How a process ended, from its exit code (negative: the signal that killed it)."""
     if code < 0:
         try:
             return f"killed by {signal.Signals(-code).name}"

@@ -25,7 +25,6 @@ import io
 import logging
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -38,7 +37,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from grader.running.pool import (MAX_ATTEMPTS, TASK_TIMEOUT, GradeTask, Graded, GradingSteps,
-                                 PoolSettings, SandboxBroken, SandboxStarted)
+                                 PoolSettings, SandboxBroken, SandboxStarted, describe_exit)
 
 log = logging.getLogger("torchgrade")
 
@@ -223,12 +222,7 @@ class GradingProcess:
         except subprocess.TimeoutExpired:
             self.kill()
             return "it stopped answering"
-        if code < 0:
-            try:
-                return f"killed by {signal.Signals(-code).name}"
-            except ValueError:
-                return f"killed by signal {-code}"
-        return f"exit status {code}"
+        return describe_exit(code)
 
     def close(self) -> None:
         """Tell it to finish; kill it after STOP_TIMEOUT."""
