@@ -262,8 +262,11 @@ def course_option(value: str | None) -> Course:
     course = load_course(value) if value else active_course()
     use_course(course)
     # Processes this command starts (the recording of a release, the notebook check server, a
-    # zygote's self-test of what workers must not see) take the same course.
-    os.environ[ENV] = str(course.root)
+    # zygote's self-test of what workers must not see) take the same course. Only a course
+    # named by --course is exported: the default one is every process's default already, and
+    # an in-process caller (a test, a notebook) must not be left pinned to it.
+    if value:
+        os.environ[ENV] = str(course.root)
     return course
 
 
