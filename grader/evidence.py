@@ -45,7 +45,7 @@ Json = Any  # plain data of any shape (often copied from student code or a worke
 class Key:
     """One evidence key. Its name is the attribute it is bound to in `E`.
 
-    `writers`: the check modules (`grader/checks/<name>.py`) or grader modules that record it.
+    `writers`: the check modules (a course's `checks/<name>.py`) or grader modules that record it.
     `drawn`: a report picture (`grader.outputs.plots`) shows it, so the report does not repeat it
     as a
     text fact. `shown_only`: no rule or picture reads it; the report shows it as a fact."""

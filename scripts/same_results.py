@@ -1,5 +1,5 @@
 """Behaviour unchanged by a refactor: grade the demo class's samples and one student per mutant
-(tests/mutants) with a checkout's own grader, before and after, and compare every results.json.
+(curriculum/mutants) with a checkout's own grader, before and after, and compare every results.json.
 
 usage: python scripts/same_results.py grade REPO OUT [CLASS]  (REPO's .venv and code; ~10 min;
            CLASS: grade that class folder instead of building one from REPO's mutants, so that

@@ -1,4 +1,4 @@
-"""`pytest grader/checks --submission PATH --results-json FILE`: the grading session's result,
+"""`pytest curriculum/checks --submission PATH --results-json FILE`: the grading session's result,
 scored and written at the end (options and session set up by `grader.checking.plugin`; this
 plugin is the pytest11 entry point `torchgrade-results`)."""
 
