@@ -57,6 +57,11 @@ LEAF_GRAPHS_HIDDEN = [
     ([("leaf", [1.0], False), ("leaf", [2.0], True)] + [("const_mul", 0, 2.0)]
      + [("tanh", i) for i in range(2, 12)] + [("add", 12, 1), ("sum", 13)],
      {"k": 0, "z": 1, "mid": 7}),
+    # y = h + h forty times over: 2**40 paths down to the leaves, 41 nodes (and a leaf on
+    # the side): only a walk that visits each node once ends
+    ([("leaf", [0.5, -0.5], True), ("leaf", [1.0, 2.0], True), ("mul", 0, 1)]
+     + [("add", i, i) for i in range(2, 42)] + [("sum", 42)],
+     {"a": 0, "b": 1}),
 ]
 
 STATUS_GRAPHS_HIDDEN = [

@@ -82,7 +82,7 @@ def inplace_reference(case: str, x: torch.Tensor):
     """The case of the contract run by torch: x's gradient, or "error"."""
     xl = x.detach().clone().requires_grad_(True)
     steps = {
-        "sin_add_": lambda: _then(xl.sin(), lambda y: y.add_(1.0), lambda y: y.sum()),
+        "sin_add_": lambda: _then(xl.sin(), lambda y: y.add_(1.0), lambda y: (y * y).sum()),
         "exp_add_": lambda: _then(xl.exp(), lambda y: y.add_(1.0), lambda y: y.sum()),
         "saved_mul_add_": lambda: _saved_mul(xl),
         "unsaved_add_add_": lambda: _unsaved_add(xl),
@@ -118,7 +118,7 @@ def _unsaved_add(xl):
     a = xl * 2
     b = a + 3
     a.add_(1.0)
-    return (b * xl).sum()
+    return (b * a).sum()
 
 
 def _no_grad_then(xl):

@@ -100,7 +100,7 @@ def test_weighted_gradient_one_pass(sub):
         ga, gb = trunk_losses_reference(trunk, x)
         expect_tensor(record["value"], wa * ga + wb * gb, call=call, hint=WEIGHTED_HINT)
         expect_one_forward(record, call=call)
-        if record["passes"] != 1:
+        if record["passes"] > 1:
             fail(f"{call} ran {record['passes']} backward passes through h; the contract asks "
                  "for one, on the weighted sum.", call=call, expected="1 backward pass",
                  got=f"{record['passes']} passes", hint=WEIGHTED_HINT, fault="double-backward")

@@ -45,9 +45,10 @@ def leaves_reached(y: torch.Tensor, tensors: dict[str, torch.Tensor]) -> list[st
     """The names, sorted, of the tensors in `tensors` that `y.backward()` would give a gradient.
 
     `y` is the result of operations (`y.grad_fn` is not None); `tensors` maps names to tensors.
-    Walk the graph back from `y.grad_fn` through `next_functions` (every branch, each node once
-    is enough): the leaves it reaches are those of its `AccumulateGrad` nodes, each of which
-    holds its leaf in `node.variable`. List the name of every tensor of `tensors` that is one of
+    Walk the graph back from `y.grad_fn` through `next_functions`, every branch, visiting each
+    node once (graphs may share nodes heavily: in y = h + h, repeated 40 times, a walk that goes
+    down every path meets the first node 2**40 times). The leaves it reaches are those of its
+    `AccumulateGrad` nodes, each of which holds its leaf in `node.variable`. List the name of every tensor of `tensors` that is one of
     those leaves (compare with `is`). A tensor that does not require grad, a non-leaf, and a
     leaf that `y` does not reach through the graph (it was used through `.detach()` or under
     `torch.no_grad()`, or not used at all) are not listed. Do not run backward: every `.grad`
@@ -188,10 +189,10 @@ def inplace_case(case: str, x: torch.Tensor):
     operation's backward needs a tensor that was changed in place since, which it tells by the
     tensor's version counter; or an in-place change of a leaf that requires grad).
 
-    - "sin_add_":            y = xl.sin(); y.add_(1.0); L = y.sum()
+    - "sin_add_":            y = xl.sin(); y.add_(1.0); L = (y * y).sum()
     - "exp_add_":            y = xl.exp(); y.add_(1.0); L = y.sum()
     - "saved_mul_add_":      a = xl * 2; b = a * a; a.add_(1.0); L = b.sum()
-    - "unsaved_add_add_":    a = xl * 2; b = a + 3; a.add_(1.0); L = (b * xl).sum()
+    - "unsaved_add_add_":    a = xl * 2; b = a + 3; a.add_(1.0); L = (b * a).sum()
     - "leaf_mul_":           xl.mul_(2.0); L = xl.sum()
     - "relu_":               a = xl * 3; a.relu_(); L = (a ** 2).sum()
     - "sigmoid_mul_":        s = xl.sigmoid(); s.mul_(2.0); L = s.sum()
@@ -205,8 +206,8 @@ def inplace_case(case: str, x: torch.Tensor):
     silently wrong.) An unknown case raises ValueError. `x` is left as it was.
 
     >>> x = torch.tensor([0.0, 1.0], dtype=torch.float64)
-    >>> inplace_case("sin_add_", x)           # sin's backward needs xl, not y: cos(x)
-    tensor([1.0000, 0.5403], dtype=torch.float64)
+    >>> inplace_case("sin_add_", x)           # sin's backward needs xl, not y: 2 y cos(x)
+    tensor([2.0000, 1.9899], dtype=torch.float64)
     >>> inplace_case("exp_add_", x)           # exp's backward needs its output y
     'error'
     """

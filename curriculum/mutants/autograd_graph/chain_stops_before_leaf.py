@@ -23,16 +23,15 @@ def grad_fn_chain(y):
 
 def leaves_reached(y, tensors):
     leaves = []
-    seen = set()
-    stack = [y.grad_fn] if y.grad_fn is not None else []
+    seen = set()  # each node once: a node shared by many paths is not walked again
+    stack = [y.grad_fn]
     while stack:
         node = stack.pop()
         if node in seen:
             continue
         seen.add(node)
-        variable = getattr(node, "variable", None)  # only AccumulateGrad nodes hold a leaf
-        if variable is not None:
-            leaves.append(variable)
+        if hasattr(node, "variable"):  # only AccumulateGrad nodes hold a leaf
+            leaves.append(node.variable)
         stack.extend(fn for fn, _ in node.next_functions if fn is not None)
     return sorted(name for name, t in tensors.items() if any(t is leaf for leaf in leaves))
 
@@ -72,7 +71,6 @@ def weighted_gradient(f, x, wa, wb):
 def backward_with_gradient(f, x, v):
     y = f(x)
     y.backward(v)  # v is dL/dy: autograd computes v^T J and adds it into x.grad
-    return None
 
 
 def inplace_case(case, x):
@@ -81,7 +79,7 @@ def inplace_case(case, x):
         if case == "sin_add_":
             y = xl.sin()
             y.add_(1.0)
-            loss = y.sum()
+            loss = (y * y).sum()
         elif case == "exp_add_":
             y = xl.exp()
             y.add_(1.0)
@@ -95,7 +93,7 @@ def inplace_case(case, x):
             a = xl * 2
             b = a + 3
             a.add_(1.0)
-            loss = (b * xl).sum()
+            loss = (b * a).sum()
         elif case == "leaf_mul_":
             xl.mul_(2.0)
             loss = xl.sum()
