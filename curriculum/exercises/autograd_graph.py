@@ -8,10 +8,10 @@ into its leaf's `.grad`. Here you walk the graph yourself, tell leaves from the 
 backward pass, combine losses, backpropagate a non-scalar output, find which in-place operations
 autograd accepts, cut the graph in the right place, and change a gradient on its way with a hook.
 
-Every tensor below is float64. "A tensor that does not require grad" means one you can return
-as it is: call `.detach()` (or `.clone()` of a `.grad`) on what you return. Fill in every
-function; each docstring is the contract the grader checks. Run
-`torchgrade check autograd_graph.py` to see how you are doing.
+Every tensor below is float64. Where a function returns "a tensor that does not require grad",
+return values, not a piece of the graph: `.detach()` a result that requires grad, `.clone()` a
+`.grad` you return. Fill in every function; each docstring is the contract the grader checks.
+Run `torchgrade check autograd_graph.py` to see how you are doing.
 """
 
 from __future__ import annotations
