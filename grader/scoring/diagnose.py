@@ -131,6 +131,13 @@ def _double_backward(c: CheckResult) -> bool:
     return any(b >= 2 for b in backs) and any(abs(r - 2) < 0.05 for r in ratios)
 
 
+@rule("inplace-on-saved-tensor")
+def _inplace_on_saved_tensor(c: CheckResult) -> bool:
+    # torch's own refusal, whichever check's call raised it. (The other faults of the autograd
+    # graph have no rule: the checks of autograd_graph name them, fail(..., fault=ID).)
+    return says(c, "needed for gradient computation has been modified by an inplace operation")
+
+
 @rule("scheduler-stepped-per-batch")
 def _scheduler_per_batch(c: CheckResult) -> bool:
     lrs = numbers(ev(c, E.lr_per_step))
