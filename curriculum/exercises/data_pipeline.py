@@ -33,8 +33,9 @@ class ArrayDataset(Dataset):
     `len(dataset)` is N, and `dataset[i]` (i an int, 0 <= i < N) is the pair
     `(x, y)`: `x` a float32 tensor of shape features.shape[1:] holding features[i], `y` a
     0-dim int64 tensor holding labels[i] (0-dim, so that a DataLoader stacks the labels of a
-    batch into shape (B,)). Convert the arrays once, in __init__: an item must not convert or
-    copy the whole array (with a million rows, that is a million times too slow).
+    batch into shape (B,)). An item must cost the same whatever N: convert the whole arrays
+    once in __init__ (or convert each item's own row in __getitem__), never the whole array at
+    every item (with a million rows, that is a million times too slow).
 
     >>> dataset = ArrayDataset(np.zeros((5, 3)), np.array([0, 2, 1, 1, 0]))
     >>> len(dataset)
