@@ -148,9 +148,8 @@ def verify_masked_mean(sub, values: torch.Tensor, lengths: list[int], *,
              "what they hold, or with their number).", call=call, expected=f"{want:.6g}",
              got=f"{float(got):.6g}", hint=MASK_HINT, fault="padding-in-loss")
     # Measured: float32 sums of these sizes are within 2e-7 of the float64 key; 1e-5 is wide.
-    expect_array(got, torch.tensor(want, dtype=got.dtype if got.is_floating_point()
-                                   else torch.float32),
-                 call=call, rtol=1e-5, atol=1e-6, hint=MASK_HINT)
+    expect_array(got, torch.tensor(want, dtype=values.dtype), call=call, rtol=1e-5, atol=1e-6,
+                 hint=MASK_HINT)
 
 
 # --------------------------------------------------------------------------- split_indices

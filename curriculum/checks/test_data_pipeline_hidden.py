@@ -58,7 +58,7 @@ def test_pad_collate_batch_of_one(sub):
 
 @check(points=2, targets="masked_mean")
 def test_masked_mean_ignores_padding_values(sub):
-    """masked_mean is unchanged by whatever the padded positions hold"""
+    """masked_mean ignores what the padded positions hold; float64 values give float64"""
     for seed, lengths, pad in ((3, [2, 5, 1], None), (4, [4, 1, 3, 2], 50.0)):
         values = position_values(seed, lengths, width=5, pad=pad)
         verify_masked_mean(sub, values, lengths, padding_counts=True)

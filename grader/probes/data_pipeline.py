@@ -71,6 +71,14 @@ class IndexDataset(Dataset):
         return torch.tensor([index], dtype=torch.int64), index % 3
 
 
+def _move_global_generators(k: int) -> None:
+    """Draw from the global generators between making a loader and iterating it, a different
+    amount each run: a loader whose randomness comes from the global state (torch.manual_seed
+    at construction) then differs between runs; one with its own seeded generator does not."""
+    torch.rand(1 + 3 * k)
+    np.random.random(1 + 3 * k)
+
+
 def _ids(loader, epochs: int) -> list[list[list[int]]]:
     """For every epoch, the sample ids of every batch, in order."""
     return [[[int(v) for v in batch[0].reshape(-1)] for batch in loader] for _ in range(epochs)]
@@ -85,8 +93,9 @@ def loaders_run(module, *, n: int, train_idx: list[int], val_idx: list[int], bat
     for k, seed in enumerate(seeds):
         torch.manual_seed(1000 + 17 * k)
         np.random.seed(2000 + 17 * k)
-        train, val = module.make_loaders(IndexDataset(n), list(train_idx), list(val_idx),
-                                         batch_size, seed)
+        train, val = module.make_loaders(IndexDataset(n), np.asarray(train_idx, dtype=np.int64),
+                                         np.asarray(val_idx, dtype=np.int64), batch_size, seed)
+        _move_global_generators(k)
         runs.append({"train": _ids(train, epochs), "val": _ids(val, epochs)})
     return runs
 
@@ -119,6 +128,7 @@ def worker_run(module, *, n: int, batch_size: int, num_workers: int, seeds: list
         torch.manual_seed(3000 + 17 * k)
         np.random.seed(4000 + 17 * k)
         loader = module.make_worker_loader(NoisyDataset(n, 1234), batch_size, num_workers, seed)
+        _move_global_generators(k)
         runs.append([[row for batch in loader for row in batch.reshape(-1, 3).tolist()]
                      for _ in range(epochs)])
     return runs

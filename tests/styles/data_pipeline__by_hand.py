@@ -49,8 +49,7 @@ def make_loaders(dataset, train_idx, val_idx, batch_size, seed):
     g.manual_seed(seed)
     train = DataLoader(dataset, batch_size=batch_size,
                        sampler=SubsetRandomSampler([int(i) for i in train_idx], generator=g))
-    val = DataLoader(dataset, batch_size=batch_size,
-                     batch_sampler=[[int(i) for i in val_idx[k:k + batch_size]]
+    val = DataLoader(dataset, batch_sampler=[[int(i) for i in val_idx[k:k + batch_size]]
                                     for k in range(0, len(val_idx), batch_size)])
     return train, val
 
