@@ -19,6 +19,7 @@ import re
 import pytest
 
 from conftest import EXERCISES, SOLUTIONS
+from grader.course.folder import default_course
 from grader.course import bughunt
 from grader.scoring.diagnose import RULES
 from grader.course.faults import bughunts, catalogue, load
@@ -29,6 +30,7 @@ from grader.intake.submission import load_submission
 from mutants import mutants_of
 
 FAULTS = catalogue()
+CHECKS = default_course().checks_dir
 HUNTS = sorted(bughunts())
 
 
@@ -81,20 +83,21 @@ def test_catalogue_entries_are_complete_and_name_existing_checks():
         assert {c.split(".")[0] for c in fault.detected_by} <= set(fault.exercises), fault.id
 
 
-def named_by_checks() -> set[str]:
-    """The fault ids the course's checks and their helpers name when they fail
-    (`fail(..., fault="id")`)."""
-    from grader.course.folder import active_course
-
-    return {m for path in active_course().checks_dir.glob("*.py")
-            for m in re.findall(r'fault="([a-z0-9-]+)"', path.read_text())}
+def faults_named_by_checks() -> set[str]:
+    """The fault ids the check files (and their helpers) name themselves, `fail(...,
+    fault="<id>")`: the course-defined diagnoses, which need no rule."""
+    return {m for path in CHECKS.glob("*.py")
+            for m in re.findall(r"""\bfault=["']([a-z0-9-]+)["']""", path.read_text())}
 
 
 @pytest.mark.fast
-def test_every_fault_has_a_diagnosis_and_every_rule_a_fault():
-    """A fault is diagnosed by a rule reading the evidence, or by the checks that name it."""
+def test_every_fault_has_a_diagnosis_rule_and_every_rule_a_fault():
+    """A fault is diagnosed by a rule reading evidence (grader/scoring/diagnose.py) or named
+    by the check that finds it; every rule diagnoses a catalogued fault."""
+    named = faults_named_by_checks()
     assert set(RULES) <= set(FAULTS)
-    assert set(FAULTS) - set(RULES) <= named_by_checks(), set(FAULTS) - set(RULES)
+    assert set(FAULTS) - set(RULES) - named == set(), "faults nothing can diagnose"
+    assert named <= set(FAULTS), "checks name faults the catalogue lacks"
 
 
 def test_every_fault_has_a_detection_to_prove():

@@ -1,0 +1,143 @@
+"""Instrumentation for `data_pipeline`: runs *inside the worker*, next to student code.
+
+A Dataset, a DataLoader or a Sampler is a live object that cannot cross to the grader, so each
+probe builds one with the student's code (on the grader's arrays, or on a dataset of the probe's
+own whose items name their index), iterates it as training would, and returns plain records:
+the items or batches it yielded, the indices a sampler drew, what the DataLoader's workers drew
+from the dataset's random generator. Nothing here knows what the student's code should produce.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, get_worker_info
+
+from grader.probes.training_loops import describe_return
+
+
+def _plain_batch(batch):
+    """A batch as plain data: tensors and arrays as they are, anything else named."""
+    return describe_return(list(batch) if isinstance(batch, (list, tuple)) else batch)
+
+
+def dataset_items(module, *, features: np.ndarray, labels: np.ndarray, indices: list[int],
+                  batch_size: int) -> dict:
+    """Build `ArrayDataset(features, labels)`; record its len, the items at `indices`, and the
+    batches of a default DataLoader over it (no shuffling)."""
+    dataset = module.ArrayDataset(features, labels)
+    items = [describe_return(dataset[i]) for i in indices]
+    length = len(dataset)
+    loader = DataLoader(dataset, batch_size=batch_size, shuffle=False)
+    try:
+        batches = [_plain_batch(b) for b in loader]
+        collate_error = None
+    except Exception as exc:  # noqa: BLE001 - reported as a verdict, with its text
+        batches, collate_error = [], f"{type(exc).__name__}: {exc}"[:500]
+    return {"len": describe_return(length), "items": items, "batches": batches,
+            "collate_error": collate_error}
+
+
+def dataset_item_seconds(module, *, features: np.ndarray, labels: np.ndarray,
+                         count: int) -> dict:
+    """CPU seconds per item of `ArrayDataset(features, labels)` (built first, untimed), over
+    `count` items spread over the dataset; and the same for a dataset of its first rows only
+    (as many rows as `count`), for comparison."""
+    out = {}
+    for name, rows in (("large", len(features)), ("small", count)):
+        dataset = module.ArrayDataset(features[:rows], labels[:rows])
+        picks = np.linspace(0, rows - 1, count).astype(int).tolist()
+        dataset[picks[0]]  # a first call may set up caches
+        start = time.process_time()
+        for i in picks:
+            dataset[i]
+        out[name] = (time.process_time() - start) / count
+    return out
+
+
+class IndexDataset(Dataset):
+    """Item i is (tensor([i]), i % 3): a batch names the samples it holds."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, index):
+        index = int(index)
+        return torch.tensor([index], dtype=torch.int64), index % 3
+
+
+def _move_global_generators(k: int) -> None:
+    """Draw from the global generators between making a loader and iterating it, a different
+    amount each run: a loader whose randomness comes from the global state (torch.manual_seed
+    at construction) then differs between runs; one with its own seeded generator does not."""
+    torch.rand(1 + 3 * k)
+    np.random.random(1 + 3 * k)
+
+
+def _ids(loader, epochs: int) -> list[list[list[int]]]:
+    """For every epoch, the sample ids of every batch, in order."""
+    return [[[int(v) for v in batch[0].reshape(-1)] for batch in loader] for _ in range(epochs)]
+
+
+def loaders_run(module, *, n: int, train_idx: list[int], val_idx: list[int], batch_size: int,
+                seeds: list[int], epochs: int) -> list[dict]:
+    """For each seed (the global torch generator moved on first, so that a loader that ignores
+    `seed` shuffles differently each time): `make_loaders(IndexDataset(n), train_idx, val_idx,
+    batch_size, seed)`, then `epochs` epochs of each loader, as sample ids per batch."""
+    runs = []
+    for k, seed in enumerate(seeds):
+        torch.manual_seed(1000 + 17 * k)
+        np.random.seed(2000 + 17 * k)
+        train, val = module.make_loaders(IndexDataset(n), np.asarray(train_idx, dtype=np.int64),
+                                         np.asarray(val_idx, dtype=np.int64), batch_size, seed)
+        _move_global_generators(k)
+        runs.append({"train": _ids(train, epochs), "val": _ids(val, epochs)})
+    return runs
+
+
+class NoisyDataset(Dataset):
+    """A dataset with a random augmentation drawn from a generator of its own (`self.rng`, as
+    the contract describes): item i is [i, worker id (-1 outside a worker), noise]."""
+
+    def __init__(self, n: int, seed: int):
+        self.n = n
+        self.rng = np.random.default_rng(seed)
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, index):
+        info = get_worker_info()
+        worker = -1 if info is None else info.id
+        return torch.tensor([float(index), float(worker), float(self.rng.random())],
+                            dtype=torch.float64)
+
+
+def worker_run(module, *, n: int, batch_size: int, num_workers: int, seeds: list[int],
+               epochs: int) -> list[list[list[list[float]]]]:
+    """For each seed (global generators moved on first): `make_worker_loader(NoisyDataset(n),
+    batch_size, num_workers, seed)`, iterated `epochs` times; every epoch's items as
+    [index, worker id, noise] rows, in the order they came."""
+    runs = []
+    for k, seed in enumerate(seeds):
+        torch.manual_seed(3000 + 17 * k)
+        np.random.seed(4000 + 17 * k)
+        loader = module.make_worker_loader(NoisyDataset(n, 1234), batch_size, num_workers, seed)
+        _move_global_generators(k)
+        runs.append([[row for batch in loader for row in batch.reshape(-1, 3).tolist()]
+                     for _ in range(epochs)])
+    return runs
+
+
+def sampler_draws(module, *, labels: np.ndarray, epochs: int, seed: int) -> dict:
+    """`balanced_sampler(labels)`: its len, and the indices it yields in `epochs` passes (the
+    global torch generator seeded first)."""
+    sampler = module.balanced_sampler(labels)
+    torch.manual_seed(seed)
+    draws = [[int(i) for i in sampler] for _ in range(epochs)]
+    return {"len": describe_return(len(sampler)), "draws": draws}
