@@ -52,7 +52,8 @@ RUN_AUTOGRADER = """#!/usr/bin/env bash
 set -euo pipefail
 ROOT="${{{root_variable}:-/autograder}}"
 PYTHON="${{TORCHGRADE_PYTHON:-$ROOT/venv/bin/python}}"
-exec "$PYTHON" -m grader.cli gradescope-run --root "$ROOT" \\
+# -I: neither the current directory nor PYTHON* variables reach the grader's own imports.
+exec "$PYTHON" -I -m grader.cli gradescope-run --root "$ROOT" \\
     --assignment "$ROOT/source/assignment.toml" --course "$ROOT/source/course"
 """
 
