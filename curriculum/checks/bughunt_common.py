@@ -400,24 +400,30 @@ def verify_validation_values(record: dict, case: TrainCase) -> None:
 def verify_train_loss_values(record: dict, case: TrainCase) -> None:
     """history["train_loss"][e] is a mean of epoch e's batch losses (over batches or over
     samples): it lies between the smallest and the largest loss train backpropagated in that
-    epoch. Judged only when train ran exactly one backward() on a scalar per training batch
-    (other checks speak for the rest)."""
+    epoch, and when the training batches are all of one size (where both means are one), it
+    is their mean. Judged only when train ran exactly one backward() on a scalar per training
+    batch (other checks speak for the rest)."""
     losses = record.get("backward_losses") or []
     per_epoch = len(case.train_batches)
     entries = record["history"]["entries"].get("train_loss") or []
     if (len(losses) != per_epoch * case.epochs or len(entries) != case.epochs
             or any(v is None or not math.isfinite(v) for v in losses)):
         return
+    one_size = len({len(b[0]) for b in case.train_batches}) == 1
     for epoch, entry in enumerate(entries):
         batch = losses[epoch * per_epoch:(epoch + 1) * per_epoch]
         low, high = min(batch), max(batch)
+        spread = f"lie between {low:.6g} and {high:.6g}, so their mean does too"
+        if one_size:  # a running total that starts off zero, or a count off by one, fails
+            low = high = sum(batch) / len(batch)
+            spread = (f"have the mean {low:.6g} (batches of {len(case.train_batches[0][0])}: "
+                      "over the batches or over the samples, the same)")
         # float32 losses summed as Python floats: a correct mean is within 1e-6 relative.
         slack = 1e-5 * max(abs(low), abs(high)) + 1e-7
         got = entry.get("value")
         if got is None or not low - slack <= got <= high + slack:
             fail(f"{case.call} returned history['train_loss'][{epoch}] = {got!r}; the losses it "
-                 f"backpropagated in epoch {epoch + 1} lie between {low:.6g} and {high:.6g}, so "
-                 "their mean does too.", call=case.call,
+                 f"backpropagated in epoch {epoch + 1} {spread}.", call=case.call,
                  expected=f"the mean of epoch {epoch + 1}'s batch losses",
                  got=f"{got!r}")
 
