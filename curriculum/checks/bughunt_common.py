@@ -400,24 +400,30 @@ def verify_validation_values(record: dict, case: TrainCase) -> None:
 def verify_train_loss_values(record: dict, case: TrainCase) -> None:
     """history["train_loss"][e] is a mean of epoch e's batch losses (over batches or over
     samples): it lies between the smallest and the largest loss train backpropagated in that
-    epoch. Judged only when train ran exactly one backward() on a scalar per training batch
-    (other checks speak for the rest)."""
+    epoch, and when the training batches are all of one size (where both means are one), it
+    is their mean. Judged only when train ran exactly one backward() on a scalar per training
+    batch (other checks speak for the rest)."""
     losses = record.get("backward_losses") or []
     per_epoch = len(case.train_batches)
     entries = record["history"]["entries"].get("train_loss") or []
     if (len(losses) != per_epoch * case.epochs or len(entries) != case.epochs
             or any(v is None or not math.isfinite(v) for v in losses)):
         return
+    one_size = len({len(b[0]) for b in case.train_batches}) == 1
     for epoch, entry in enumerate(entries):
         batch = losses[epoch * per_epoch:(epoch + 1) * per_epoch]
         low, high = min(batch), max(batch)
+        spread = f"lie between {low:.6g} and {high:.6g}, so their mean does too"
+        if one_size:  # a running total that starts off zero, or a count off by one, fails
+            low = high = sum(batch) / len(batch)
+            spread = (f"have the mean {low:.6g} (batches of {len(case.train_batches[0][0])}: "
+                      "over the batches or over the samples, the same)")
         # float32 losses summed as Python floats: a correct mean is within 1e-6 relative.
         slack = 1e-5 * max(abs(low), abs(high)) + 1e-7
         got = entry.get("value")
         if got is None or not low - slack <= got <= high + slack:
             fail(f"{case.call} returned history['train_loss'][{epoch}] = {got!r}; the losses it "
-                 f"backpropagated in epoch {epoch + 1} lie between {low:.6g} and {high:.6g}, so "
-                 "their mean does too.", call=case.call,
+                 f"backpropagated in epoch {epoch + 1} {spread}.", call=case.call,
                  expected=f"the mean of epoch {epoch + 1}'s batch losses",
                  got=f"{got!r}")
 
@@ -779,32 +785,18 @@ def raised(exc: StudentRaised) -> str:
 
 
 def verify_evaluate_over_samples(sub, case: TrainCase, batches_: list, loss: str, call: str,
-                                 evidence: dict) -> None:
-    """evaluate(model, loader, loss_fn) returns the loss (and, in a dict, the accuracy)
-    averaged over the samples, not over the batches: on a loader whose last batch is smaller,
-    the grader recomputes both from the outputs the model gave during the script's evaluate
-    (each forward's rows recognised by value among the loader's samples)."""
+                                 evidence: dict, score_weight: float = 0.0) -> None:
+    """evaluate returns the loss (and, in a dict, the accuracy) averaged over the samples, not
+    over the batches: the grader recomputes both from the outputs the model gave during the
+    script's evaluate (each forward's rows recognised by value among the loader's samples), so
+    a loop over the loader and one pass over its dataset are judged alike. `loss` is
+    "cross_entropy" or "column_mse" (`evaluate(model, loader, loss_fn)`), or "two_heads"
+    (`evaluate(model, loader)` on (x, y, s) batches: cross-entropy of the logits plus
+    `score_weight` times the squared error of the score, the script's own loss)."""
     require(sub, "evaluate", call=call)
     rec = probe(sub, "evaluate_audit", call, model=case.model, sizes=case.sizes,
                 state=case.state, batches=batches_, loss=loss, own_model=case.own_model)
-    from grader.probes.bughunt import column_mse, row_keys
-
-    labels: dict[Any, Any] = {}
-    for xb, yb in batches_:
-        labels.update(zip(row_keys(xb), yb.tolist()))
-    total, correct, count = 0.0, 0, 0
-    for x, out in rec["forwards"]:
-        keys = row_keys(x)
-        if len(out) != len(keys) or not all(k in labels for k in keys):
-            continue  # not a forward of the loader's samples
-        y = torch.tensor([labels[k] for k in keys], dtype=batches_[0][1].dtype)
-        out = out.double() if loss != "cross_entropy" else out.float()
-        if loss == "cross_entropy":
-            total += float(F.cross_entropy(out, y, reduction="sum"))
-            correct += int((out.argmax(dim=1) == y).sum())
-        else:
-            total += float(column_mse(out, y.double())) * len(y)
-        count += len(y)
+    total, correct, count = _scored(rec["forwards"], batches_, loss, score_weight)
     value = rec["value"]
     got = value.get("loss") if isinstance(value, dict) else value
     evidence.update(samples_scored=count, returned=got if isinstance(got, (int, float)) else
@@ -812,15 +804,47 @@ def verify_evaluate_over_samples(sub, case: TrainCase, batches_: list, loss: str
     if not count or not isinstance(got, (int, float)):
         return  # nothing to compare: the validation checks say what went wrong
     want = {"loss": total / count}
-    if isinstance(value, dict) and loss == "cross_entropy":
+    if isinstance(value, dict) and loss != "column_mse":
         want["accuracy"] = correct / count
     evidence["over_samples"] = {k: round(v, 6) for k, v in want.items()}
     sizes = [len(b[0]) for b in batches_]
+    why = (f" (batches of {sizes}: an average of the batches' averages weighs the samples "
+           "of the small last batch more)" if len(set(sizes)) > 1 else "")
     for key, expected in want.items():
         returned = got if key == "loss" else value.get(key)
         if not isinstance(returned, (int, float)) or not math.isclose(
                 returned, expected, rel_tol=1e-4, abs_tol=1e-6):
             fail(f"{call}: returned {key} {returned!r}; averaged over the {count} samples the "
-                 f"model scored, it is {expected:.6g} (batches of {sizes}: an average of the "
-                 "batches' averages weighs the samples of the small last batch more).",
+                 f"model scored, it is {expected:.6g}{why}.",
                  call=call, expected=f"{key} {expected:.6g}", got=f"{key} {returned!r}")
+
+
+def _scored(forwards: list, batches_: list, loss: str,
+            score_weight: float) -> tuple[float, int, int]:
+    """(summed loss, correct predictions, samples) over the forwards of the loader's samples,
+    each row matched by value to its targets; forwards of anything else are left out."""
+    from grader.probes.bughunt import column_mse, row_keys
+
+    targets: dict[Any, Any] = {}
+    for batch in batches_:
+        targets.update(zip(row_keys(batch[0]), zip(*(t.tolist() for t in batch[1:]))))
+    total, correct, count = 0.0, 0, 0
+    for x, out, *rest in forwards:
+        keys = row_keys(x)
+        if len(out) != len(keys) or not all(k in targets for k in keys):
+            continue  # not a forward of the loader's samples
+        columns = list(zip(*(targets[k] for k in keys)))
+        y = torch.tensor(columns[0], dtype=batches_[0][1].dtype)
+        score = rest[0].double().reshape(-1) if loss == "two_heads" else None
+        if score is not None and len(score) != len(y):
+            continue  # not the contract's (N,) score: nothing to compare it with
+        if loss == "column_mse":
+            total += float(column_mse(out.double(), y.double())) * len(y)
+        else:
+            total += float(F.cross_entropy(out.float(), y, reduction="sum"))
+            correct += int((out.argmax(dim=1) == y).sum())
+        if score is not None:
+            s = torch.tensor(columns[1], dtype=torch.float64)
+            total += score_weight * float(((score - s) ** 2).sum())
+        count += len(y)
+    return total, correct, count

@@ -28,3 +28,9 @@ LR_THRESHOLD = 0.6  # the reference ends near 0.07; lr 0.005 at 0.33, lr >= 0.2 
 FROZEN, TUNED = "encoder.0.", "encoder.2."
 # Besides the new class head (test_new_head_is_trained), what the contract fine-tunes.
 FINE_TUNED = ("encoder.2.", "score_head.")
+
+# Batches of one size: the contract pins what evaluate returns (the two-head loss and the
+# accuracy of the loader's samples), not how batch means are weighed (run's loader has one).
+EVAL_BATCHES = batches(66, [8, 8, 8], (12,), 3, score=True)
+EVAL_CALL = ("evaluate(model, loader)  # a small two-headed network, a loader of 3 batches of 8 "
+             "(x, y, s)")

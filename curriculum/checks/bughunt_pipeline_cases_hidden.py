@@ -25,3 +25,8 @@ PROBE_X = torch.randn(16, 6, generator=torch.Generator().manual_seed(74))
 PROBE_LABELS = torch.arange(16) % 3
 SETUP = dict(seed=0, first_layer=True, first_loss=True, logits_batch=[PROBE_X, PROBE_LABELS])
 SETUP_CALL = "run(seed=0)  # what run() hands to train(...)"
+
+
+EVAL_BATCHES = batches(75, [8, 8, 3], (6,), 3)
+EVAL_CALL = ("evaluate(model, loader, loss_fn)  # a small network with BatchNorm and dropout, "
+             "a loader of 3 batches of 8, 8 and 3 samples")

@@ -13,12 +13,14 @@ from __future__ import annotations
 import torch
 
 from bughunt_common import (REVEAL, TIMEOUT, fail, optimizer_settings, reference,
-                                          setup_record, verify_fresh_gradients, verify_history,
+                                          setup_record, verify_evaluate_over_samples,
+                                          verify_fresh_gradients, verify_history,
                                           verify_log, verify_lr_trains, verify_registration,
                                           verify_training_mode, verify_validation_graph,
                                           verify_validation_mode)
-from bughunt_finetune_cases_hidden import (FINE_TUNED, FROZEN, LR_THRESHOLD, SETUP,
-                                                         SETUP_CALL, STEPS_CALL, TRAIN, TUNED)
+from bughunt_finetune_cases_hidden import (EVAL_BATCHES, EVAL_CALL, FINE_TUNED, FROZEN,
+                                                         LR_THRESHOLD, SETUP, SETUP_CALL,
+                                                         STEPS_CALL, TRAIN, TUNED)
 from bughunt_finetune_verify_hidden import (harness, reference_curve,
                                                           verify_group_rates)
 from grader import check
@@ -52,6 +54,13 @@ def test_training_mode_restored(sub, evidence):
 def test_history_holds_floats(sub, evidence):
     """train returns its history as Python floats, each loss the mean of its batches'"""
     verify_history(sub, TRAIN, evidence)
+
+
+@check(points=2, targets="evaluate", timeout=TIMEOUT, reveal=REVEAL)
+def test_evaluate_returns_the_mean_loss_and_accuracy(sub, evidence):
+    """evaluate returns the mean two-head loss and the accuracy over the loader's samples"""
+    verify_evaluate_over_samples(sub, TRAIN, EVAL_BATCHES, "two_heads", EVAL_CALL, evidence,
+                                 score_weight=reference("finetune").SCORE_WEIGHT)
 
 
 @check(points=2, targets="train", timeout=TIMEOUT, reveal=REVEAL)

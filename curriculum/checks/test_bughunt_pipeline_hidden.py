@@ -11,14 +11,15 @@ import numpy as np
 import torch
 
 from bughunt_common import (REVEAL, TIMEOUT, fail, reference, require, setup_record,
-                                          verify_dropout, verify_fresh_gradients, verify_history,
+                                          verify_dropout, verify_evaluate_over_samples,
+                                          verify_fresh_gradients, verify_history,
                                           verify_labels, verify_log, verify_logits,
                                           verify_loss_input, verify_mixed_batches,
                                           verify_no_batch_of_one, verify_registration,
                                           verify_standardized, verify_training_mode,
                                           verify_validation_graph, verify_validation_mode)
-from bughunt_pipeline_cases_hidden import (PROBE_LABELS, PROBE_X, SETUP, SETUP_CALL,
-                                                         TRAIN)
+from bughunt_pipeline_cases_hidden import (EVAL_BATCHES, EVAL_CALL, PROBE_LABELS, PROBE_X,
+                                                         SETUP, SETUP_CALL, TRAIN)
 from grader import check, expect_array
 
 
@@ -132,3 +133,9 @@ def test_history_holds_floats(sub, evidence):
 def test_log_prints_numbers(sub, evidence):
     """The log prints one line of numbers per epoch"""
     verify_log(sub, TRAIN, evidence)
+
+
+@check(points=2, targets="evaluate", timeout=TIMEOUT, reveal=REVEAL)
+def test_evaluate_averages_over_samples(sub, evidence):
+    """evaluate returns the loss and the accuracy averaged over the samples"""
+    verify_evaluate_over_samples(sub, TRAIN, EVAL_BATCHES, "cross_entropy", EVAL_CALL, evidence)

@@ -1092,24 +1092,27 @@ def update_call(module, *, name: str, values: list, grads: list, lr: float) -> d
 
 def evaluate_audit(module, *, model: str, sizes: list[int], state: dict, batches: list,
                    loss: str, own_model: list | None = None) -> dict:
-    """Call `module.evaluate(model, loader, loss_fn)` on a harness model (or, if that raises,
-    the script's own model as in `train_audit`) and a loader over `batches` (of unequal
-    sizes), recording every forward's input and output: the grader then computes the loss
-    over the samples the model actually scored, whatever the script's batching or mode.
-    `loss` is "cross_entropy" (nn.CrossEntropyLoss()) or "column_mse"."""
-    loss_fn = nn.CrossEntropyLoss() if loss == "cross_entropy" else column_mse
+    """Call the script's `evaluate` on a harness model (or, if that raises, the script's own
+    model as in `train_audit`) and a loader over `batches`, recording every forward's input
+    and output: the grader then computes the loss over the samples the model actually scored,
+    whatever the script's batching or mode. `loss` is "cross_entropy" or "column_mse":
+    `evaluate(model, loader, loss_fn)` with nn.CrossEntropyLoss() or `column_mse`; or
+    "two_heads": `evaluate(model, loader)` over (x, y, s) batches, the script computing its
+    two-head loss itself (each forward's output recorded whole: logits and score)."""
+    args = () if loss == "two_heads" else (
+        nn.CrossEntropyLoss() if loss == "cross_entropy" else column_mse,)
 
     def run(net: nn.Module) -> dict:
         seen: list = []
-        hook = net.register_forward_hook(
-            lambda m, args, out: seen.append((_first(args), _first(out))))
+        hook = net.register_forward_hook(lambda m, inputs, out: seen.append((inputs, out)))
         try:
             with contextlib.redirect_stdout(io.StringIO()):
-                value = module.evaluate(net, ProbeLoader(batches), loss_fn)
+                value = module.evaluate(net, ProbeLoader(batches), *args)
         finally:
             hook.remove()
-        forwards = [[x.detach().clone(), y.detach().clone()] for x, y in seen
-                    if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)]
+        forwards = [[x.detach().clone(), *(o.detach().clone() for o in outs)]
+                    for x, outs in ((_first(i), _outputs(o, loss)) for i, o in seen)
+                    if isinstance(x, torch.Tensor) and outs]
         if isinstance(value, dict):
             value = {k: v for k, v in value.items() if isinstance(k, str)
                      and isinstance(v, (int, float)) and not isinstance(v, bool)}
@@ -1120,3 +1123,15 @@ def evaluate_audit(module, *, model: str, sizes: list[int], state: dict, batches
         return {"value": value, "forwards": forwards[:64]}
 
     return _on_harness_or_own_model(run, module, model, sizes, state, own_model)
+
+
+def _outputs(out: Any, loss: str) -> list[torch.Tensor]:
+    """The tensors of a forward's output the loss reads: the first one, or for "two_heads"
+    the first two (logits, score); [] when the output does not hold them."""
+    if loss != "two_heads":
+        first = _first(out)
+        return [] if first is None else [first]
+    if (isinstance(out, (tuple, list)) and len(out) >= 2
+            and all(isinstance(o, torch.Tensor) for o in out[:2])):
+        return list(out[:2])
+    return []
