@@ -10,6 +10,8 @@ forward() itself is judged by the gradients a loss of it gives. See `bughunt_com
 
 from __future__ import annotations
 
+from collections import Counter
+
 import torch
 
 from bughunt_common import (REVEAL, TIMEOUT, fail, optimizer_settings, reference,
@@ -61,6 +63,27 @@ def test_evaluate_returns_the_mean_loss_and_accuracy(sub, evidence):
     """evaluate returns the mean two-head loss and the accuracy over the loader's samples"""
     verify_evaluate_over_samples(sub, TRAIN, EVAL_BATCHES, "two_heads", EVAL_CALL, evidence,
                                  score_weight=reference("finetune").SCORE_WEIGHT)
+
+
+@check(points=2, targets="run", timeout=TIMEOUT, reveal=REVEAL)
+def test_validates_on_the_validation_split(sub, evidence):
+    """run() trains on the first 320 samples and validates on the last 80"""
+    record = setup_record(sub, SETUP_CALL, **SETUP)
+    with torch.random.fork_rng(devices=[]):
+        y = reference("finetune").make_task(seed=0)[1]
+    y_val = y[320:]
+    want = Counter(float(v) for v in y_val.tolist())
+    passes = (record.get("val_loader") or {}).get("passes") or [[]]
+    got = Counter(v for b in passes[0] for v in b.get("labels", []))
+    evidence.update(val_samples=sum(got.values()), expected_val_samples=len(y_val))
+    # Recognised by value: the labels of one pass over the loader run() hands to train as
+    # val_loader are those of the last 80 samples, whatever the batches or their order.
+    if got != want:
+        fail(f"{SETUP_CALL}: the loader handed to train as val_loader yields "
+             f"{sum(got.values())} samples whose labels are not those of the validation split "
+             f"(the last {len(y_val)} samples): the validation numbers do not measure samples "
+             "the model never trained on.", call=SETUP_CALL,
+             expected=f"the {len(y_val)} validation samples", got=f"{sum(got.values())} others")
 
 
 @check(points=2, targets="train", timeout=TIMEOUT, reveal=REVEAL)

@@ -29,8 +29,8 @@ What the grader calls (keep these names and signatures):
         backward, step; then evaluate on val_loader in eval mode without gradients; returns
         {"train_loss": [...], "val_loss": [...], "val_accuracy": [...]} (Python floats, one
         per epoch) and prints one line per epoch
-    run(seed=0) -> dict                   the whole fine-tuning; returns
-        {"model": ..., "history": ...}
+    run(seed=0) -> dict                   the whole fine-tuning (the first 320 samples of
+        make_task train, the last 80 validate); returns {"model": ..., "history": ...}
 """
 
 import torch
