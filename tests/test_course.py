@@ -258,3 +258,123 @@ def test_notebooks_of_a_course_name_it_in_their_check_cells(course_dir):
     assert "course=" not in check_cell_source("scale", ["scale"])
     cell = check_cell_source("scale", ["scale"], str(course_dir))
     assert f"check('scale', 'scale', course={str(course_dir)!r})" in cell
+
+
+# --------------------------------------------------------------------------- broken courses
+# A course an author broke gets one line naming the file (exit 2) from every command that reads
+# it, before it does anything: never a traceback, and never a class graded without the checks
+# that did not load (grading used to drop them and give full marks over a smaller total).
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("rel, what", [("exercises/scale.py", "stub"),
+                                       ("checks/test_scale.py", "visible check file")])
+def test_load_course_names_a_missing_stub_or_visible_check(course_dir, rel, what):
+    (course_dir / rel).unlink()
+    with pytest.raises(CourseError, match=f"scale: its {what} .*{rel} is missing") as info:
+        load_course(course_dir)
+    assert "\n" not in str(info.value)
+    (course_dir / rel).mkdir()  # a folder where the file should be
+    with pytest.raises(CourseError, match=f"{rel} is not a file"):
+        load_course(course_dir)
+
+
+@pytest.mark.fast
+def test_the_hidden_check_file_is_optional(course_dir):
+    (course_dir / "checks" / "test_scale_hidden.py").unlink()
+    assert load_course(course_dir).check_files() == [course_dir.resolve() / "checks" /
+                                                     "test_scale.py"]
+
+
+def _syntax(path: Path) -> None:
+    path.write_text('"""A check file with a typo."""\n\ndef test_x(sub:\n    pass\n')
+
+
+def _latin1(path: Path) -> None:
+    path.write_bytes('"""Vérifie: written in Latin-1."""\n'.encode("latin-1"))
+
+
+def _folder(path: Path) -> None:  # unreadable, even to root
+    path.unlink()
+    path.mkdir()
+
+
+def _missing(path: Path) -> None:
+    path.unlink()
+
+
+BREAKS = {"syntax": _syntax, "latin1": _latin1, "folder": _folder, "missing": _missing}
+BROKEN_FILES = ["exercises/scale.py", "solutions/scale.py", "checks/test_scale.py",
+                "checks/test_scale_hidden.py", "checks/scale_cases.py"]
+
+
+def command_line(command: str, course: Path, tmp: Path) -> list[str]:
+    cls = tmp / "class"
+    (cls / "ada").mkdir(parents=True, exist_ok=True)
+    (cls / "ada" / "scale.py").write_text(SOLUTION)
+    (tmp / "roster.csv").write_text("student_id\nada\n")
+    out = ["--out", str(tmp / "out")]
+    return {"grade": ["grade", str(cls), *out, "-j", "1"],
+            "check": ["check", str(cls / "ada" / "scale.py"), *out],
+            "release": ["release", *out], "notebooks": ["notebooks", *out],
+            "notebooks --solutions": ["notebooks", "--solutions", *out],
+            "variants": ["variants", "--roster", str(tmp / "roster.csv"), "--seed", "1", *out],
+            "gradescope-bundle": ["gradescope-bundle", *out], "demo": ["demo", *out],
+            "solution": ["solution", "scale", "--i-have-tried"],
+            "verify": ["verify", "--max-mutants", "0", "--html", str(tmp / "v.html")],
+            "prairielearn": ["prairielearn", *out]}[command] + ["--course", str(course)]
+
+
+# What a command needs: grading needs no solution (only hidden checks that use one, and those
+# fail on their own), nor a stub.
+GRADES = {"grade", "check"}
+COMMANDS = ["grade", "check", "release", "notebooks", "notebooks --solutions", "variants",
+            "gradescope-bundle", "demo", "solution", "verify", "prairielearn"]
+
+
+def broken_cases():
+    for command in COMMANDS:
+        for rel in BROKEN_FILES:
+            for how in BREAKS:
+                if how == "missing" and (rel != "solutions/scale.py" or command in GRADES
+                                         or command == "notebooks"):
+                    continue  # a missing stub or check: load_course, tested above
+                yield command, rel, how
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("command, rel, how", list(broken_cases()))
+def test_every_command_names_a_broken_course_file_in_one_line(course_dir, tmp_path, capsys,
+                                                              monkeypatch, command, rel, how):
+    from grader.cli import main
+
+    monkeypatch.delenv("TORCHGRADE_COURSE", raising=False)  # --course exports it: restored
+    monkeypatch.chdir(tmp_path)
+    BREAKS[how](course_dir / rel)
+    assert main(command_line(command, course_dir, tmp_path)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("torchgrade: error: ") and rel in err[0], err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.fast
+def test_a_course_whose_files_are_whole_passes_the_same_check(course_dir):
+    course = load_course(course_dir)
+    course.check_sources()
+    assert course_dir.resolve() / "checks" / "scale_cases.py" in course.sources()
+    default_course().check_sources()
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("name", ["Foo", "scale\n", "class", "ok_hidden", "é"])
+def test_course_toml_refuses_what_new_exercise_refuses(tmp_path, name):
+    from grader.authoring.scaffold import refuse_name
+    from grader.errors import UsageError
+
+    (tmp_path / "course.toml").write_text(f'name = "x"\nexercises = [{json.dumps(name)}]\n')
+    with pytest.raises(CourseError, match="exercises must be") as info:
+        load_course(tmp_path)
+    with pytest.raises(UsageError) as refused:
+        refuse_name(name)
+    # The same rule, said the same way.
+    assert str(refused.value) in str(info.value)
