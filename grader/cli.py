@@ -280,9 +280,11 @@ COMMANDS: dict[str, str] = {
 
 def check_course_files(args: argparse.Namespace) -> None:
     """CourseError (one line) unless the files of the active course that the command reads
-    are readable Python: those of the exercises it names, if it names only known ones (an
-    unknown name gets the command's own message), else of the whole course."""
+    are readable Python (those of the exercises it names, if it names only known ones: an
+    unknown name gets the command's own message; else of the whole course) and its fault
+    catalogue is valid (read later, it would fail each graded submission on its own)."""
     from grader.checking.edition import student_release
+    from grader.course import faults
 
     course = active_course()
     named = getattr(args, "exercises", None) or (
@@ -290,6 +292,7 @@ def check_course_files(args: argparse.Namespace) -> None:
     chosen = named if named and set(named) <= set(course.exercises) else None
     solutions = READS_COURSE_FILES[args.command](args) and student_release() is None
     course.check_sources(chosen, solutions=solutions)
+    faults.load()
 
 
 def main(argv: list[str] | None = None) -> int:

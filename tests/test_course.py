@@ -308,6 +308,13 @@ BROKEN_FILES = ["exercises/scale.py", "solutions/scale.py", "checks/test_scale.p
                 "checks/test_scale_hidden.py", "checks/scale_cases.py"]
 
 
+def forget_course_env(monkeypatch) -> None:
+    """No TORCHGRADE_COURSE, and none left after the test: `--course` exports it, and delenv
+    of a variable that is not set records nothing to restore."""
+    monkeypatch.setenv("TORCHGRADE_COURSE", "")
+    monkeypatch.delenv("TORCHGRADE_COURSE")
+
+
 def command_line(command: str, course: Path, tmp: Path) -> list[str]:
     cls = tmp / "class"
     (cls / "ada").mkdir(parents=True, exist_ok=True)
@@ -348,7 +355,7 @@ def test_every_command_names_a_broken_course_file_in_one_line(course_dir, tmp_pa
                                                               monkeypatch, command, rel, how):
     from grader.cli import main
 
-    monkeypatch.delenv("TORCHGRADE_COURSE", raising=False)  # --course exports it: restored
+    forget_course_env(monkeypatch)
     monkeypatch.chdir(tmp_path)
     BREAKS[how](course_dir / rel)
     assert main(command_line(command, course_dir, tmp_path)) == 2
@@ -378,3 +385,27 @@ def test_course_toml_refuses_what_new_exercise_refuses(tmp_path, name):
         refuse_name(name)
     # The same rule, said the same way.
     assert str(refused.value) in str(info.value)
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("named", ["scale.no_such_check", "scale_values", "other.scale_values",
+                                   "scale.test_scale_values"])
+def test_detected_by_must_name_a_check_of_the_course(course_dir, tmp_path, capsys, monkeypatch,
+                                                     named):
+    """`detected_by` names checks as results do, `exercise.check`: a typo would silently never
+    diagnose. Refused when the catalogue is loaded, and by every command before it starts (a
+    catalogue read while grading would fail each submission on its own)."""
+    from grader.cli import main
+
+    faults_file = course_dir / "faults.toml"
+    faults_file.write_text(FAULTS.replace('"scale.scale_values"', f'"{named}"'))
+    use_course(load_course(course_dir))
+    with pytest.raises(CourseError, match=f"scale-ignores-zero: detected_by names '{named}'"):
+        faults.catalogue()
+    use_course(None)
+    forget_course_env(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    assert main(command_line("grade", course_dir, tmp_path)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and named in err[0] and "faults.toml" in err[0], err
+    assert not (tmp_path / "out").exists()
