@@ -409,3 +409,28 @@ def test_detected_by_must_name_a_check_of_the_course(course_dir, tmp_path, capsy
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and named in err[0] and "faults.toml" in err[0], err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("differ", [None, True, False])
+def test_eval_outputs_differ_is_recorded_as_a_flag(monkeypatch, differ):
+    """The dropout check records `eval_outputs_differ` as the bool `E` declares, or not at
+    all when the probe had no two outputs to compare (it said None)."""
+    import torch
+
+    from grader import evidence as ev
+
+    use_course(default_course())
+    import_checks_from(default_course().checks_dir)
+    import bughunt_common
+
+    rec = {"eval_outputs_differ": differ, "train_outputs_differ": True,
+           "active_dropout_in_eval": 0, "modules_created_in_forward": 0}
+    monkeypatch.setattr(bughunt_common, "model_record", lambda *a: rec)
+    evidence: dict = {}
+    try:
+        bughunt_common.verify_dropout(None, "Net", [], torch.zeros(1), evidence)
+    except Exception:  # noqa: BLE001 - a failed check is fine here: the evidence is the point
+        pass
+    assert ev.problems(evidence) == []
+    assert evidence.get("eval_outputs_differ") is differ
