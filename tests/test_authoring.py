@@ -298,3 +298,47 @@ def test_new_exercise_writes_only_names_a_course_accepts(tmp_path, name):
     assert not (tmp_path / "c").exists()
     new_exercise(name.lower() if name.isascii() else "e", tmp_path / "c")
     load_course(tmp_path / "c").check_sources()
+
+
+@fast
+@pytest.mark.parametrize("option, where, says", [
+    ("--html", "{folder}", "is a folder"),
+    ("--json", "{file}/report.json", "is not a folder"),
+    ("--html", "{file}/deeper/page.html", "is not a folder"),
+])
+def test_verify_refuses_an_unwritable_output_before_it_runs(tmp_path, capsys, monkeypatch,
+                                                             option, where, says):
+    """--html and --json are written after the whole (long) run: a path that cannot take them
+    is refused first, in one line, exit 2, nothing graded."""
+    from grader.cli import main
+
+    course = tmp_path / "c"
+    new_exercise("scale_it", course)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_text("a file\n")
+    path = where.format(folder=tmp_path / "folder", file=tmp_path / "file")
+    monkeypatch.setenv("TORCHGRADE_COURSE", "")
+    monkeypatch.chdir(tmp_path)
+    assert main(["verify", "--course", str(course), "--max-mutants", "0", option, path]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and f"{option} {path}: cannot be written there" in err[0], err
+    assert says in err[0] and "Verifying" not in captured.out
+
+
+@fast
+@pytest.mark.parametrize("action", ["always", "error"])
+def test_compiling_a_submission_shows_no_compiler_warning(action):
+    """`verify`'s generated mutants say `x is 0` (a `None` -> `0` change): the grader's syntax
+    check of a submission prints no SyntaxWarning on the terminal, and under -W error does
+    not take one for a syntax error."""
+    import warnings
+
+    from grader.intake.submission import syntax_problem
+    from grader.models import SourceChunk
+
+    chunk = SourceChunk(code="def f(x):\n    return x is 0\n", filename="m.py", label="m.py")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter(action)
+        assert syntax_problem(chunk) is None
+    assert caught == []
