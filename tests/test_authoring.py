@@ -342,3 +342,18 @@ def test_compiling_a_submission_shows_no_compiler_warning(action):
         warnings.simplefilter(action)
         assert syntax_problem(chunk) is None
     assert caught == []
+
+
+@fast
+def test_the_notebook_title_says_the_exercise_once(tmp_path):
+    """The scaffolded stub's docstring begins with the exercise's name: the notebook's title is
+    that summary, not `name: name: ...`; a summary without it gets the name in front."""
+    from grader.release.notebooks import exercise_notebook
+
+    source = files_of("scale_it")[Path("exercises", "scale_it.py")]
+    title = exercise_notebook("scale_it", source=source).cells[0].source.splitlines()[0]
+    assert title.replace("\\", "") == ("# scale_it: a starting point written by `torchgrade "
+                                       "new-exercise`; make it your own exercise.")
+    wrapped = '"""Scaling arrays,\nelement by element.\n\nThe contract."""\n'
+    intro = exercise_notebook("scale_it", source=wrapped).cells[0].source
+    assert intro.startswith("# scale_it: Scaling arrays, element by element.\n\nThe contract.")

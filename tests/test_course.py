@@ -434,3 +434,29 @@ def test_eval_outputs_differ_is_recorded_as_a_flag(monkeypatch, differ):
         pass
     assert ev.problems(evidence) == []
     assert evidence.get("eval_outputs_differ") is differ
+
+
+@pytest.mark.fast
+def test_a_mutant_that_is_not_utf8_is_named(course_dir):
+    (course_dir / "mutants" / "scale" / "latin1.py").write_bytes(
+        "# must fail: scale_values\n# é\n".encode("latin-1"))
+    with pytest.raises(CourseError, match=r"mutants/scale/latin1.py: not UTF-8") as info:
+        load_course(course_dir).mutants("scale")
+    assert "\n" not in str(info.value)
+    # A mutant that does not compile is a wrong module like any other: accepted.
+    (course_dir / "mutants" / "scale" / "latin1.py").write_text("# must fail: scale_values\n"
+                                                                "def scale(:\n")
+    assert len(load_course(course_dir).mutants("scale")) == 2
+
+
+@pytest.mark.slow
+def test_verify_reports_a_mutant_that_is_not_utf8_and_runs_the_others(course_dir, tmp_path):
+    (course_dir / "mutants" / "scale" / "latin1.py").write_bytes(
+        "# must fail: scale_values\n# é\n".encode("latin-1"))
+    proc = torchgrade("verify", "--course", course_dir, "--max-mutants", "0", "--json",
+                      tmp_path / "v.json", "--html", tmp_path / "v.html", cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    verdict = json.loads((tmp_path / "v.json").read_text())["exercises"]["scale"]
+    [problem] = verdict["problems"]
+    assert "mutants/scale/latin1.py: not UTF-8" in problem
+    assert verdict["declared_mutants"]["as_declared"] == 1  # ignores_zero still ran

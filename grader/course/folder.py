@@ -63,19 +63,25 @@ def exercise_name_problem(name: str) -> str | None:
     return None
 
 
-def course_source(path: Path) -> str:
-    """The text of one of a course's Python files (a stub, solution, check, helper or mutant),
-    proved to be Python: CourseError (one line naming the file) when it is missing, cannot be
-    read, is not UTF-8 or does not compile. What every command that reads a course's files
-    checks them with, so that a broken course is one clear line, not a traceback."""
+def course_text(path: Path) -> str:
+    """The UTF-8 text of one of a course's files; CourseError (one line naming the file) when
+    it is missing, cannot be read or is not UTF-8."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise CourseError(f"{path}: missing") from None
     except UnicodeDecodeError as exc:
         raise CourseError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise CourseError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def course_source(path: Path) -> str:
+    """The text of one of a course's Python files (a stub, solution, check, helper or mutant),
+    proved to be Python: CourseError (one line naming the file) when it is missing, cannot be
+    read, is not UTF-8 or does not compile. What every command that reads a course's files
+    checks them with, so that a broken course is one clear line, not a traceback."""
+    text = course_text(path)
     try:
         with warnings.catch_warnings():  # an author's `is` with a literal is not our business
             warnings.simplefilter("ignore")
@@ -226,10 +232,12 @@ class Course:
             course_source(path)
 
     def mutants(self, exercise: str) -> list[DeclaredMutant]:
-        """The declared mutants of `exercise`, by name; raises CourseError for a file whose
-        first line is not `# must fail: ...`."""
-        return [read_mutant(exercise, path) for path in
-                sorted((self.mutants_dir / exercise).glob("*.py"))]
+        """The declared mutants of `exercise`, by name; raises CourseError for a file that is
+        not UTF-8 text or whose first line is not `# must fail: ...`."""
+        return [read_mutant(exercise, path) for path in self.mutant_files(exercise)]
+
+    def mutant_files(self, exercise: str) -> list[Path]:
+        return sorted((self.mutants_dir / exercise).glob("*.py"))
 
 
 def exercise_of(path: Path | str) -> str:
@@ -238,7 +246,10 @@ def exercise_of(path: Path | str) -> str:
 
 
 def read_mutant(exercise: str, path: Path) -> DeclaredMutant:
-    lines = course_source(path).splitlines()[:2] + ["", ""]
+    """The mutant at `path`; CourseError (naming the file) when it is not UTF-8 text or does not
+    declare what it fails. Not compiled: a mutant that does not even compile is a wrong module
+    like any other (it fails every check)."""
+    lines = course_text(path).splitlines()[:2] + ["", ""]
     where = f"{path}: line 1 must be `{MUST_FAIL} check, check` (check names without test_)"
     if not lines[0].startswith(MUST_FAIL):
         raise CourseError(where)
