@@ -228,6 +228,12 @@ class Course:
                       solutions: bool = True) -> None:
         """Raise CourseError (one line naming the file) unless every file of `sources` is
         there and readable UTF-8 Python."""
+        for exercise in self.exercises if exercises is None else exercises:
+            wanted = [("stub", self.stub(exercise))]
+            wanted += [("solution", self.solution(exercise))] if solutions else []
+            for what, path in wanted:
+                if not path.exists():
+                    raise CourseError(f"{exercise}: its {what} {path} is missing")
         for path in self.sources(exercises, solutions=solutions):
             course_source(path)
 
