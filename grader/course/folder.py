@@ -87,9 +87,11 @@ def course_source(path: Path) -> str:
             warnings.simplefilter("ignore")
             compile(text, str(path), "exec", dont_inherit=True)
     except SyntaxError as exc:
-        raise CourseError(f"{path}, line {exc.lineno}: not valid Python ({exc.msg})") from None
-    except ValueError as exc:  # a NUL byte
-        raise CourseError(f"{path}: not valid Python ({exc})") from None
+        where = f"{path}, line {exc.lineno}" if exc.lineno else str(path)
+        raise CourseError(f"{where}: not valid Python ({exc.msg})") from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # a NUL byte; nesting too deep
+        raise CourseError(f"{path}: not valid Python ({type(exc).__name__}: "
+                          f"{str(exc)[:200]})") from None
     return text
 
 
