@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import grader
-from grader.course.folder import course_option
+from grader.course.folder import active_course, course_option
 from grader.errors import GraderUnavailable, UsageError
 
 
@@ -181,6 +181,21 @@ def build_parser() -> Parser:
 # Commands that make a course folder rather than read one: their own --course, loaded by them.
 WRITES_A_COURSE = {"new-exercise"}
 
+# Commands that read a course's Python files, and whether each needs the solutions of the
+# exercises it is about (a student release has none; grading only needs those hidden checks
+# use, and checks whichever are there). Their files are proved readable UTF-8 Python before the
+# command starts (`Course.check_sources`): a broken course is one line naming the file, never
+# a traceback, and never a class graded without the checks that did not load. Left out:
+# `index` reads results only; `gradescope-run` and `prairielearn-run` grade with a course that
+# `gradescope-bundle` and `prairielearn` checked when they built it.
+READS_COURSE_FILES = {
+    "grade": lambda args: False, "check": lambda args: False,
+    "release": lambda args: True, "notebooks": lambda args: args.solutions,
+    "variants": lambda args: True, "gradescope-bundle": lambda args: True,
+    "demo": lambda args: True, "solution": lambda args: True, "verify": lambda args: True,
+    "prairielearn": lambda args: True,
+}
+
 
 def _positive_int(text: str) -> int:
     try:
@@ -263,6 +278,23 @@ COMMANDS: dict[str, str] = {
 }
 
 
+def check_course_files(args: argparse.Namespace) -> None:
+    """CourseError (one line) unless the files of the active course that the command reads
+    are readable Python (those of the exercises it names, if it names only known ones: an
+    unknown name gets the command's own message; else of the whole course) and its fault
+    catalogue is valid (read later, it would fail each graded submission on its own)."""
+    from grader.checking.edition import student_release
+    from grader.course import faults
+
+    course = active_course()
+    named = getattr(args, "exercises", None) or (
+        [args.exercise] if getattr(args, "exercise", None) else None)
+    chosen = named if named and set(named) <= set(course.exercises) else None
+    solutions = READS_COURSE_FILES[args.command](args) and student_release() is None
+    course.check_sources(chosen, solutions=solutions)
+    faults.load()
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     args = build_parser().parse_args(argv)
@@ -270,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command not in WRITES_A_COURSE:
             course_option(args.course)
+        if args.command in READS_COURSE_FILES:
+            check_course_files(args)
         return getattr(importlib.import_module(module), function)(args)
     except UsageError as exc:
         print(f"torchgrade: error: {exc}", file=sys.stderr)

@@ -230,3 +230,130 @@ def test_the_student_release_ships_no_authoring_tools(student_release):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "not part of the student release" in proc.stderr
     assert not (student_release.parent / "c").exists()
+
+
+def _snapshot(root: Path) -> dict[str, bytes | None]:
+    return {p.relative_to(root).as_posix(): (p.read_bytes() if p.is_file() else None)
+            for p in root.rglob("*")}
+
+
+@fast
+@pytest.mark.parametrize("blocker", ["exercises", "mutants", "mutants/scale_it"])
+def test_new_exercise_that_cannot_write_everything_writes_nothing(tmp_path, blocker):
+    """A file where the scaffold needs a folder (the last one it writes into, too): refused in
+    one line before anything is written."""
+    course = tmp_path / "c"
+    course.mkdir()
+    (course / "course.toml").write_text('name = "c"\nexercises = []\n')
+    (course / blocker).parent.mkdir(parents=True, exist_ok=True)
+    (course / blocker).write_text("in the way\n")
+    before = _snapshot(course)
+    with pytest.raises(UsageError, match="nothing was written") as caught:
+        new_exercise("scale_it", course)
+    assert "\n" not in str(caught.value) and blocker in str(caught.value)
+    assert _snapshot(course) == before
+
+
+@fast
+def test_new_exercise_with_a_read_only_course_toml_writes_nothing(tmp_path, monkeypatch):
+    """course.toml is written last: a read-only one is refused before the exercise's files are
+    written (root may write anyway, so os.access says what a user's would), and a write that
+    fails all the same is undone."""
+    import os
+
+    import grader.authoring.scaffold as scaffold
+
+    course = tmp_path / "c"
+    new_exercise("first", course)
+    toml = course / "course.toml"
+    toml.chmod(0o444)
+    before = _snapshot(course)
+    real_access = os.access
+    monkeypatch.setattr(scaffold.os, "access",
+                        lambda p, mode: mode != os.W_OK and real_access(p, mode)
+                        if Path(p) == toml else real_access(p, mode))
+    with pytest.raises(UsageError, match="course.toml: not writable; nothing was written"):
+        new_exercise("scale_it", course)
+    assert _snapshot(course) == before
+    monkeypatch.undo()
+
+    real_write = Path.write_text
+
+    def refuse(self, *args, **kwargs):
+        if self == toml:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_write(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", refuse)
+    with pytest.raises(UsageError, match="course.toml: cannot be written.*nothing was written"):
+        new_exercise("scale_it", course)
+    assert _snapshot(course) == before
+
+
+@fast
+@pytest.mark.parametrize("name", ["Foo", "MyExercise", "é"])
+def test_new_exercise_writes_only_names_a_course_accepts(tmp_path, name):
+    with pytest.raises(UsageError, match="lower case"):
+        new_exercise(name, tmp_path / "c")
+    assert not (tmp_path / "c").exists()
+    new_exercise(name.lower() if name.isascii() else "e", tmp_path / "c")
+    load_course(tmp_path / "c").check_sources()
+
+
+@fast
+@pytest.mark.parametrize("option, where, says", [
+    ("--html", "{folder}", "is a folder"),
+    ("--json", "{file}/report.json", "is not a folder"),
+    ("--html", "{file}/deeper/page.html", "is not a folder"),
+])
+def test_verify_refuses_an_unwritable_output_before_it_runs(tmp_path, capsys, monkeypatch,
+                                                             option, where, says):
+    """--html and --json are written after the whole (long) run: a path that cannot take them
+    is refused first, in one line, exit 2, nothing graded."""
+    from grader.cli import main
+
+    course = tmp_path / "c"
+    new_exercise("scale_it", course)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_text("a file\n")
+    path = where.format(folder=tmp_path / "folder", file=tmp_path / "file")
+    monkeypatch.setenv("TORCHGRADE_COURSE", "")
+    monkeypatch.chdir(tmp_path)
+    assert main(["verify", "--course", str(course), "--max-mutants", "0", option, path]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and f"{option} {path}: cannot be written there" in err[0], err
+    assert says in err[0] and "Verifying" not in captured.out
+
+
+@fast
+@pytest.mark.parametrize("action", ["always", "error"])
+def test_compiling_a_submission_shows_no_compiler_warning(action):
+    """`verify`'s generated mutants say `x is 0` (a `None` -> `0` change): the grader's syntax
+    check of a submission prints no SyntaxWarning on the terminal, and under -W error does
+    not take one for a syntax error."""
+    import warnings
+
+    from grader.intake.submission import syntax_problem
+    from grader.models import SourceChunk
+
+    chunk = SourceChunk(code="def f(x):\n    return x is 0\n", filename="m.py", label="m.py")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter(action)
+        assert syntax_problem(chunk) is None
+    assert caught == []
+
+
+@fast
+def test_the_notebook_title_says_the_exercise_once(tmp_path):
+    """The scaffolded stub's docstring begins with the exercise's name: the notebook's title is
+    that summary, not `name: name: ...`; a summary without it gets the name in front."""
+    from grader.release.notebooks import exercise_notebook
+
+    source = files_of("scale_it")[Path("exercises", "scale_it.py")]
+    title = exercise_notebook("scale_it", source=source).cells[0].source.splitlines()[0]
+    assert title.replace("\\", "") == ("# scale_it: a starting point written by `torchgrade "
+                                       "new-exercise`; make it your own exercise.")
+    wrapped = '"""Scaling arrays,\nelement by element.\n\nThe contract."""\n'
+    intro = exercise_notebook("scale_it", source=wrapped).cells[0].source
+    assert intro.startswith("# scale_it: Scaling arrays, element by element.\n\nThe contract.")

@@ -258,3 +258,205 @@ def test_notebooks_of_a_course_name_it_in_their_check_cells(course_dir):
     assert "course=" not in check_cell_source("scale", ["scale"])
     cell = check_cell_source("scale", ["scale"], str(course_dir))
     assert f"check('scale', 'scale', course={str(course_dir)!r})" in cell
+
+
+# --------------------------------------------------------------------------- broken courses
+# A course an author broke gets one line naming the file (exit 2) from every command that reads
+# it, before it does anything: never a traceback, and never a class graded without the checks
+# that did not load (grading used to drop them and give full marks over a smaller total).
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("rel, what", [("exercises/scale.py", "stub"),
+                                       ("checks/test_scale.py", "visible check file")])
+def test_load_course_names_a_missing_stub_or_visible_check(course_dir, rel, what):
+    (course_dir / rel).unlink()
+    with pytest.raises(CourseError, match=f"scale: its {what} .*{rel} is missing") as info:
+        load_course(course_dir)
+    assert "\n" not in str(info.value)
+    (course_dir / rel).mkdir()  # a folder where the file should be
+    with pytest.raises(CourseError, match=f"{rel} is not a file"):
+        load_course(course_dir)
+
+
+@pytest.mark.fast
+def test_the_hidden_check_file_is_optional(course_dir):
+    (course_dir / "checks" / "test_scale_hidden.py").unlink()
+    assert load_course(course_dir).check_files() == [course_dir.resolve() / "checks" /
+                                                     "test_scale.py"]
+
+
+def _syntax(path: Path) -> None:
+    path.write_text('"""A check file with a typo."""\n\ndef test_x(sub:\n    pass\n')
+
+
+def _latin1(path: Path) -> None:
+    path.write_bytes('"""Vérifie: written in Latin-1."""\n'.encode("latin-1"))
+
+
+def _folder(path: Path) -> None:  # unreadable, even to root
+    path.unlink()
+    path.mkdir()
+
+
+def _missing(path: Path) -> None:
+    path.unlink()
+
+
+BREAKS = {"syntax": _syntax, "latin1": _latin1, "folder": _folder, "missing": _missing}
+BROKEN_FILES = ["exercises/scale.py", "solutions/scale.py", "checks/test_scale.py",
+                "checks/test_scale_hidden.py", "checks/scale_cases.py"]
+
+
+def forget_course_env(monkeypatch) -> None:
+    """No TORCHGRADE_COURSE, and none left after the test: `--course` exports it, and delenv
+    of a variable that is not set records nothing to restore."""
+    monkeypatch.setenv("TORCHGRADE_COURSE", "")
+    monkeypatch.delenv("TORCHGRADE_COURSE")
+
+
+def command_line(command: str, course: Path, tmp: Path) -> list[str]:
+    cls = tmp / "class"
+    (cls / "ada").mkdir(parents=True, exist_ok=True)
+    (cls / "ada" / "scale.py").write_text(SOLUTION)
+    (tmp / "roster.csv").write_text("student_id\nada\n")
+    out = ["--out", str(tmp / "out")]
+    return {"grade": ["grade", str(cls), *out, "-j", "1"],
+            "check": ["check", str(cls / "ada" / "scale.py"), *out],
+            "release": ["release", *out], "notebooks": ["notebooks", *out],
+            "notebooks --solutions": ["notebooks", "--solutions", *out],
+            "variants": ["variants", "--roster", str(tmp / "roster.csv"), "--seed", "1", *out],
+            "gradescope-bundle": ["gradescope-bundle", *out], "demo": ["demo", *out],
+            "solution": ["solution", "scale", "--i-have-tried"],
+            "verify": ["verify", "--max-mutants", "0", "--html", str(tmp / "v.html")],
+            "prairielearn": ["prairielearn", *out]}[command] + ["--course", str(course)]
+
+
+# What a command needs: grading needs no solution (only hidden checks that use one, and those
+# fail on their own), nor a stub.
+GRADES = {"grade", "check"}
+COMMANDS = ["grade", "check", "release", "notebooks", "notebooks --solutions", "variants",
+            "gradescope-bundle", "demo", "solution", "verify", "prairielearn"]
+
+
+def broken_cases():
+    for command in COMMANDS:
+        for rel in BROKEN_FILES:
+            for how in BREAKS:
+                if how == "missing" and (rel != "solutions/scale.py" or command in GRADES
+                                         or command == "notebooks"):
+                    continue  # a missing stub or check: load_course, tested above
+                yield command, rel, how
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("command, rel, how", list(broken_cases()))
+def test_every_command_names_a_broken_course_file_in_one_line(course_dir, tmp_path, capsys,
+                                                              monkeypatch, command, rel, how):
+    from grader.cli import main
+
+    forget_course_env(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    BREAKS[how](course_dir / rel)
+    assert main(command_line(command, course_dir, tmp_path)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("torchgrade: error: ") and rel in err[0], err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.fast
+def test_a_course_whose_files_are_whole_passes_the_same_check(course_dir):
+    course = load_course(course_dir)
+    course.check_sources()
+    assert course_dir.resolve() / "checks" / "scale_cases.py" in course.sources()
+    default_course().check_sources()
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("name", ["Foo", "scale\n", "class", "ok_hidden", "é"])
+def test_course_toml_refuses_what_new_exercise_refuses(tmp_path, name):
+    from grader.authoring.scaffold import refuse_name
+    from grader.errors import UsageError
+
+    (tmp_path / "course.toml").write_text(f'name = "x"\nexercises = [{json.dumps(name)}]\n')
+    with pytest.raises(CourseError, match="exercises must be") as info:
+        load_course(tmp_path)
+    with pytest.raises(UsageError) as refused:
+        refuse_name(name)
+    # The same rule, said the same way.
+    assert str(refused.value) in str(info.value)
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("named", ["scale.no_such_check", "scale_values", "other.scale_values",
+                                   "scale.test_scale_values"])
+def test_detected_by_must_name_a_check_of_the_course(course_dir, tmp_path, capsys, monkeypatch,
+                                                     named):
+    """`detected_by` names checks as results do, `exercise.check`: a typo would silently never
+    diagnose. Refused when the catalogue is loaded, and by every command before it starts (a
+    catalogue read while grading would fail each submission on its own)."""
+    from grader.cli import main
+
+    faults_file = course_dir / "faults.toml"
+    faults_file.write_text(FAULTS.replace('"scale.scale_values"', f'"{named}"'))
+    use_course(load_course(course_dir))
+    with pytest.raises(CourseError, match=f"scale-ignores-zero: detected_by names '{named}'"):
+        faults.catalogue()
+    use_course(None)
+    forget_course_env(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    assert main(command_line("grade", course_dir, tmp_path)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and named in err[0] and "faults.toml" in err[0], err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("differ", [None, True, False])
+def test_eval_outputs_differ_is_recorded_as_a_flag(monkeypatch, differ):
+    """The dropout check records `eval_outputs_differ` as the bool `E` declares, or not at
+    all when the probe had no two outputs to compare (it said None)."""
+    import torch
+
+    from grader import evidence as ev
+
+    use_course(default_course())
+    import_checks_from(default_course().checks_dir)
+    import bughunt_common
+
+    rec = {"eval_outputs_differ": differ, "train_outputs_differ": True,
+           "active_dropout_in_eval": 0, "modules_created_in_forward": 0}
+    monkeypatch.setattr(bughunt_common, "model_record", lambda *a: rec)
+    evidence: dict = {}
+    try:
+        bughunt_common.verify_dropout(None, "Net", [], torch.zeros(1), evidence)
+    except Exception:  # noqa: BLE001 - a failed check is fine here: the evidence is the point
+        pass
+    assert ev.problems(evidence) == []
+    assert evidence.get("eval_outputs_differ") is differ
+
+
+@pytest.mark.fast
+def test_a_mutant_that_is_not_utf8_is_named(course_dir):
+    (course_dir / "mutants" / "scale" / "latin1.py").write_bytes(
+        "# must fail: scale_values\n# é\n".encode("latin-1"))
+    with pytest.raises(CourseError, match=r"mutants/scale/latin1.py: not UTF-8") as info:
+        load_course(course_dir).mutants("scale")
+    assert "\n" not in str(info.value)
+    # A mutant that does not compile is a wrong module like any other: accepted.
+    (course_dir / "mutants" / "scale" / "latin1.py").write_text("# must fail: scale_values\n"
+                                                                "def scale(:\n")
+    assert len(load_course(course_dir).mutants("scale")) == 2
+
+
+@pytest.mark.slow
+def test_verify_reports_a_mutant_that_is_not_utf8_and_runs_the_others(course_dir, tmp_path):
+    (course_dir / "mutants" / "scale" / "latin1.py").write_bytes(
+        "# must fail: scale_values\n# é\n".encode("latin-1"))
+    proc = torchgrade("verify", "--course", course_dir, "--max-mutants", "0", "--json",
+                      tmp_path / "v.json", "--html", tmp_path / "v.html", cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    verdict = json.loads((tmp_path / "v.json").read_text())["exercises"]["scale"]
+    [problem] = verdict["problems"]
+    assert "mutants/scale/latin1.py: not UTF-8" in problem
+    assert verdict["declared_mutants"]["as_declared"] == 1  # ignores_zero still ran

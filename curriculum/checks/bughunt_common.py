@@ -521,8 +521,9 @@ def verify_registration(sub, cls: str, args: list, x: torch.Tensor, expected: in
 def verify_dropout(sub, cls: str, args: list, x: torch.Tensor, evidence: dict) -> None:
     call = f"{cls}({', '.join(map(repr, args))})"
     rec = model_record(sub, cls, args, x, call)
-    evidence.update(eval_outputs_differ=rec["eval_outputs_differ"],
-                    train_outputs_differ=rec["train_outputs_differ"],
+    if rec["eval_outputs_differ"] is not None:  # None: no two outputs of one shape to compare
+        evidence["eval_outputs_differ"] = bool(rec["eval_outputs_differ"])  # a Flag
+    evidence.update(train_outputs_differ=rec["train_outputs_differ"],
                     active_dropout_in_eval=rec["active_dropout_in_eval"],
                     weight_draws_in_eval=rec.get("weight_draws_in_eval", 0))
     # Outputs that differ because forward() builds layers or draws weights afresh are the

@@ -18,19 +18,21 @@ generated mutants of `x * factor` (other operators, a dropped return) fail a che
 The templates are string constants here rather than files under `templates/`: each is a short
 Python module with one substitution (the exercise's name, `$name`), so a template language adds
 nothing, and keeping them beside the code that fills them keeps the package data unchanged.
-Nothing is written when NAME is refused (not an identifier, or an exercise of DIR already),
+Nothing is written when NAME is refused (not a name a course accepts, or an exercise of DIR
+already) or when something cannot be written (checked first; undone if writing fails anyway),
 and no existing file is ever replaced.
 """
 
 from __future__ import annotations
 
 import json
-import keyword
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
+from grader.course.folder import exercise_name_problem
 from grader.errors import UsageError
 
 try:
@@ -39,7 +41,6 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 COURSE_FILE = "course.toml"
-NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 STUB = '''\
 """$name: a starting point written by `torchgrade new-exercise`; make it your own exercise.
@@ -183,30 +184,69 @@ def new_exercise(name: str, course: Path) -> Scaffold:
     clashes = [str(rel) for rel in files if (course / rel).exists()]
     if clashes:
         raise UsageError(f"exercise {name} already exists in {course}: {clashes[0]} is there")
-    for rel, text in files.items():
-        path = course / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("x", encoding="utf-8") as f:  # "x": never replace a file
-            f.write(text)
-    # Last, so that course.toml never lists an exercise whose files are not all there.
-    toml_path.write_text(new, encoding="utf-8")
+    refuse_unwritable(course, [*files, Path(COURSE_FILE)])
+    made: list[Path] = []  # what this call created, folders included, in order
+    try:
+        for rel, text in files.items():
+            _write_new(course / rel, text, made)
+        # Last, so that course.toml never lists an exercise whose files are not all there.
+        if created_course:
+            _write_new(toml_path, new, made)
+        else:
+            toml_path.write_text(new, encoding="utf-8")
+    except OSError as exc:
+        for path in reversed(made):  # write nothing on failure: undo what was made
+            if path.is_dir():
+                path.rmdir()
+            else:
+                path.unlink(missing_ok=True)
+        raise UsageError(f"{exc.filename or course}: cannot be written "
+                         f"({exc.strerror or exc}); nothing was written") from None
     return Scaffold(course=course, created_course=created_course, files=tuple(files))
 
 
+def refuse_unwritable(course: Path, rels: list[Path]) -> None:
+    """UsageError (nothing written yet) when a file of `rels` (relative to `course`) could not
+    be written: the file exists and is read-only, or the nearest existing folder on its way is
+    not writable or not a folder. A check before writing, so that the common case (a read-only
+    course.toml, a read-only folder) never leaves a half-made exercise behind; what it cannot
+    foresee, `new_exercise` undoes."""
+    for rel in rels:
+        path = course / rel
+        if path.exists():
+            if not os.access(path, os.W_OK):
+                raise UsageError(f"{path}: not writable; nothing was written")
+            continue
+        folder = path.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+            raise UsageError(f"{folder}: cannot write {rel} into it (not a writable folder); "
+                             "nothing was written")
+
+
+def _write_new(path: Path, text: str, made: list[Path]) -> None:
+    """Write the new file `path` ("x": never replace one), its missing folders first; append
+    to `made` every folder and the file created."""
+    missing = [f for f in reversed(path.parents) if not f.exists()]
+    for folder in missing:
+        folder.mkdir()
+        made.append(folder)
+    with path.open("x", encoding="utf-8") as f:
+        made.append(path)
+        f.write(text)
+
+
 def refuse_name(name: str) -> None:
-    """Raise `UsageError` unless `name` can name an exercise: an ASCII Python identifier (it
-    is the module students hand in), not a keyword, and not a name the grader reads as
-    something else (a bug hunt's `bughunt_` prefix, a hidden check file's `_hidden` suffix)."""
-    if not NAME_PATTERN.fullmatch(name) or keyword.iskeyword(name):
-        raise UsageError(f"{name!r} is not a Python identifier (letters, digits and _, not "
-                         "starting with a digit, not a keyword): it names the module students "
-                         "hand in")
+    """Raise `UsageError` unless `name` can name an exercise: the rule of course folders
+    (`grader.course.folder.exercise_name_problem`: a lower-case ASCII Python identifier, not a
+    keyword, not ending in `_hidden`), and not a bug hunt's `bughunt_` prefix (bug hunts are
+    declared in faults.toml, not scaffolded)."""
+    if problem := exercise_name_problem(name):
+        raise UsageError(problem)
     if name.startswith("bughunt_"):
         raise UsageError(f"{name}: exercise names starting with bughunt_ are bug hunts, "
                          "declared in faults.toml ([[bughunt]]), not scaffolded")
-    if name.endswith("_hidden"):
-        raise UsageError(f"{name}: an exercise name may not end in _hidden (test_<name>.py "
-                         "would read as another exercise's hidden checks)")
 
 
 def course_name(course: Path) -> str:

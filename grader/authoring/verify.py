@@ -37,7 +37,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from grader.authoring.mutation import GeneratedMutant, generate
-from grader.course.folder import Course, CourseError, DeclaredMutant
+from grader.course.folder import (Course, CourseError, DeclaredMutant, course_source,
+                                  read_mutant)
 from grader.errors import GraderUnavailable, UsageError
 from grader.intake.assignment import from_exercises
 from grader.models import CheckRun, SubmissionResult, is_grader_failure
@@ -344,11 +345,12 @@ def verify_exercise(course: Course, exercise: str, *, workers: int, scratch: Pat
     bughunt = exercise.startswith("bughunt_")
     solution = course.solution(exercise).read_text(encoding="utf-8")
     stub = course.stub(exercise).read_text(encoding="utf-8")
-    try:
-        mutants = course.mutants(exercise)
-    except CourseError as exc:
-        verdict.problems.append(f"declared mutants: {exc}")
-        mutants = []
+    mutants = []
+    for path in course.mutant_files(exercise):  # a broken one is a problem; the others run
+        try:
+            mutants.append(read_mutant(exercise, path))
+        except CourseError as exc:
+            verdict.problems.append(f"declared mutant: {exc}")
     jobs = [_Job(f"solution-{i + 1}", "solution", solution) for i in range(SOLUTION_RUNS)]
     jobs.append(_Job("stub", "stub", stub))
     jobs += [_Job(f"declared-{m.name}", "declared", m.source(), m) for m in mutants]
@@ -373,8 +375,8 @@ def verify_exercise(course: Course, exercise: str, *, workers: int, scratch: Pat
 def validate(course: Course, exercises: list[str] | None, *, budget: float | None = None,
              max_mutants: int | None = None) -> list[str]:
     """The exercises to verify (default: all, in the course's order). Raises UsageError for
-    an exercise the course does not have, or whose solution or stub is missing, and for a
-    budget or cap that makes no sense."""
+    an exercise the course does not have, or whose solution or stub is missing or not readable
+    UTF-8 Python, and for a budget or cap that makes no sense."""
     names = list(exercises or course.exercises)
     unknown = [e for e in names if e not in course.exercises]
     if unknown:
@@ -384,6 +386,7 @@ def validate(course: Course, exercises: list[str] | None, *, budget: float | Non
         for what, path in (("solution", course.solution(e)), ("stub", course.stub(e))):
             if not path.is_file():
                 raise CourseError(f"{e}: its {what} {path} is missing")
+            course_source(path)  # readable UTF-8 Python, or one line naming it
     if budget is not None and budget <= 0:
         raise UsageError("--budget must be a positive number of seconds")
     if max_mutants is not None and max_mutants < 0:

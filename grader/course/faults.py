@@ -22,7 +22,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from grader.course.folder import CourseError, active_course, default_root
+from grader.course.folder import (CourseError, active_course, declared_check_ids,
+                                  default_root)
 
 try:
     import tomllib
@@ -110,9 +111,25 @@ def _merged(own: tuple[Path, float] | None, base: tuple[Path, float] | None) -> 
 
 def _read(path: Path) -> Catalogue:
     try:
-        return Catalogue.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
+        data = Catalogue.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValidationError) as exc:
         raise CourseError(f"{path}: not a valid fault catalogue ({exc})") from None
+    _refuse_unknown_checks(path, data)
+    return data
+
+
+def _refuse_unknown_checks(path: Path, data: Catalogue) -> None:
+    """CourseError unless every `detected_by` of the faults in `path` names a check of the
+    course `path` belongs to (`exercise.check`, as checks are identified in results): a typo
+    there would silently never diagnose. Inherited faults were checked against their own
+    course when its faults.toml was read."""
+    checks = declared_check_ids(path.parent / "checks")
+    for fault in data.fault:
+        unknown = [c for c in fault.detected_by if c.split("[")[0] not in checks]
+        if unknown:
+            raise CourseError(f"{path}: fault {fault.id}: detected_by names {unknown[0]!r}, "
+                              "which is no check of this course (a check is named "
+                              "<exercise>.<check>: its test function's name without test_)")
 
 
 def _validated(data: Catalogue) -> Catalogue:

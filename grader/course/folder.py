@@ -16,10 +16,12 @@ one for a whole command (`use_course`); everything that needs "the course" asks
 from __future__ import annotations
 
 import importlib.util
+import keyword
 import os
 import re
 import sys
 import types
+import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -44,6 +46,72 @@ DIAGNOSES = "# diagnoses:"
 
 class CourseError(UsageError):
     """A folder that is not a valid course: the message says what is wrong and where."""
+
+
+def exercise_name_problem(name: str) -> str | None:
+    """Why `name` cannot name an exercise of a course, or None when it can: the one rule that
+    `load_course` applies to course.toml and `torchgrade new-exercise` to its NAME. An exercise
+    is the module students hand in and names its check files, so it is a lower-case ASCII
+    Python identifier, not a keyword, and does not end in `_hidden` (`test_<name>.py` would
+    read as another exercise's hidden checks)."""
+    if not re.fullmatch(NAME, name) or keyword.iskeyword(name):
+        return (f"{name!r} is not a Python identifier in lower case (a-z, 0-9 and _, not "
+                "starting with a digit, not a keyword): it names the module students hand in")
+    if name.endswith("_hidden"):
+        return (f"{name!r} ends in _hidden (test_<name>.py would read as another exercise's "
+                "hidden checks)")
+    return None
+
+
+def course_text(path: Path) -> str:
+    """The UTF-8 text of one of a course's files; CourseError (one line naming the file) when
+    it is missing, cannot be read or is not UTF-8."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CourseError(f"{path}: missing") from None
+    except UnicodeDecodeError as exc:
+        raise CourseError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise CourseError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def course_source(path: Path) -> str:
+    """The text of one of a course's Python files (a stub, solution, check, helper or mutant),
+    proved to be Python: CourseError (one line naming the file) when it is missing, cannot be
+    read, is not UTF-8 or does not compile. What every command that reads a course's files
+    checks them with, so that a broken course is one clear line, not a traceback."""
+    text = course_text(path)
+    try:
+        with warnings.catch_warnings():  # an author's `is` with a literal is not our business
+            warnings.simplefilter("ignore")
+            compile(text, str(path), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        where = f"{path}, line {exc.lineno}" if exc.lineno else str(path)
+        raise CourseError(f"{where}: not valid Python ({exc.msg})") from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # a NUL byte; nesting too deep
+        raise CourseError(f"{path}: not valid Python ({type(exc).__name__}: "
+                          f"{str(exc)[:200]})") from None
+    return text
+
+
+# A check is a top-level `def test_<name>` of a check file (or a name bound to one); found as
+# text, not by importing or parsing, since the catalogue is validated whenever it is loaded.
+_CHECK_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+test_(\w+)|^test_(\w+)[ \t]*=",
+                        re.MULTILINE)
+
+
+def declared_check_ids(checks_dir: Path) -> set[str]:
+    """Ids (`exercise.check`) of the checks the check files of `checks_dir` define; files that
+    cannot be read define none (`course_source` says why where it matters)."""
+    found = set()
+    for path in checks_dir.glob("test_*.py"):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        found |= {f"{exercise_of(path)}.{a or b}" for a, b in _CHECK_DEF.findall(text)}
+    return found
 
 
 class Equivalent(BaseModel):
@@ -141,11 +209,43 @@ class Course:
         listed = self.exercises
         return (listed.index(exercise) if exercise in listed else len(listed), exercise)
 
+    def sources(self, exercises: list[str] | None = None, *,
+                solutions: bool = True) -> list[Path]:
+        """The Python files a command reads for `exercises`: their stubs, solutions (those
+        present, unless `solutions` requires them all: a student release has none), check
+        files and the checks' helper modules. Default (every exercise): every Python file
+        under exercises/, solutions/ and checks/ (a release's leak scan reads them all)."""
+        chosen = list(self.exercises) if exercises is None else list(exercises)
+        files = [self.stub(e) for e in chosen]
+        files += [self.solution(e) for e in chosen if solutions or self.solution(e).exists()]
+        files += [self.checks_dir / f"test_{e}{end}.py" for e in chosen
+                  for end in ("", "_hidden") if (self.checks_dir / f"test_{e}{end}.py").exists()]
+        files += [p for p in self.checks_dir.glob("*.py") if not p.name.startswith("test_")]
+        if exercises is None:
+            files += [p for folder in (self.exercises_dir, self.solutions_dir, self.checks_dir)
+                      for p in folder.rglob("*.py") if "__pycache__" not in p.parts]
+        return list(dict.fromkeys(files))  # in order, once each
+
+    def check_sources(self, exercises: list[str] | None = None, *,
+                      solutions: bool = True) -> None:
+        """Raise CourseError (one line naming the file) unless every file of `sources` is
+        there and readable UTF-8 Python."""
+        for exercise in self.exercises if exercises is None else exercises:
+            wanted = [("stub", self.stub(exercise))]
+            wanted += [("solution", self.solution(exercise))] if solutions else []
+            for what, path in wanted:
+                if not path.exists():
+                    raise CourseError(f"{exercise}: its {what} {path} is missing")
+        for path in self.sources(exercises, solutions=solutions):
+            course_source(path)
+
     def mutants(self, exercise: str) -> list[DeclaredMutant]:
-        """The declared mutants of `exercise`, by name; raises CourseError for a file whose
-        first line is not `# must fail: ...`."""
-        return [read_mutant(exercise, path) for path in
-                sorted((self.mutants_dir / exercise).glob("*.py"))]
+        """The declared mutants of `exercise`, by name; raises CourseError for a file that is
+        not UTF-8 text or whose first line is not `# must fail: ...`."""
+        return [read_mutant(exercise, path) for path in self.mutant_files(exercise)]
+
+    def mutant_files(self, exercise: str) -> list[Path]:
+        return sorted((self.mutants_dir / exercise).glob("*.py"))
 
 
 def exercise_of(path: Path | str) -> str:
@@ -154,7 +254,10 @@ def exercise_of(path: Path | str) -> str:
 
 
 def read_mutant(exercise: str, path: Path) -> DeclaredMutant:
-    lines = path.read_text(encoding="utf-8").splitlines()[:2] + ["", ""]
+    """The mutant at `path`; CourseError (naming the file) when it is not UTF-8 text or does not
+    declare what it fails. Not compiled: a mutant that does not even compile is a wrong module
+    like any other (it fails every check)."""
+    lines = course_text(path).splitlines()[:2] + ["", ""]
     where = f"{path}: line 1 must be `{MUST_FAIL} check, check` (check names without test_)"
     if not lines[0].startswith(MUST_FAIL):
         raise CourseError(where)
@@ -188,12 +291,30 @@ def _load(root: Path, mtime: float) -> Course:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'file'}: {e['msg']}"
                              for e in exc.errors())
         raise CourseError(f"{toml}: {problems}") from None
-    bad = [e for e in config.exercises if not re.match(NAME, e)]
-    if bad or len(set(config.exercises)) != len(config.exercises):
-        raise CourseError(f"{toml}: exercises must be distinct lower-case Python names "
-                          f"({bad or 'a name is listed twice'})")
-    return Course(root=root, name=config.name, exercises=tuple(config.exercises),
-                  equivalent=tuple(config.equivalent), paths=_bughunt_paths(root))
+    for name in config.exercises:
+        if problem := exercise_name_problem(name):
+            raise CourseError(f"{toml}: exercises must be distinct lower-case Python names; "
+                              f"{problem}")
+    if len(set(config.exercises)) != len(config.exercises):
+        raise CourseError(f"{toml}: exercises must be distinct lower-case Python names (a name "
+                          "is listed twice)")
+    course = Course(root=root, name=config.name, exercises=tuple(config.exercises),
+                    equivalent=tuple(config.equivalent), paths=_bughunt_paths(root))
+    _require_files(course)
+    return course
+
+
+def _require_files(course: Course) -> None:
+    """Every exercise course.toml lists has its stub and its visible check file (the hidden one
+    is optional; a solution is checked by the commands that read it: a student release has
+    none). Presence only: reading every file is `Course.check_sources`, for commands that do."""
+    for exercise in course.exercises:
+        for what, path in (("stub", course.stub(exercise)),
+                           ("visible check file", course.checks_dir / f"test_{exercise}.py")):
+            if not path.is_file():
+                state = "is not a file" if path.exists() else "is missing"
+                raise CourseError(f"{course.root / COURSE_FILE}: exercise {exercise}: its {what} "
+                                  f"{path} {state}")
 
 
 def _bughunt_paths(root: Path) -> dict[str, str]:

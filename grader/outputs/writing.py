@@ -27,6 +27,31 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def writable_problem(path: Path) -> str | None:
+    """Why `write_atomic(path, ...)` would fail, or None when it should not: checked before a
+    long run whose result goes to `path`, so that a bad output path is said at once, not after
+    the work. The nearest existing folder on the way must be a writable folder (tried with a
+    file of our own where `path`'s folder exists: root's `os.access` says yes to anything) and
+    `path` itself not a folder."""
+    path = Path(path)
+    if path.is_dir():
+        return "is a folder"
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{folder} is not a folder"
+    if folder != path.parent:
+        return None if os.access(folder, os.W_OK | os.X_OK) else f"{folder} is not writable"
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        return f"{folder} is not writable ({exc.strerror or exc})"
+    os.close(fd)
+    os.unlink(tmp)
+    return None
+
+
 def results_json(result: SubmissionResult) -> str:
     return result.model_dump_json(indent=2)
 

@@ -240,6 +240,18 @@ are listed by title; they run when your work is graded. Hand in this notebook as
 `%magics` and `!shell` lines are ignored by the grader)."""
 
 
+def notebook_title(exercise: str, module_doc: str) -> tuple[str, str]:
+    """The notebook's title (markdown) and the rest of the stub's docstring (after its first
+    paragraph). The title is the exercise's name and the docstring's summary (its first
+    paragraph, wrapped lines joined), the name not said twice when the summary begins with it
+    (as the stub `torchgrade new-exercise` writes does: "scale_it: a starting point ...")."""
+    summary, _, rest = module_doc.strip().partition("\n\n")
+    line = " ".join(summary.split())
+    if re.match(rf"[`*_]*{re.escape(exercise)}(?![A-Za-z0-9_])", line):
+        return escape_markdown(line), rest
+    return (f"{exercise}: {escape_markdown(line)}" if line else exercise), rest
+
+
 def exercise_notebook(exercise: str, *, source: str | None = None,
                       checks: list[list[str]] | None = None,
                       course: str | None = None) -> nbformat.NotebookNode:
@@ -251,8 +263,8 @@ def exercise_notebook(exercise: str, *, source: str | None = None,
         source = stub_path(exercise).read_text(encoding="utf-8")
     module_doc, parts = module_parts(source)
     checked = None if checks is None else check_anchors([p.name for p in parts if p.name], checks)
-    title, _, concept = module_doc.partition("\n")
-    cells = [_markdown(f"# {exercise}: {escape_markdown(title.strip())}\n\n"
+    title, concept = notebook_title(exercise, module_doc)
+    cells = [_markdown(f"# {title}\n\n"
                        + docstring_markdown(concept.strip()) + "\n\n"
                        + HOW_TO.format(file=f"{exercise}.ipynb"), "intro", None, "intro")]
     code_parts = 0
