@@ -141,7 +141,7 @@ def test_a_mutant_must_say_what_it_fails(course_dir):
 @pytest.mark.fast
 def test_the_shipped_curriculum_is_a_course_folder():
     course = default_course()
-    assert course.exercises[0] == "strides_broadcasting" and len(course.exercises) == 8
+    assert course.exercises[0] == "strides_broadcasting" and len(course.exercises) == 10
     for exercise in course.exercises:
         assert course.stub(exercise).is_file() and course.solution(exercise).is_file()
         assert course.mutants(exercise), exercise
