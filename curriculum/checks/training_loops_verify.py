@@ -157,10 +157,12 @@ def stale_steps(steps: list[dict]) -> tuple[list[int], list[int]]:
 
 
 def record_grad_histograms(evidence: dict, case: TrainEpochCase | AccumulatedCase,
-                           steps: list[dict], reference_grads: list) -> None:
+                           steps: list[dict], reference_grads: list,
+                           reference_steps: int) -> None:
     """`grad_histograms` for the report: per parameter tensor of the case's model, log10|grad|
     at the first and the last optimizer step of the student's run (`steps`, the probe's step
-    audit) and of the reference run on the same data (`reference_grads`, flat gradients).
+    audit) and of the reference run on the same data (`reference_grads`: flat gradients, the
+    first and the last of its `reference_steps` steps among them).
     Evidence only: whatever goes wrong here leaves the picture out, never the verdict."""
     try:
         named = [(n, p.numel()) for n, p in
@@ -174,7 +176,7 @@ def record_grad_histograms(evidence: dict, case: TrainEpochCase | AccumulatedCas
              "reference_last": reference_grads[-1] if reference_grads else None})
         if layers:
             evidence["grad_histograms"] = {"steps": len(grads),
-                                           "reference_steps": len(reference_grads),
+                                           "reference_steps": reference_steps,
                                            "layers": layers}
     except Exception:  # noqa: BLE001 - evidence is never part of a verdict
         return
@@ -231,7 +233,8 @@ def verify_train_epoch_steps(sub, case: TrainEpochCase, evidence: dict) -> None:
     evidence["loss_curve"] = rounded([c[0] for c in record["losses"]][:200])
     evidence["reference_loss_curve"] = rounded(ref.batch_losses)
     evidence["forward_modes"] = record["forwards"][:200]
-    record_grad_histograms(evidence, case, record["steps"], getattr(ref, "edge_grads", []))
+    record_grad_histograms(evidence, case, record["steps"], getattr(ref, "edge_grads", []),
+                           len(ref.batch_losses))
     audit_steps(record["steps"], n_expected=len(case.batches), call=call, evidence=evidence)
     modes = record["forwards"]
     if any(training is not True for training, _ in modes):
@@ -503,7 +506,7 @@ def verify_accumulated(sub, case: AccumulatedCase, evidence: dict) -> None:
     ref = reference.train_accumulated(case)
     chunks = case.chunks()
     steps = record["steps"]
-    record_grad_histograms(evidence, case, steps, ref.step_grads)
+    record_grad_histograms(evidence, case, steps, ref.step_grads, len(ref.step_grads))
     ratios = [grad_ratio(s["grad"], want) for s, want in zip(steps, ref.step_grads)]
     evidence.setdefault("grad_ratio", []).append(rounded(ratios, 4))
     evidence.setdefault("steps", []).append(len(steps))

@@ -555,11 +555,14 @@ def leaves_at(track: list[tuple[float, float] | None], box: tuple[float, float, 
 def crossings(track: list[tuple[float, float] | None], minimum: tuple[float, float],
               steep: tuple[float, float]) -> int:
     """How many steps jump across the valley's floor (the line through the minimum along its
-    floor): sign changes of the offset from the minimum in the steep direction, from (0, 0)."""
+    floor): sign changes of the offset from the minimum in the steep direction, from (0, 0).
+    Offsets within 1e-4 of the start's distance count as on the floor (paths are recorded to
+    6 digits: a path that has settled on the floor would otherwise cross it at random)."""
     sides = []
+    tolerance = 1e-4 * max(math.hypot(*minimum), 1e-12)
     for p in [(0.0, 0.0)] + [q for q in track if q is not None]:
         d = (p[0] - minimum[0]) * steep[0] + (p[1] - minimum[1]) * steep[1]
-        if abs(d) > 1e-9:
+        if abs(d) > tolerance:
             sides.append(d > 0)
     return sum(a != b for a, b in zip(sides, sides[1:]))
 
@@ -662,8 +665,11 @@ def lr_sweep_picture(evidence: dict):
         ax.plot([0], [0], marker="D", color="black", markersize=4, linestyle="none")
         ax.plot([w_star], [b_star], marker="*", color="black", markersize=8, linestyle="none")
         if yours and reference:
-            far = max((math.dist(p, q) for p, q in zip(yours, reference) if p and q),
-                      default=math.nan)
+            # Compared while both are in the picture: two diverging paths are both just gone.
+            inside = min(leaves_at(yours, box) or len(yours) + 1,
+                         leaves_at(reference, box) or len(reference) + 1) - 1
+            far = max((math.dist(p, q) for p, q in zip(yours[:inside], reference[:inside])
+                       if p and q), default=math.nan)
             sentence = sentence.rstrip(";,") + (
                 "; yours follows the reference." if far <= 1e-3 * span
                 else f"; yours strays up to {far:.3g} from the reference." if far == far
@@ -707,7 +713,7 @@ def decade(log10_value: float) -> str:
 
 
 def hist_state(h: dict | None) -> str:
-    """The median |grad| as a power of ten, or what stands in its way."""
+    """The median |grad| as a power of ten, or what stands in its way (in words)."""
     if h is None:
         return "not recorded"
     if h["nonfinite"]:
@@ -715,6 +721,17 @@ def hist_state(h: dict | None) -> str:
     if h["zero"] == h["total"]:
         return "all zero"
     return decade(h["median"])
+
+
+def median_words(first: dict | None, last: dict | None) -> str:
+    """"median |grad| 1e-3 at step 1, 1e-9 at the last step" (the words adapt when a
+    histogram has no median to give)."""
+    a, b = hist_state(first), hist_state(last)
+    if a.startswith("1e") or a == "0":
+        a = f"median |grad| {a}"
+    elif b.startswith("1e") or b == "0":
+        b = f"median |grad| {b}"
+    return f"{a} at step 1, {b} at the last step"
 
 
 def verdict_words(yours: dict | None, reference: dict | None) -> str:
@@ -811,8 +828,7 @@ def grad_histograms_picture(evidence: dict):
     parts = []
     worst = ""
     for name, h in rows:
-        text = (f"layer {name}: median |grad| {hist_state(h['yours_first'])} at step 1, "
-                f"{hist_state(h['yours_last'])} at the last step")
+        text = f"layer {name}: {median_words(h['yours_first'], h['yours_last'])}"
         if h["reference_first"] or h["reference_last"]:
             text += (f" (reference {hist_state(h['reference_first'])} / "
                      f"{hist_state(h['reference_last'])})")
