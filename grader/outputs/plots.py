@@ -585,6 +585,8 @@ def lr_sweep_picture(evidence: dict):
         lr = number(run.get("lr"))
         reference = points(run.get("reference")) or []
         yours = points(run.get("yours"))
+        reference = reference if any(reference) else []  # not one usable point: no path
+        yours = yours if yours and any(yours) else None
         problem = safe_label(run.get("problem") or "", 70)
         runs.append((lr, reference, yours, problem))
     import numpy as np
@@ -598,10 +600,19 @@ def lr_sweep_picture(evidence: dict):
     span = max(max(ws) - min(ws), max(bs) - min(bs), 1e-6)
     box = (min(ws) - 0.15 * span, max(ws) + 0.15 * span,
            min(bs) - 0.15 * span, max(bs) + 0.15 * span)
-    W, B = np.meshgrid(np.linspace(box[0], box[1], 60), np.linspace(box[2], box[3], 60))
-    Z = loss(W, B)
-    floor = loss(w_star, b_star)
-    levels = floor + (max(float(Z.max()), floor + 1e-12) - floor) * np.geomspace(2e-3, 1, 9)
+    # The loss is a quadratic: its contours are ellipses around the minimum, drawn from the
+    # Hessian's eigenvectors with 49 points each (a contour of a sampled grid would cost three
+    # times the bytes, times three panels). Levels: the start's height over the floor times
+    # 1e-3 .. 4, evenly in log.
+    sxx, sx = (number(sweep["surface"].get(k)) for k in ("xx", "x"))
+    eigenvalues, vectors = np.linalg.eigh(np.array([[sxx, sx], [sx, 1.0]]))
+    t = np.linspace(0, 2 * np.pi, 49)
+    rise = max(start_loss - loss(w_star, b_star), 1e-12)
+    ellipses = []
+    for c in rise * np.geomspace(1e-3, 4, 8):
+        radii = np.sqrt(c / eigenvalues)
+        ring = vectors @ np.vstack([radii[0] * np.cos(t), radii[1] * np.sin(t)])
+        ellipses.append((w_star + ring[0], b_star + ring[1]))
 
     from matplotlib.figure import Figure
 
@@ -615,13 +626,21 @@ def lr_sweep_picture(evidence: dict):
     for i, (lr, reference, yours, problem) in enumerate(runs):
         ax = fig.add_axes(((0.42 + i * panel) / width, 0.5 / height, (panel - 0.22) / width,
                            1 - 0.95 / height))
-        ax.contour(W, B, Z, levels=levels, colors=MUTED, linewidths=0.5, alpha=0.6)
+        for ws_, bs_ in ellipses:
+            ax.plot(ws_, bs_, color=MUTED, linewidth=0.5, alpha=0.6)
         ax.set_xlim(box[0], box[1])
         ax.set_ylim(box[2], box[3])
         ax.set_title(f"lr = {fmt(lr)}")
         ax.set_xlabel("w")
+        # One frame for all: the b axis is labelled once (ticks cost bytes in every panel).
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(4))
         if i == 0:
             ax.set_ylabel("b")
+            ax.yaxis.set_major_locator(MaxNLocator(5))
+        else:
+            ax.set_yticks([])
         ax.tick_params(labelsize=7)
         marks = []
         sentence = f"At lr {fmt(lr)}:"
@@ -648,7 +667,10 @@ def lr_sweep_picture(evidence: dict):
                                 min(max(p[1], box[2] - span), box[3] + span)))
             ax.plot([p[0] for p in clipped], [p[1] for p in clipped], label=who, **style)
             ends = next((p for p in reversed(track) if p), None)
-            if out is not None:
+            if out is not None and track[out - 1] is None:
+                marks.append(f"{who}: no point from step {out}")
+                sentence += f" {who} has no usable point from step {out} on"
+            elif out is not None:
                 marks.append(f"{who} leaves at step {out}")
                 sentence += f" {who} leaves the picture at step {out}"
             elif ends is not None:
@@ -809,7 +831,6 @@ def grad_histograms_picture(evidence: dict):
             ax.set_xticklabels(["0", "1e-12", "1e-8", "1e-4", "1", "1e4", "inf"]
                                if r == len(rows) - 1 else [])
             ax.tick_params(labelsize=7, length=2)
-            ax.grid(axis="x", alpha=0.25)
             if r == 0:
                 ax.set_title(step_text, fontsize=8)
             if c == 0:
