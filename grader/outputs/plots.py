@@ -767,10 +767,15 @@ def verdict_words(yours: dict | None, reference: dict | None) -> str:
     mine, theirs = yours["median"], reference["median"]
     if math.isnan(mine) or math.isnan(theirs):
         return ""
-    if mine < theirs - 2:
+    # Two decades or more apart: vanishing or exploding; half a decade: a factor worth saying.
+    if mine <= theirs - 2:
         return "your gradients vanish"
-    if mine > theirs + 2:
+    if mine >= theirs + 2:
         return "your gradients explode"
+    if mine >= theirs + 0.5:
+        return f"your gradients are {10 ** (mine - theirs):.2g} times the reference's"
+    if mine <= theirs - 0.5:
+        return f"your gradients are {10 ** (theirs - mine):.2g} times smaller than the reference's"
     return ""
 
 
