@@ -567,6 +567,12 @@ def crossings(track: list[tuple[float, float] | None], minimum: tuple[float, flo
     return sum(a != b for a, b in zip(sides, sides[1:]))
 
 
+PATH_STYLES: dict[str, dict[str, Any]] = {
+    "reference": {"color": REFERENCE, "linestyle": "--", "linewidth": 1.2, "marker": "s",
+                  "markersize": 2.2},
+    "yours": {"color": YOURS, "linewidth": 2.2, "marker": "o", "markersize": 3.2}}
+
+
 def lr_sweep_picture(evidence: dict):
     """fit_linear_gd at three learning rates, one contour panel each: your path against the
     reference's, and the step at which either leaves the picture."""
@@ -644,10 +650,8 @@ def lr_sweep_picture(evidence: dict):
         ax.tick_params(labelsize=7)
         marks = []
         sentence = f"At lr {fmt(lr)}:"
-        for who, track, style in (("reference", reference, {
-                "color": REFERENCE, "linestyle": "--", "linewidth": 1.2, "marker": "s",
-                "markersize": 2.2}), ("yours", yours, {
-                "color": YOURS, "linewidth": 2.2, "marker": "o", "markersize": 3.2})):
+        for who, track, style in (("reference", reference, PATH_STYLES["reference"]),
+                                  ("yours", yours, PATH_STYLES["yours"])):
             if not track:
                 sentence += (f" yours: {problem or 'no path recorded'}." if who == "yours"
                              else " no reference path.")
@@ -709,6 +713,11 @@ def lr_sweep_picture(evidence: dict):
 HIST_LO, HIST_HI = -12, 4  # grader.checking.compare.GRAD_HIST_LO / _HI (decades)
 HIST_SLOTS = HIST_HI - HIST_LO
 ZERO_SLOT, INF_SLOT = HIST_LO - 3, HIST_HI + 2  # left edges of the zeros' and non-finite bars
+
+
+HIST_STYLES: dict[str, dict[str, Any]] = {
+    "yours": {"color": YOURS, "linewidth": 1.8},
+    "reference": {"color": REFERENCE, "linestyle": "--", "linewidth": 1.2}}
 
 
 def histogram(value: Any) -> dict | None:
@@ -813,9 +822,8 @@ def grad_histograms_picture(evidence: dict):
             ax = fig.add_axes(((left + c * (col_w + gap)) / width,
                                (bottom + (len(rows) - 1 - r) * row_h + 0.08) / height,
                                col_w / width, (row_h - 0.16) / height))
-            for who, style in (("yours", {"color": YOURS, "linewidth": 1.8}),
-                               ("reference", {"color": REFERENCE, "linestyle": "--",
-                                              "linewidth": 1.2})):
+            for who, style in (("yours", HIST_STYLES["yours"]),
+                               ("reference", HIST_STYLES["reference"])):
                 h = hists[f"{who}_{when}"]
                 if h is None:
                     continue
