@@ -259,3 +259,58 @@ def test_a_symptom_only_check_names_no_fault_the_catalogue_lacks():
     assert [d.id for d in diagnosis_views(shown)] == ["no-such-fault"]
     html = render_report(result(hidden), draw=False)
     assert "no-such-fault" not in html
+
+
+# A correct fit_linear_gd that misbehaves only at the learning-rate picture's rates (never at
+# lr 0.1 with 25 steps, the graded call, nor at 0.15, the descent picture's): raising, returning
+# garbage, or hanging (bounded: 20 s, against the picture's 1 s per rate).
+SWEEP_HOSTILE = {
+    "raises_and_garbage": '''
+_fit = fit_linear_gd
+
+
+def fit_linear_gd(X, y, lr, steps):
+    if lr == 0.5:
+        raise ValueError("not at this rate")
+    if lr == 0.1 and steps <= 20 and X.shape == (20, 1):
+        return "junk", None, []
+    return _fit(X, y, lr, steps)
+''',
+    "hangs": '''
+_fit = fit_linear_gd
+
+
+def fit_linear_gd(X, y, lr, steps):
+    if lr == 0.01:
+        import time
+        time.sleep(20)
+    return _fit(X, y, lr, steps)
+''',
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SWEEP_HOSTILE))
+def test_the_learning_rate_picture_never_changes_a_verdict(grade_files, kind):
+    """The extra runs of the learning-rate picture are evidence only: a fit_linear_gd that
+    raises, returns garbage or hangs at one of its rates keeps every verdict of the correct
+    code it wraps, costs boundedly more time, and gets a panel saying what happened."""
+    from conftest import SOLUTIONS
+
+    source = (SOLUTIONS / "manual_backward.py").read_text() + SWEEP_HOSTILE[kind]
+    result = grade_files({"manual_backward.py": source}, exercises=["manual_backward"])
+    assert {c.id: c.status for c in result.checks if c.status != "passed"} == {}
+    trajectory = next(c for c in result.checks if c.id.endswith("fit_linear_gd_trajectory"))
+    runs = {r["lr"]: r for r in trajectory.evidence["lr_sweep"]["runs"]}
+    if kind == "hangs":
+        assert runs[0.01]["problem"] == "the calls at lr 0.01 timed out after 1 s"
+        assert runs[0.1]["problem"].startswith("not run") and runs[0.1]["yours"] is None
+        assert trajectory.duration_s < 8, trajectory.duration_s   # 1 s deadline, then stop
+    else:
+        assert runs[0.01]["problem"] == "" and len(runs[0.01]["yours"]) == 20
+        assert runs[0.1]["problem"] == runs[0.5]["problem"] == \
+            "no step returned a finite (w[0], b)"
+    # drawn as a failed check would draw it: one panel per rate, saying so
+    failed_view = trajectory.model_copy(update={"status": "failed"})
+    alt = next(p.alt for p in plots.pictures_for(failed_view) if p.kind == "lr-sweep")
+    first_bad = 0.01 if kind == "hangs" else 0.1
+    assert f"At lr {first_bad:g}: reference ends at" in alt and "yours: " in alt
