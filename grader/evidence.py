@@ -125,8 +125,8 @@ class E:
                           "log10|grad| at the first and the last optimizer step, yours and the "
                           "reference's on the same data: {steps, reference_steps, layers: [{name, "
                           "yours_first, yours_last, reference_first, reference_last}]}, each a "
-                          "grader.checking.compare.grad_histogram", "training_loops_verify",
-                          drawn=True)
+                          "grader.checking.compare.grad_histogram", "bughunt_common",
+                          "training_loops_verify", drawn=True)
     weight_error = Key(Json, "largest difference between the weights after training and "
                        "the reference's", "training_loops_verify", shown_only=True)
     optimizer_state_entries = Key(Count, "entries of the optimizer state loaded from the "

@@ -740,7 +740,11 @@ def histogram(value: Any) -> dict | None:
 
 
 def decade(log10_value: float) -> str:
-    return "0" if math.isnan(log10_value) else f"1e{round(log10_value):+d}".replace("+", "")
+    """A power of ten as text: "1e-3", "1", "1e2"; "0" for no value (all zero)."""
+    if math.isnan(log10_value):
+        return "0"
+    k = round(log10_value)
+    return "1" if k == 0 else f"1e{k}"
 
 
 def hist_state(h: dict | None) -> str:
