@@ -853,9 +853,13 @@ def grad_histograms_picture(evidence: dict):
             if c == 0:
                 ax.set_ylabel(name, rotation=0, ha="right", va="center", fontsize=7.5)
             verdict = verdict_words(hists[f"yours_{when}"], hists[f"reference_{when}"])
-            if verdict:
-                ax.annotate(verdict, xy=(0.98, 0.9), xycoords="axes fraction", ha="right",
-                            va="top", fontsize=7, color=BAD)
+            if verdict:  # short in the panel (the description says it whole)
+                short_verdict = (verdict.replace("your gradients ", "").replace("are ", "")
+                                 .replace(" times the reference's", "\u00d7 the reference")
+                                 .replace(" times smaller than the reference's",
+                                          "\u00d7 smaller"))
+                ax.annotate(short_verdict, xy=(0.99, 0.98), xycoords="axes fraction",
+                            ha="right", va="top", fontsize=6.5, color=BAD)
     handles = fig.axes[0].get_legend_handles_labels()
     if handles[0]:
         fig.legend(*handles, loc="upper left", ncol=2, fontsize=7, frameon=False,
