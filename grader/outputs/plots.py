@@ -17,7 +17,9 @@ Output is deterministic: same evidence, same bytes (fixed hash salt, no date, fi
 
 Evidence read: the keys of `grader.evidence.E` declared `drawn` (loss, validation-loss and
 learning-rate curves against the reference's, `grad_ratio`, `grad_errors`, the descent path on
-its loss surface, broadcasting shapes and strides), read through that declaration.
+its loss surface and fit_linear_gd at three learning rates (`lr_sweep`), per-layer gradient
+histograms at the first and last step (`grad_histograms`), broadcasting shapes and strides),
+read through that declaration.
 Anything malformed (student numbers can be NaN, huge, missing) is drawn as far as it is
 meaningful or skipped; a figure never breaks a report.
 """
