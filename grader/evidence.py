@@ -121,6 +121,12 @@ class E:
     params_without_grad = Key(Count | Names, "trainable parameters no backward pass reached "
                               "(a count, or their names)", "bughunt_common",
                               "test_bughunt_finetune_hidden")
+    grad_histograms = Key(dict[str, Json], "per parameter tensor (at most 8), the distribution of "
+                          "log10|grad| at the first and the last optimizer step, yours and the "
+                          "reference's on the same data: {steps, reference_steps, layers: [{name, "
+                          "yours_first, yours_last, reference_first, reference_last}]}, each a "
+                          "grader.checking.compare.grad_histogram", "bughunt_common",
+                          "training_loops_verify", drawn=True)
     weight_error = Key(Json, "largest difference between the weights after training and "
                        "the reference's", "training_loops_verify", shown_only=True)
     optimizer_state_entries = Key(Count, "entries of the optimizer state loaded from the "
@@ -327,6 +333,10 @@ class E:
                                  "manual_backward_verify", drawn=True)
     loss_surface = Key(dict[str, Number], "the five moments that fix L(w, b) of the descent "
                        "picture", "manual_backward_verify", drawn=True)
+    lr_sweep = Key(dict[str, Json], "fit_linear_gd at three learning rates on a one-feature "
+                   "problem: {surface: the five moments of its loss, steps, runs: [{lr, yours: "
+                   "(w, b) per step or None, reference: the same, problem: why yours is "
+                   "missing}]}", "manual_backward_verify", drawn=True)
     eps = Key(list[Number], "finite-difference steps tried", "test_manual_backward_hidden",
               shown_only=True)
     max_error = Key(list[Number], "worst error of the numerical gradient at each step",

@@ -184,9 +184,20 @@ def test_partly_wrong_report_shows_pictures_and_expands(graded, browser):
         kinds = page.evaluate("Array.from(document.querySelectorAll('svg.plot'))"
                               ".map(s => s.getAttribute('aria-labelledby'))")
         # the wrong mse gradient (manual_backward) and the loop that never zeroes gradients
-        # (training_loops): error bars, the descent path, loss curves, gradient ratios
-        for kind in ("-grad-errors-", "-descent-", "-loss-", "-grad-ratio-"):
+        # (training_loops): error bars, the descent path and its three learning rates, loss
+        # curves, gradient ratios and the gradients' histograms per layer
+        for kind in ("-grad-errors-", "-descent-", "-lr-sweep-", "-loss-", "-grad-ratio-",
+                     "-grad-hist-"):
             assert any(kind in k for k in kinds), (kind, kinds)
+        # the new pictures hold their words and are drawn (paths and bars, not an empty frame)
+        for kind, words in (("-lr-sweep-", "At lr 0.5: reference leaves the picture"),
+                            ("-grad-hist-", "median |grad|")):
+            desc, paths = page.evaluate(
+                "(() => { const s = Array.from(document.querySelectorAll('svg.plot'))"
+                f".find(s => s.getAttribute('aria-labelledby').includes('{kind}'));"
+                " return [s.querySelector('desc').textContent,"
+                " s.querySelectorAll('path').length]; })()")
+            assert words in desc and paths > 20, (kind, desc, paths)
         # a closed check: click opens it, Enter closes it, Space opens it again
         selector = "details.check:not([open])"
         check_id = page.evaluate(f"document.querySelector('{selector}').parentElement.id")

@@ -8,10 +8,12 @@ import re
 
 import pytest
 
+from grader.checking.compare import grad_histogram_evidence
 from grader.outputs import plots
 from grader.course.faults import catalogue
 from grader.models import CheckResult, ExerciseResult, SubmissionResult
-from grader.outputs.report import diagnosis_views, render_index, render_report, to_fix_first
+from grader.outputs.report import (PICTURES_PER_CHECK, diagnosis_views, render_index,
+                                   render_report, to_fix_first)
 
 # Evidence as the checks record it (see grader/outputs/plots.py for the keys).
 EVIDENCE = {
@@ -25,8 +27,23 @@ EVIDENCE = {
     "reference_descent_path": [[0.5 * k, 0.2 * k] for k in range(1, 11)],
     "descent_path": [[0.25 * k, 0.1 * k] for k in range(1, 11)],
     "shapes": [[8, 1, 6, 1], [7, 1, 5]], "expected_shape": [8, 7, 6, 5], "got_shape": [8, 7, 6, 1],
+    # gradients per layer: 1e-2 at step 1, then yours 1e-9 (vanished), the reference's 1e-3
+    "grad_histograms": {"steps": 4, "reference_steps": 4, "layers": grad_histogram_evidence(
+        ["0.weight", "0.bias", "2.weight"], [12, 4, 8],
+        {"yours_first": [1e-2] * 24, "yours_last": [1e-9] * 24,
+         "reference_first": [1e-2] * 24, "reference_last": [1e-3] * 24})},
+    # fit_linear_gd at three rates on loss moments whose valley is steep (Hessian 15.5, 0.46)
+    "lr_sweep": {"surface": {"xx": 7.45, "x": 2.4, "xy": 29.0, "y": 9.2, "yy": 113.0},
+                 "steps": 3, "runs": [
+                     {"lr": 0.01, "reference": [[0.58, 0.18], [1.1, 0.34], [1.5, 0.47]],
+                      "yours": [[0.58, 0.18], [1.1, 0.34], [1.5, 0.47]]},
+                     {"lr": 0.1, "reference": [[5.8, 1.84], [2.07, 0.53], [4.53, 1.27]],
+                      "yours": [[5.8, 1.84], None, None], "problem": ""},
+                     {"lr": 0.5, "reference": [[29.0, 9.2], [-150.0, -48.0], [900.0, 290.0]],
+                      "yours": None, "problem": "the calls at lr 0.5 timed out after 1 s"}]},
 }
-KINDS = {"loss", "val-loss", "lr", "grad-ratio", "grad-errors", "descent", "broadcast"}
+KINDS = {"loss", "val-loss", "lr", "grad-ratio", "grad-errors", "descent", "broadcast",
+         "grad-hist", "lr-sweep"}
 
 
 def failed(check_id="ex.check", evidence=None, **fields) -> CheckResult:
@@ -48,9 +65,9 @@ def result(*checks: CheckResult, student="s") -> SubmissionResult:
 @pytest.mark.fast
 def test_every_picture_is_small_deterministic_and_described():
     check = failed(evidence=EVIDENCE)
-    pictures = plots.pictures_for(check)
+    pictures = plots.pictures_for(check, limit=len(KINDS))
     assert {p.kind for p in pictures} == KINDS
-    again = plots.pictures_for(check)
+    again = plots.pictures_for(check, limit=len(KINDS))
     assert [p.svg for p in pictures] == [p.svg for p in again]  # byte for byte
     for p in pictures:
         assert 1_000 < len(p.svg) < 40_000, (p.kind, len(p.svg))
@@ -93,9 +110,27 @@ def test_diverging_and_nan_series_are_drawn_and_said():
 
 
 @pytest.mark.fast
+def test_new_pictures_say_what_they_show_on_a_page():
+    """The gradient histograms and the learning-rate panels of EVIDENCE, in words."""
+    by_kind = {p.kind: p for p in plots.pictures_for(failed(evidence=EVIDENCE), limit=20)}
+    hist = by_kind["grad-hist"].alt
+    assert ("layer 0.weight: median |grad| 1e-2 at step 1, 1e-9 at the last step (reference "
+            "1e-2 / 1e-3) \u2014 your gradients vanish") in hist
+    assert "In short: your gradients vanish." in hist
+    sweep = by_kind["lr-sweep"].alt
+    assert "At lr 0.01:" in sweep and "yours follows the reference" in sweep
+    assert "yours has no usable point from step 2 on" in sweep
+    assert "At lr 0.5: reference leaves the picture at step 1" in sweep
+    assert "yours: the calls at lr 0.5 timed out after 1 s" in sweep
+    html = render_report(result(failed(evidence={k: EVIDENCE[k] for k in
+                                                 ("grad_histograms", "lr_sweep")})))
+    assert html.count('<svg class="plot"') == 2 and "your gradients vanish" in html
+
+
+@pytest.mark.fast
 def test_pictures_only_for_wrong_answers():
     html_failed = render_report(result(failed(evidence=EVIDENCE)))
-    assert html_failed.count('<svg class="plot"') == len(KINDS) - 3  # at most 4 per check
+    assert html_failed.count('<svg class="plot"') == PICTURES_PER_CHECK  # at most 4 per check
     for status in ("passed", "error", "timeout", "crashed"):
         check = failed(evidence=EVIDENCE, status=status)
         assert '<svg class="plot"' not in render_report(result(check)), status
@@ -224,3 +259,58 @@ def test_a_symptom_only_check_names_no_fault_the_catalogue_lacks():
     assert [d.id for d in diagnosis_views(shown)] == ["no-such-fault"]
     html = render_report(result(hidden), draw=False)
     assert "no-such-fault" not in html
+
+
+# A correct fit_linear_gd that misbehaves only at the learning-rate picture's rates (never at
+# lr 0.1 with 25 steps, the graded call, nor at 0.15, the descent picture's): raising, returning
+# garbage, or hanging (bounded: 20 s, against the picture's 1 s per rate).
+SWEEP_HOSTILE = {
+    "raises_and_garbage": '''
+_fit = fit_linear_gd
+
+
+def fit_linear_gd(X, y, lr, steps):
+    if lr == 0.5:
+        raise ValueError("not at this rate")
+    if lr == 0.1 and steps <= 20 and X.shape == (20, 1):
+        return "junk", None, []
+    return _fit(X, y, lr, steps)
+''',
+    "hangs": '''
+_fit = fit_linear_gd
+
+
+def fit_linear_gd(X, y, lr, steps):
+    if lr == 0.01:
+        import time
+        time.sleep(20)
+    return _fit(X, y, lr, steps)
+''',
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SWEEP_HOSTILE))
+def test_the_learning_rate_picture_never_changes_a_verdict(grade_files, kind):
+    """The extra runs of the learning-rate picture are evidence only: a fit_linear_gd that
+    raises, returns garbage or hangs at one of its rates keeps every verdict of the correct
+    code it wraps, costs boundedly more time, and gets a panel saying what happened."""
+    from conftest import SOLUTIONS
+
+    source = (SOLUTIONS / "manual_backward.py").read_text() + SWEEP_HOSTILE[kind]
+    result = grade_files({"manual_backward.py": source}, exercises=["manual_backward"])
+    assert {c.id: c.status for c in result.checks if c.status != "passed"} == {}
+    trajectory = next(c for c in result.checks if c.id.endswith("fit_linear_gd_trajectory"))
+    runs = {r["lr"]: r for r in trajectory.evidence["lr_sweep"]["runs"]}
+    if kind == "hangs":
+        assert runs[0.01]["problem"] == "the calls at lr 0.01 timed out after 1 s"
+        assert runs[0.1]["problem"].startswith("not run") and runs[0.1]["yours"] is None
+        assert trajectory.duration_s < 8, trajectory.duration_s   # 1 s deadline, then stop
+    else:
+        assert runs[0.01]["problem"] == "" and len(runs[0.01]["yours"]) == 20
+        assert runs[0.1]["problem"] == runs[0.5]["problem"] == \
+            "no step returned a finite (w[0], b)"
+    # drawn as a failed check would draw it: one panel per rate, saying so
+    failed_view = trajectory.model_copy(update={"status": "failed"})
+    alt = next(p.alt for p in plots.pictures_for(failed_view) if p.kind == "lr-sweep")
+    first_bad = 0.01 if kind == "hangs" else 0.1
+    assert f"At lr {first_bad:g}: reference ends at" in alt and "yours: " in alt

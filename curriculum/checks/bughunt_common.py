@@ -15,6 +15,7 @@ diagnoses that `grader.scoring.diagnose` attaches say as much about the cause as
 
     steps, backwards_per_step, grad_ratio, empty_grad_steps, accumulated_steps,
     repeated_backward_steps, freed_graph_reused_steps   optimizer steps of the train audit
+    grad_histograms                               per layer, |grad| at the first and last update
     val_forwards, val_samples_seen, val_forward_modes, val_forward_grad_enabled, train_forward_modes
     history_tensor_entries, history_requires_grad, printed_tensors, printed_lines
     lr_per_step, steps_per_epoch, expected_lr_per_epoch
@@ -174,10 +175,75 @@ def _close(a: torch.Tensor, b: torch.Tensor, rtol: float = GRAD_RTOL) -> bool:
     return float((a.double() - b.double()).norm()) <= rtol * max(scale, 1e-12)
 
 
+# The fixed script's train audited on a case, once per grader process (report pictures only).
+_REFERENCE_AUDITS: dict[tuple[str, int], dict | None] = {}
+
+
+def reference_audit(exercise: str, case: TrainCase) -> dict | None:
+    """`grader.probes.bughunt.train_audit` of the fixed script on `case`, run here in the
+    grader (it is the course's own code), quietly and without touching the grader's random
+    state; None if it fails. Cached: the run is the same for every submission."""
+    key = (exercise, id(case))
+    if key not in _REFERENCE_AUDITS:
+        import random
+
+        import numpy as np
+
+        from grader.probes.bughunt import train_audit
+
+        py_state, np_state = random.getstate(), np.random.get_state()
+        try:
+            with torch.random.fork_rng(devices=[]):
+                _REFERENCE_AUDITS[key] = quiet(train_audit, reference(
+                    exercise.removeprefix("bughunt_")), **case.kwargs())
+        except Exception:  # noqa: BLE001 - no reference, no reference histograms
+            _REFERENCE_AUDITS[key] = None
+        finally:
+            random.setstate(py_state)
+            np.random.set_state(np_state)
+    return _REFERENCE_AUDITS[key]
+
+
+def record_grad_histograms(sub, case: TrainCase, record: dict, evidence: dict) -> None:
+    """`grad_histograms` for the report: per parameter tensor, log10|grad| at the first and
+    the last update of the script's train and of the fixed script's on the same harness.
+    Parameter names come from the model the audit ran (the harness, or the fixed script's own
+    class when train only runs on the script's model); a flat gradient of another length
+    draws nothing. Evidence only: never raises, never part of a verdict."""
+    try:
+        from grader.checking.compare import grad_histogram_evidence
+        from grader.probes.bughunt import _own_model, build_model
+
+        ref = reference_audit(sub.exercise, case)
+        if record.get("model") == "harness":
+            net = build_model(case.model, case.sizes)
+        else:
+            net = _own_model(reference(sub.exercise.removeprefix("bughunt_")), case.own_model,
+                             case.sizes)
+        if net is None:
+            return
+        named = [(n, p.numel()) for n, p in net.named_parameters()]
+        grads = [s.get("grad") for s in record.get("steps", [])]
+        ref_grads = [s.get("grad") for s in ref["steps"]] \
+            if ref and ref.get("model") == record.get("model") else []
+        layers = grad_histogram_evidence(
+            [n for n, _ in named], [k for _, k in named],
+            {"yours_first": grads[0] if grads else None,
+             "yours_last": grads[-1] if grads else None,
+             "reference_first": ref_grads[0] if ref_grads else None,
+             "reference_last": ref_grads[-1] if ref_grads else None})
+        if layers:
+            evidence["grad_histograms"] = {"steps": len(grads), "reference_steps": len(ref_grads),
+                                           "layers": layers}
+    except Exception:  # noqa: BLE001 - evidence is never part of a verdict
+        return
+
+
 def verify_fresh_gradients(sub, case: TrainCase, evidence: dict) -> None:
     """Each optimizer step uses exactly the gradient of the backward passes since the previous
     step (one batch's loss), one step per training batch."""
     record = train_record(sub, case)
+    record_grad_histograms(sub, case, record, evidence)
     steps = record["steps"]
     n_batches = len(case.train_batches) * case.epochs
     evidence["steps"] = len(steps)

@@ -292,6 +292,83 @@ def record_descent_path(sub, evidence: dict) -> None:
             else None for p in got[:DESCENT_STEPS]]
 
 
+# The report's learning-rate picture (the teaching material's opening: at 0.01 gradient descent
+# creeps down into the valley, at 0.1 it jumps across it, at 0.5 it leaves the picture). On the
+# descent picture's problem the loss's largest curvature is 10.0, so lr 0.1 lands exactly on the
+# valley floor (factor 1 - 0.1 * 10 = 0) and never jumps across; this problem's features (mean
+# 2.4, spread 1.3) raise the Hessian's eigenvalues to 15.5 and 0.46: per step, the steep
+# direction shrinks by 0.84 at lr 0.01, flips by -0.55 at 0.1 (across the valley and back) and
+# grows by -6.8 at 0.5 (out of the picture at step 1); the valley's floor shrinks by 0.995,
+# 0.95 and 0.77. The seed's three rates then show its three behaviours unchanged.
+SWEEP_SEED, SWEEP_N, SWEEP_LRS, SWEEP_STEPS = 313, 20, (0.01, 0.1, 0.5), 20
+SWEEP_TIMEOUT = 1.0  # seconds per rate (20 calls of <= 20 steps: milliseconds when correct)
+
+
+def sweep_problem() -> tuple[np.ndarray, np.ndarray]:
+    """The learning-rate picture's one-feature problem: (X of shape (20, 1), y)."""
+    rng = np.random.default_rng(SWEEP_SEED)
+    x = rng.normal(2.4, 1.3, SWEEP_N)
+    return x.reshape(-1, 1), 3.0 * x + 2.0 + 0.3 * rng.standard_normal(SWEEP_N)
+
+
+def finite_point(p) -> list[float] | None:
+    """[w, b] rounded to 6 digits when `p` is a pair of finite floats, else None."""
+    if isinstance(p, (list, tuple)) and len(p) == 2 and \
+            all(isinstance(v, float) and math.isfinite(v) for v in p):
+        return [round(p[0], 6), round(p[1], 6)]
+    return None
+
+
+def record_lr_sweep(sub, evidence: dict) -> None:
+    """`lr_sweep` for the report: the student's own fit_linear_gd (through the
+    `descent_path` probe, one bounded probe per rate) and the reference at SWEEP_LRS on
+    `sweep_problem()`. Evidence only: a rate whose run raises, hangs or returns garbage gets
+    a `problem` text and no path; the verdict stays the one already made (called in a
+    `finally`, this never raises: anything unforeseen just leaves the picture out)."""
+    try:
+        _record_lr_sweep(sub, evidence)
+    except Exception:  # noqa: BLE001 - evidence is never part of a verdict
+        evidence.pop("lr_sweep", None)
+
+
+def _record_lr_sweep(sub, evidence: dict) -> None:
+    X, y = sweep_problem()
+    x = X[:, 0]
+    runs, stopped = [], ""
+    for lr in SWEEP_LRS:
+        w, b, ref = np.zeros(1), 0.0, []
+        with np.errstate(all="ignore"):
+            for _ in range(SWEEP_STEPS):
+                _, dw, db = mse_reference(X, y, w, b)
+                w, b = w - lr * dw, b - lr * db
+                ref.append(finite_point([float(w[0]), float(b)]))
+        run: dict = {"lr": lr, "reference": ref, "yours": None, "problem": stopped}
+        if not stopped:
+            try:
+                got = sub.probe("manual_backward:descent_path", X, y, lr, SWEEP_STEPS,
+                                label=f"fit_linear_gd(X, y, lr={lr:g}, steps=k) on a "
+                                      "one-feature problem, for the report's picture",
+                                timeout=SWEEP_TIMEOUT)
+            except Exception as exc:  # noqa: BLE001 - no picture for this rate
+                how = {"timeout": f"timed out after {SWEEP_TIMEOUT:g} s",
+                       "crashed": "crashed the worker"}.get(getattr(exc, "status", ""))
+                run["problem"] = f"the calls at lr {lr:g} {how or 'failed'}"
+                if how:  # a worker lost: no later rate is tried (bounded time)
+                    stopped = f"not run (the calls at lr {lr:g} {how})"
+            else:
+                path = [finite_point(p) for p in got[:SWEEP_STEPS]] \
+                    if isinstance(got, list) else []
+                run["yours"] = path
+                if not any(path):
+                    run["problem"] = "no step returned a finite (w[0], b)"
+        runs.append(run)
+    evidence["lr_sweep"] = {
+        "surface": {"xx": float(np.mean(x * x)), "x": float(np.mean(x)),
+                    "xy": float(np.mean(x * y)), "y": float(np.mean(y)),
+                    "yy": float(np.mean(y * y))},
+        "steps": SWEEP_STEPS, "runs": runs}
+
+
 def check_cross_entropy(sub, logits, labels, where, evidence):
     call = "softmax_cross_entropy(logits, labels)"
     got = as_tuple(sub.call("softmax_cross_entropy", logits, labels), 2, call=call + where,

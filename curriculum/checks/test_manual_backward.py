@@ -19,6 +19,7 @@ from manual_backward_verify import (ATOL, NUMGRAD_ATOL, NUMGRAD_HINT, NUMGRAD_RT
                                                   check_mse, check_value_program,
                                                   compare_trajectory, expect_values,
                                                   numerical_gradient_call, record_descent_path,
+                                                  record_lr_sweep,
                                                   softplus_call, vjp_call)
 from grader import check, short
 
@@ -45,6 +46,7 @@ def test_fit_linear_gd_trajectory(sub, evidence):
         compare_trajectory(got, X, y, 0.1, 25)
     finally:  # pass or fail, once the verdict is made
         record_descent_path(sub, evidence)
+        record_lr_sweep(sub, evidence)
 
 
 @check(points=2, targets="softmax_cross_entropy", visibility="visible")

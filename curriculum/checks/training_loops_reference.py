@@ -24,13 +24,18 @@ def _objects(case: Setup):
     return model, build_optimizer(case.optimizer, model.parameters()), build_loss(case.loss)
 
 
-def _epoch(model, loader, optimizer, loss_fn) -> list[float]:
+def _epoch(model, loader, optimizer, loss_fn, grads: list | None = None) -> list[float]:
+    """One epoch of the contract's loop; with `grads`, each step's gradient (all parameters
+    flattened and concatenated, as the probe's step audit records it) is appended there."""
     model.train()
     losses = []
     for x, y in loader:
         optimizer.zero_grad()
         loss = loss_fn(model(x), y)
         loss.backward()
+        if grads is not None:
+            grads.append(torch.cat([p.grad.detach().reshape(-1).float().clone()
+                                    for p in model.parameters()]))
         optimizer.step()
         losses.append(loss.item())
     return losses
@@ -63,15 +68,18 @@ class EpochReference:
     batch_losses: list[float]
     mean_loss: float
     sample_mean_loss: float  # what a sample-weighted mean would give (for messages)
+    edge_grads: list[torch.Tensor]  # the first and the last step's flat gradient (report)
 
 
 def train_epoch(case: TrainEpochCase) -> EpochReference:
     model, optimizer, loss_fn = _objects(case)
     set_mode(model, case.start_mode)
-    losses = _epoch(model, build_loader(case.batches, case.loader), optimizer, loss_fn)
+    grads: list[torch.Tensor] = []
+    losses = _epoch(model, build_loader(case.batches, case.loader), optimizer, loss_fn, grads)
     sizes = [len(y) for _, y in case.batches]
     return EpochReference(state_of(model), losses, sum(losses) / len(losses),
-                          sum(loss * n for loss, n in zip(losses, sizes)) / sum(sizes))
+                          sum(loss * n for loss, n in zip(losses, sizes)) / sum(sizes),
+                          [grads[0], grads[-1]] if grads else [])
 
 
 # --------------------------------------------------------------------------- evaluate

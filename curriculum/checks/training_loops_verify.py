@@ -25,9 +25,10 @@ from training_loops_cases import (AccumulatedCase, CheckpointCase, EvaluateCase,
                                                 FitCase, TrainEpochCase, classifier_data,
                                                 describe_batches, describe_optimizer,
                                                 toy_batches)
-from grader.checking.compare import mismatch_report
+from grader.checking.compare import grad_histogram_evidence, mismatch_report
 from grader import StudentError, expect_type, fail, short
 from grader.checking.student import StudentRaised
+from grader.probes.training_loops import build_model
 
 
 # Correct styles land within 3e-8 of the reference weights (see the module docstring).
@@ -155,6 +156,32 @@ def stale_steps(steps: list[dict]) -> tuple[list[int], list[int]]:
     return empty[:50], accumulated[:50]
 
 
+def record_grad_histograms(evidence: dict, case: TrainEpochCase | AccumulatedCase,
+                           steps: list[dict], reference_grads: list,
+                           reference_steps: int) -> None:
+    """`grad_histograms` for the report: per parameter tensor of the case's model, log10|grad|
+    at the first and the last optimizer step of the student's run (`steps`, the probe's step
+    audit) and of the reference run on the same data (`reference_grads`: flat gradients, the
+    first and the last of its `reference_steps` steps among them).
+    Evidence only: whatever goes wrong here leaves the picture out, never the verdict."""
+    try:
+        named = [(n, p.numel()) for n, p in
+                 build_model(case.model, case.sizes, case.state).named_parameters()]
+        grads = [s.get("grad") for s in steps if isinstance(s, dict)]
+        layers = grad_histogram_evidence(
+            [n for n, _ in named], [k for _, k in named],
+            {"yours_first": grads[0] if grads else None,
+             "yours_last": grads[-1] if grads else None,
+             "reference_first": reference_grads[0] if reference_grads else None,
+             "reference_last": reference_grads[-1] if reference_grads else None})
+        if layers:
+            evidence["grad_histograms"] = {"steps": len(grads),
+                                           "reference_steps": reference_steps,
+                                           "layers": layers}
+    except Exception:  # noqa: BLE001 - evidence is never part of a verdict
+        return
+
+
 def epoch_call(case: TrainEpochCase) -> str:
     return (f"train_epoch(model, loader, optimizer, loss_fn)  # model {MODEL_TEXT[case.model]} "
             f"handed over in {case.start_mode} mode, loader: {case.loader} of "
@@ -206,6 +233,8 @@ def verify_train_epoch_steps(sub, case: TrainEpochCase, evidence: dict) -> None:
     evidence["loss_curve"] = rounded([c[0] for c in record["losses"]][:200])
     evidence["reference_loss_curve"] = rounded(ref.batch_losses)
     evidence["forward_modes"] = record["forwards"][:200]
+    record_grad_histograms(evidence, case, record["steps"], getattr(ref, "edge_grads", []),
+                           len(ref.batch_losses))
     audit_steps(record["steps"], n_expected=len(case.batches), call=call, evidence=evidence)
     modes = record["forwards"]
     if any(training is not True for training, _ in modes):
@@ -477,6 +506,7 @@ def verify_accumulated(sub, case: AccumulatedCase, evidence: dict) -> None:
     ref = reference.train_accumulated(case)
     chunks = case.chunks()
     steps = record["steps"]
+    record_grad_histograms(evidence, case, steps, ref.step_grads, len(ref.step_grads))
     ratios = [grad_ratio(s["grad"], want) for s, want in zip(steps, ref.step_grads)]
     evidence.setdefault("grad_ratio", []).append(rounded(ratios, 4))
     evidence.setdefault("steps", []).append(len(steps))

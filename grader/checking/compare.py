@@ -283,3 +283,60 @@ def error_evidence(name: str, got: Any, expected: Any, *, rtol: float, atol: flo
         return out
     except Exception:  # noqa: BLE001 - evidence must never change a verdict
         return None
+
+
+# Gradient histograms for the report (`E.grad_histograms`): log10|g| in one-decade bins from
+# 1e-12 to 1e4 (16 bins; smaller non-zero values count in the first, larger in the last), with
+# exact zeros and non-finite entries counted apart. At most GRAD_HIST_LAYERS parameter tensors.
+GRAD_HIST_LO, GRAD_HIST_HI, GRAD_HIST_LAYERS = -12, 4, 8
+
+
+def grad_histogram(grad: Any) -> dict[str, Any] | None:
+    """The distribution of log10|g| over the elements of one gradient, as plain evidence:
+    `counts` (one per decade from GRAD_HIST_LO to GRAD_HIST_HI), `zero`, `nonfinite` and
+    `median` (log10 of the median |g| over the finite elements, zeros included; None when all
+    are zero or there are none). None when `grad` is no numeric array. Never raises."""
+    try:
+        g = grad.detach().cpu().double().numpy() if isinstance(grad, torch.Tensor) \
+            else np.asarray(grad, dtype=np.float64)
+        g = np.abs(g.ravel())
+        finite = g[np.isfinite(g)]
+        nonzero = finite[finite > 0]
+        logs = np.clip(np.log10(nonzero), GRAD_HIST_LO, GRAD_HIST_HI - 1e-9)
+        counts, _ = np.histogram(logs, bins=GRAD_HIST_HI - GRAD_HIST_LO,
+                                 range=(GRAD_HIST_LO, GRAD_HIST_HI))
+        median = float(np.median(finite)) if finite.size else 0.0
+        return {"counts": [int(c) for c in counts], "zero": int(finite.size - nonzero.size),
+                "nonfinite": int(g.size - finite.size),
+                "median": round(math.log10(median), 3) if median > 0 else None}
+    except Exception:  # noqa: BLE001 - evidence must never change a verdict
+        return None
+
+
+def grad_histogram_evidence(names: list[str], sizes: list[int], steps: dict[str, Any]
+                            ) -> list[dict[str, Any]]:
+    """Per parameter tensor (the first GRAD_HIST_LAYERS of `names`, whose flattened sizes are
+    `sizes`), the `grad_histogram` of each flat gradient in `steps`: {"name", and for each key
+    of `steps` (e.g. "yours_first", "reference_last") a histogram or None}. A flat gradient
+    (all parameters concatenated in `names` order, as an optimizer-step audit records it) of
+    another length than `sum(sizes)` gives None for every layer. Never raises."""
+    try:
+        total = sum(int(n) for n in sizes)
+        flats = {}
+        for key, flat in steps.items():
+            if isinstance(flat, torch.Tensor):
+                flat = flat.detach().reshape(-1)
+            elif flat is not None:
+                flat = np.asarray(flat, dtype=np.float64).reshape(-1)
+            flats[key] = flat if flat is not None and len(flat) == total else None
+        out, start = [], 0
+        for name, size in list(zip(names, sizes))[:GRAD_HIST_LAYERS]:
+            size = int(size)
+            row: dict[str, Any] = {"name": str(name)[:60]}
+            for key, flat in flats.items():
+                row[key] = None if flat is None else grad_histogram(flat[start:start + size])
+            out.append(row)
+            start += size
+        return out
+    except Exception:  # noqa: BLE001 - evidence must never change a verdict
+        return []

@@ -17,7 +17,9 @@ Output is deterministic: same evidence, same bytes (fixed hash salt, no date, fi
 
 Evidence read: the keys of `grader.evidence.E` declared `drawn` (loss, validation-loss and
 learning-rate curves against the reference's, `grad_ratio`, `grad_errors`, the descent path on
-its loss surface, broadcasting shapes and strides), read through that declaration.
+its loss surface and fit_linear_gd at three learning rates (`lr_sweep`), per-layer gradient
+histograms at the first and last step (`grad_histograms`), broadcasting shapes and strides),
+read through that declaration.
 Anything malformed (student numbers can be NaN, huge, missing) is drawn as far as it is
 meaningful or skipped; a figure never breaks a report.
 """
@@ -29,6 +31,7 @@ import io
 import logging
 import math
 import re
+import textwrap
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -511,6 +514,384 @@ def points(values: Any) -> list[tuple[float, float] | None] | None:
     return out
 
 
+# --------------------------------------------------------------------------- learning rates
+
+
+def quadratic_loss(moments: Any):
+    """(loss(w, b), (w*, b*), steep direction) of L = mean((w x + b - y)^2) from its five
+    moments {xx, x, xy, y, yy}; None when they are not finite numbers or fix no single
+    minimum."""
+    if not isinstance(moments, dict):
+        return None
+    values = [number(moments.get(k)) for k in ("xx", "x", "xy", "y", "yy")]
+    if any(math.isnan(v) for v in values):
+        return None
+    sxx, sx, sxy, sy, syy = values
+    det = sxx - sx * sx
+    if not det > 1e-12 * max(sxx, 1e-300):
+        return None
+
+    def loss(w, b):
+        return w * w * sxx + 2 * w * b * sx + b * b - 2 * w * sxy - 2 * b * sy + syy
+
+    # The Hessian's eigenvector of the larger eigenvalue: across the valley.
+    half_gap = math.hypot((sxx - 1) / 2, sx)
+    steep = (sx, (1 - sxx) / 2 + half_gap) if abs(sx) > 1e-12 else (
+        (1.0, 0.0) if sxx >= 1 else (0.0, 1.0))
+    norm = math.hypot(*steep) or 1.0
+    return loss, ((sxy - sx * sy) / det, (sy * sxx - sx * sxy) / det), (
+        steep[0] / norm, steep[1] / norm)
+
+
+def leaves_at(track: list[tuple[float, float] | None], box: tuple[float, float, float, float]
+              ) -> int | None:
+    """The first step (1-based) whose point is missing or outside `box` (w_lo, w_hi, b_lo,
+    b_hi); None when every point stays in."""
+    w_lo, w_hi, b_lo, b_hi = box
+    for k, p in enumerate(track, start=1):
+        if p is None or not (w_lo <= p[0] <= w_hi and b_lo <= p[1] <= b_hi):
+            return k
+    return None
+
+
+def crossings(track: list[tuple[float, float] | None], minimum: tuple[float, float],
+              steep: tuple[float, float]) -> int:
+    """How many steps jump across the valley's floor (the line through the minimum along its
+    floor): sign changes of the offset from the minimum in the steep direction, from (0, 0).
+    Offsets within 1e-4 of the start's distance count as on the floor (paths are recorded to
+    6 digits: a path that has settled on the floor would otherwise cross it at random)."""
+    sides = []
+    tolerance = 1e-4 * max(math.hypot(*minimum), 1e-12)
+    for p in [(0.0, 0.0)] + [q for q in track if q is not None]:
+        d = (p[0] - minimum[0]) * steep[0] + (p[1] - minimum[1]) * steep[1]
+        if abs(d) > tolerance:
+            sides.append(d > 0)
+    return sum(a != b for a, b in zip(sides, sides[1:]))
+
+
+PATH_STYLES: dict[str, dict[str, Any]] = {
+    "reference": {"color": REFERENCE, "linestyle": "--", "linewidth": 1.2, "marker": "s",
+                  "markersize": 2.2},
+    "yours": {"color": YOURS, "linewidth": 2.2, "marker": "o", "markersize": 3.2}}
+
+
+def lr_sweep_picture(evidence: dict):
+    """fit_linear_gd at three learning rates, one contour panel each: your path against the
+    reference's, and the step at which either leaves the picture."""
+    sweep = E.lr_sweep.get(evidence)
+    if not isinstance(sweep, dict):
+        return None
+    surface = quadratic_loss(sweep.get("surface"))
+    raw = sweep.get("runs")
+    if surface is None or not isinstance(raw, list) or not raw:
+        return None
+    loss, (w_star, b_star), steep = surface
+    runs = []
+    for run in raw[:3]:
+        if not isinstance(run, dict):
+            return None
+        lr = number(run.get("lr"))
+        reference = points(run.get("reference")) or []
+        yours = points(run.get("yours"))
+        reference = reference if any(reference) else []  # not one usable point: no path
+        yours = yours if yours and any(yours) else None
+        problem = safe_label(run.get("problem") or "", 70)
+        runs.append((lr, reference, yours, problem))
+    import numpy as np
+
+    # One frame for all panels: the start, the minimum and every reference point no higher
+    # than the start (a path that climbs out of the bowl leaves the picture).
+    start_loss = loss(0.0, 0.0)
+    frame = [(0.0, 0.0), (w_star, b_star)] + [
+        p for _, ref, _, _ in runs for p in ref if p and loss(*p) <= start_loss]
+    ws, bs = [p[0] for p in frame], [p[1] for p in frame]
+    span = max(max(ws) - min(ws), max(bs) - min(bs), 1e-6)
+    box = (min(ws) - 0.15 * span, max(ws) + 0.15 * span,
+           min(bs) - 0.15 * span, max(bs) + 0.15 * span)
+    # The loss is a quadratic: its contours are ellipses around the minimum, drawn from the
+    # Hessian's eigenvectors with 49 points each (a contour of a sampled grid would cost three
+    # times the bytes, times three panels). Levels: the start's height over the floor times
+    # 1e-3 .. 4, evenly in log.
+    sxx, sx = (number(sweep["surface"].get(k)) for k in ("xx", "x"))
+    eigenvalues, vectors = np.linalg.eigh(np.array([[sxx, sx], [sx, 1.0]]))
+    t = np.linspace(0, 2 * np.pi, 49)
+    rise = max(start_loss - loss(w_star, b_star), 1e-12)
+    ellipses = []
+    for c in rise * np.geomspace(1e-3, 4, 8):
+        radii = np.sqrt(c / eigenvalues)
+        ring = vectors @ np.vstack([radii[0] * np.cos(t), radii[1] * np.sin(t)])
+        ellipses.append((w_star + ring[0], b_star + ring[1]))
+
+    from matplotlib.figure import Figure
+
+    width, height = WIDTH + 1.0, 2.75
+    fig = Figure(figsize=(width, height))
+    words = [f"Three contour maps of the loss over w and b of a one-feature linear regression "
+             f"(minimum at w = {w_star:.3g}, b = {b_star:.3g}), one per learning rate, each "
+             f"with {fmt(number(sweep.get('steps')))} gradient-descent steps from (0, 0): yours "
+             f"(solid) and the reference's (dashed)."]
+    panel = (width - 0.5) / len(runs)
+    for i, (lr, reference, yours, problem) in enumerate(runs):
+        ax = fig.add_axes(((0.42 + i * panel) / width, 0.5 / height, (panel - 0.22) / width,
+                           1 - 0.95 / height))
+        for ws_, bs_ in ellipses:
+            ax.plot(ws_, bs_, color=MUTED, linewidth=0.5, alpha=0.6)
+        ax.set_xlim(box[0], box[1])
+        ax.set_ylim(box[2], box[3])
+        ax.set_title(f"lr = {fmt(lr)}")
+        ax.set_xlabel("w")
+        # One frame for all: the b axis is labelled once (ticks cost bytes in every panel).
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+        if i == 0:
+            ax.set_ylabel("b")
+            ax.yaxis.set_major_locator(MaxNLocator(5))
+        else:
+            ax.set_yticks([])
+        ax.tick_params(labelsize=7)
+        marks = []
+        sentence = f"At lr {fmt(lr)}:"
+        for who, track, style in (("reference", reference, PATH_STYLES["reference"]),
+                                  ("yours", yours, PATH_STYLES["yours"])):
+            if not track:
+                sentence += (f" yours: {problem or 'no path recorded'}." if who == "yours"
+                             else " no reference path.")
+                if who == "yours":
+                    ax.annotate(textwrap.fill(f"yours: {problem or 'no path recorded'}", 26),
+                                xy=(0.03, 0.03), xycoords="axes fraction", fontsize=6.5,
+                                color=BAD)
+                continue
+            out = leaves_at(track, box)
+            # Drawn up to the first point out of the picture (clipped near it), no further:
+            # a diverging path would only sweep lines across the panel.
+            clipped = [(0.0, 0.0)]
+            for p in track[:out]:
+                if p is None:
+                    break
+                clipped.append((min(max(p[0], box[0] - span), box[1] + span),
+                                min(max(p[1], box[2] - span), box[3] + span)))
+            ax.plot([p[0] for p in clipped], [p[1] for p in clipped], label=who, **style)
+            ends = next((p for p in reversed(track) if p), None)
+            if out is not None and track[out - 1] is None:
+                marks.append(f"{who}: no point from step {out}")
+                sentence += f" {who} has no usable point from step {out} on"
+            elif out is not None:
+                marks.append(f"{who} leaves at step {out}")
+                sentence += f" {who} leaves the picture at step {out}"
+            elif ends is not None:
+                sentence += f" {who} ends at w = {ends[0]:.3g}, b = {ends[1]:.3g}"
+            across = crossings(track[:out - 1] if out else track, (w_star, b_star), steep)
+            sentence += (f" after jumping across the valley {across} time"
+                         f"{'' if across == 1 else 's'};" if across and out
+                         else f", jumping across the valley {across} time"
+                         f"{'' if across == 1 else 's'};" if across
+                         else ";" if out else ", never crossing the valley;")
+        for j, mark in enumerate(marks):
+            ax.annotate(mark, xy=(0.03, 0.97 - 0.1 * j), xycoords="axes fraction", fontsize=6.5,
+                        va="top", color=BAD if mark.startswith("yours") else "#8A3C00")
+        ax.plot([0], [0], marker="D", color="black", markersize=4, linestyle="none")
+        ax.plot([w_star], [b_star], marker="*", color="black", markersize=8, linestyle="none")
+        if yours and reference:
+            # Compared while both are in the picture: two diverging paths are both just gone.
+            inside = min(leaves_at(yours, box) or len(yours) + 1,
+                         leaves_at(reference, box) or len(reference) + 1) - 1
+            far = max((math.dist(p, q) for p, q in zip(yours[:inside], reference[:inside])
+                       if p and q), default=math.nan)
+            sentence = sentence.rstrip(";,") + (
+                "; yours follows the reference." if far <= 1e-3 * span
+                else f"; yours strays up to {far:.3g} from the reference." if far == far
+                else ".")
+        words.append(sentence.rstrip(";,") + ("" if sentence.endswith(".") else "."))
+    handles = fig.axes[0].get_legend_handles_labels()
+    if handles[0]:
+        fig.legend(*handles, loc="upper right", ncol=2, fontsize=7, frameon=False)
+    return ("Gradient descent at three learning rates: your paths and the reference's",
+            " ".join(words), fig)
+
+
+# --------------------------------------------------------------------------- gradient histograms
+
+HIST_LO, HIST_HI = -12, 4  # grader.checking.compare.GRAD_HIST_LO / _HI (decades)
+HIST_SLOTS = HIST_HI - HIST_LO
+ZERO_SLOT, INF_SLOT = HIST_LO - 3, HIST_HI + 2  # left edges of the zeros' and non-finite bars
+
+
+HIST_STYLES: dict[str, dict[str, Any]] = {
+    "yours": {"color": YOURS, "linewidth": 1.8},
+    "reference": {"color": REFERENCE, "linestyle": "--", "linewidth": 1.2}}
+
+
+def histogram(value: Any) -> dict | None:
+    """A recorded gradient histogram as {"counts": 16 floats, "zero", "nonfinite", "median"
+    (log10, NaN if none)}, or None when it is malformed."""
+    if not isinstance(value, dict):
+        return None
+    counts = numbers(value.get("counts"), HIST_SLOTS + 1)
+    if counts is None or len(counts) != HIST_SLOTS or any(math.isnan(c) or c < 0
+                                                          for c in counts):
+        return None
+    zero, nonfinite = number(value.get("zero")), number(value.get("nonfinite"))
+    if math.isnan(zero) or math.isnan(nonfinite) or zero < 0 or nonfinite < 0:
+        return None
+    total = sum(counts) + zero + nonfinite
+    if total <= 0:
+        return None
+    return {"counts": counts, "zero": zero, "nonfinite": nonfinite, "total": total,
+            "median": number(value.get("median"))}
+
+
+def decade(log10_value: float) -> str:
+    """A power of ten as text: "1e-3", "1", "1e2"; "0" for no value (all zero)."""
+    if math.isnan(log10_value):
+        return "0"
+    k = round(log10_value)
+    return "1" if k == 0 else f"1e{k}"
+
+
+def hist_state(h: dict | None) -> str:
+    """The median |grad| as a power of ten, or what stands in its way (in words)."""
+    if h is None:
+        return "not recorded"
+    if h["nonfinite"]:
+        return f"{int(h['nonfinite'])} of {int(h['total'])} not finite"
+    if h["zero"] == h["total"]:
+        return "all zero"
+    return decade(h["median"])
+
+
+def median_words(first: dict | None, last: dict | None) -> str:
+    """"median |grad| 1e-3 at step 1, 1e-9 at the last step" (the words adapt when a
+    histogram has no median to give)."""
+    a, b = hist_state(first), hist_state(last)
+    if a.startswith("1e") or a == "0":
+        a = f"median |grad| {a}"
+    elif b.startswith("1e") or b == "0":
+        b = f"median |grad| {b}"
+    return f"{a} at step 1, {b} at the last step"
+
+
+def verdict_words(yours: dict | None, reference: dict | None) -> str:
+    """What the last step's histograms say, in three words: vanish, explode, or nothing."""
+    if yours is None or reference is None:
+        return ""
+    if yours["nonfinite"] and not reference["nonfinite"]:
+        return "your gradients are not finite"
+    if yours["zero"] == yours["total"] and reference["zero"] < reference["total"]:
+        return "your gradients are all zero"
+    mine, theirs = yours["median"], reference["median"]
+    if math.isnan(mine) or math.isnan(theirs):
+        return ""
+    # Two decades or more apart: vanishing or exploding; half a decade: a factor worth saying.
+    if mine <= theirs - 2:
+        return "your gradients vanish"
+    if mine >= theirs + 2:
+        return "your gradients explode"
+    if mine >= theirs + 0.5:
+        return f"your gradients are {10 ** (mine - theirs):.2g} times the reference's"
+    if mine <= theirs - 0.5:
+        return f"your gradients are {10 ** (theirs - mine):.2g} times smaller than the reference's"
+    return ""
+
+
+def grad_histograms_picture(evidence: dict):
+    """Small multiples: one row per parameter tensor, the first and the last optimizer step
+    side by side, each the share of gradient elements per decade of |grad|, yours (solid,
+    filled) against the reference's (dashed), with the zeros and non-finite counted apart."""
+    data = E.grad_histograms.get(evidence)
+    if not isinstance(data, dict) or not isinstance(data.get("layers"), list):
+        return None
+    rows = []
+    for layer in data["layers"][:8]:
+        if not isinstance(layer, dict):
+            continue
+        hists = {k: histogram(layer.get(k)) for k in
+                 ("yours_first", "yours_last", "reference_first", "reference_last")}
+        if hists["yours_first"] or hists["yours_last"]:
+            rows.append((safe_label(layer.get("name", "?"), 22), hists))
+    if not rows:
+        return None
+    last = number(data.get("steps"))
+    ref_last = number(data.get("reference_steps"))
+    last_text = f"step {int(last)}" if not math.isnan(last) and last >= 1 else "last step"
+
+    from matplotlib.figure import Figure
+
+    row_h, top, bottom, left, right, gap = 0.62, 0.5, 0.5, 1.35, 0.1, 0.25
+    width = WIDTH + 0.6
+    height = top + bottom + row_h * len(rows)
+    fig = Figure(figsize=(width, height))
+    col_w = (width - left - right - gap) / 2
+    edges = [HIST_LO + i for i in range(HIST_SLOTS + 1)]
+    for r, (name, hists) in enumerate(rows):
+        for c, (when, step_text) in enumerate((("first", "step 1"), ("last", last_text))):
+            ax = fig.add_axes(((left + c * (col_w + gap)) / width,
+                               (bottom + (len(rows) - 1 - r) * row_h + 0.08) / height,
+                               col_w / width, (row_h - 0.16) / height))
+            for who, style in (("yours", HIST_STYLES["yours"]),
+                               ("reference", HIST_STYLES["reference"])):
+                h = hists[f"{who}_{when}"]
+                if h is None:
+                    continue
+                share = [v / h["total"] for v in h["counts"]]
+                if who == "yours":  # filled underneath, so the dashed reference stays visible
+                    ax.stairs(share, edges, fill=True, alpha=0.2, color=YOURS, linewidth=0)
+                ax.stairs(share, edges, label=who, **style)
+                for x0, v in ((ZERO_SLOT, h["zero"]), (INF_SLOT, h["nonfinite"])):
+                    if v:
+                        ax.stairs([v / h["total"]], [x0, x0 + 1], label=None,
+                                  hatch="///" if who == "yours" else None, **style)
+                if not math.isnan(h["median"]):
+                    ax.axvline(h["median"], ymin=0.75, ymax=1.0, **style)
+            ax.set_xlim(ZERO_SLOT - 0.3, INF_SLOT + 1.3)
+            ax.set_ylim(0, 1.05)
+            ax.set_yticks([])
+            ax.set_xticks([ZERO_SLOT + 0.5, -12, -8, -4, 0, 4, INF_SLOT + 0.5])
+            ax.set_xticklabels(["0", "1e-12", "1e-8", "1e-4", "1", "1e4", "inf"]
+                               if r == len(rows) - 1 else [])
+            ax.tick_params(labelsize=7, length=2)
+            if r == 0:
+                ax.set_title(step_text, fontsize=8)
+            if c == 0:
+                ax.set_ylabel(name, rotation=0, ha="right", va="center", fontsize=7.5)
+            verdict = verdict_words(hists[f"yours_{when}"], hists[f"reference_{when}"])
+            if verdict:  # short in the panel (the description says it whole)
+                short_verdict = (verdict.replace("your gradients ", "").replace("are ", "")
+                                 .replace(" times the reference's", "\u00d7 the reference")
+                                 .replace(" times smaller than the reference's",
+                                          "\u00d7 smaller"))
+                ax.annotate(short_verdict, xy=(0.99, 0.98), xycoords="axes fraction",
+                            ha="right", va="top", fontsize=6.5, color=BAD)
+    handles = fig.axes[0].get_legend_handles_labels()
+    if handles[0]:
+        fig.legend(*handles, loc="upper left", ncol=2, fontsize=7, frameon=False,
+                   bbox_to_anchor=(0.01, 1.0))
+    fig.text(0.5, 0.03, "|grad| per element (log scale, one bar per decade; "
+             "0 and inf counted apart)", ha="center", fontsize=7.5)
+
+    parts = []
+    worst = ""
+    for name, h in rows:
+        text = f"layer {name}: {median_words(h['yours_first'], h['yours_last'])}"
+        if h["reference_first"] or h["reference_last"]:
+            text += (f" (reference {hist_state(h['reference_first'])} / "
+                     f"{hist_state(h['reference_last'])})")
+        verdict = verdict_words(h["yours_last"], h["reference_last"]) or \
+            verdict_words(h["yours_first"], h["reference_first"])
+        if verdict:
+            text += f" \u2014 {verdict}"
+            worst = worst or verdict
+        parts.append(text)
+    ref_note = (f", {int(ref_last)} for the reference" if not math.isnan(ref_last)
+                and ref_last != last else "")
+    words = ("Histograms of log10 |grad| per parameter tensor at the first and the last "
+             f"optimizer step ({last_text}{ref_note}), yours (solid, filled) against the "
+             "reference's (dashed) on the same data: " + "; ".join(parts) + ". "
+             + (f"In short: {worst}." if worst else
+                "Your gradients are of the reference's size throughout."))
+    return "Gradients per layer at the first and the last step", words, fig
+
+
 # --------------------------------------------------------------------------- broadcasting
 
 
@@ -610,7 +991,8 @@ def broadcast_picture(evidence: dict):
 
 
 MAKERS = [("broadcast", broadcast_picture), ("descent", descent_picture),
-          ("grad-errors", grad_errors_picture), ("loss", loss_picture),
+          ("lr-sweep", lr_sweep_picture), ("grad-errors", grad_errors_picture),
+          ("grad-hist", grad_histograms_picture), ("loss", loss_picture),
           ("val-loss", val_loss_picture), ("lr", lr_picture), ("grad-ratio", grad_ratio_picture)]
 
 
