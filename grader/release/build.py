@@ -520,5 +520,11 @@ def _scan(release: Release) -> None:
     if unreadable:
         bad += [f"{path}: not a text file (a release holds text only)" for path in unreadable]
     if bad:
-        raise ReleaseError(f"the release in {release.out} gives answers away; nothing of it "
-                           "may be handed out:\n  " + "\n  ".join(bad))
+        raise ReleaseError(refusal(bad))
+
+
+def refusal(bad: list[str], shown: int = 5) -> str:
+    """One line refusing a release for what it gives away (the first `shown` leaks named)."""
+    more = f"; and {len(bad) - shown} more" if len(bad) > shown else ""
+    return (f"release refused, it gives answers away (nothing was kept): "
+            f"{'; '.join(bad[:shown])}{more}")
