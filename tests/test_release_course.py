@@ -261,3 +261,64 @@ def test_a_release_with_a_solution_in_a_stub_docstring_is_refused_in_one_line(tm
     write_course(course)
     proc = torchgrade("release", "--out", out, "--course", course, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
+
+
+# --------------------------------------------------------------------------- 3: unshipped reach
+
+REACHES = {
+    "imported": 'from grader import solution_module\n\nREF = solution_module("scores")\n',
+    "attribute": 'import grader\n\nREF = grader.solution_module("scores")\n',
+    "getattr": 'import grader\n\nREF = getattr(grader, "solution_module")("scores")\n',
+    "getattr folded": 'import grader\n\nREF = getattr(grader, "solution" + "_module")\n',
+    "getattr computed": 'import grader as g\n\nNAME = "sol"\nREF = getattr(g, NAME + "ution")\n',
+    "import_module": 'import importlib\n\nM = importlib.import_module("scores_secret_hidden")\n',
+    "__import__ folded": 'M = __import__("scores_secret" + "_hid" "den")\n',
+    "joined": 'import importlib\n\n'
+              'M = importlib.import_module("".join(["scores_", "secret_hidden"]))\n',
+    "computed": 'from importlib import import_module as im\n\nBASE, KIND = "scores_secret", "hid"\n'
+                'M = im(BASE + "_" + KIND + "den")\n',
+    "sys.modules": 'import sys\n\nM = sys.modules.get("scores_secret_hidden")\n',
+    "a course helper dynamically": 'import importlib\n\n'
+                                   'M = importlib.import_module("scores_more")\n',
+    "spec from file": 'import importlib.util as u\n\n'
+                      'S = u.spec_from_file_location("m", "../solutions/scores.py")\n',
+}
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("where", ["test_scores.py", "scores_cases.py"])
+@pytest.mark.parametrize("reach", sorted(REACHES))
+def test_a_shipped_check_that_reaches_what_never_ships_is_refused(tmp_path, reach, where):
+    """A visible check (or a helper it imports) that needs a solution or a hidden helper works
+    in the full grader and fails for every student: the release refuses it, in one line."""
+    from grader.release.build import ReleaseError, _refuse_unshipped_reach
+
+    checks = tmp_path / "checks"
+    checks.mkdir()
+    (checks / "scores_secret_hidden.py").write_text("SECRET = 1\n")
+    (checks / "scores_more.py").write_text("MORE = 1\n")
+    (checks / "test_scores.py").write_text("from scores_cases import CASES\n")
+    (checks / "scores_cases.py").write_text("CASES = []\n")
+    (checks / where).write_text((checks / where).read_text() + REACHES[reach])
+    with pytest.raises(ReleaseError) as caught:
+        _refuse_unshipped_reach([checks / "test_scores.py"], {"scores_cases"}, checks)
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"{where}, line ")
+
+
+@pytest.mark.fast
+def test_honest_shipped_checks_reach_nothing_unshipped(tmp_path):
+    """The shipped curriculum's visible checks and helpers, and honest look-alikes: a docstring
+    naming a hidden helper, `model.eval()`, importing a library dynamically by a constant."""
+    from grader.release.build import _refuse_unshipped_reach, check_helpers
+    from grader.course.folder import default_course
+
+    checks_dir = default_course().checks_dir
+    visible = sorted(p for p in checks_dir.glob("test_*.py") if not p.stem.endswith("_hidden"))
+    _refuse_unshipped_reach(visible, check_helpers(visible, checks_dir), checks_dir)
+    (tmp_path / "scores_secret_hidden.py").write_text("SECRET = 1\n")
+    (tmp_path / "test_scores.py").write_text(
+        '"""Cases live in scores_secret_hidden.py for the hidden checks."""\n'
+        "import importlib\n\nJSON = importlib.import_module('json')\n\n\n"
+        "def f(model):\n    return model.eval()\n")
+    _refuse_unshipped_reach([tmp_path / "test_scores.py"], set(), tmp_path)
