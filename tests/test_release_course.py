@@ -322,3 +322,54 @@ def test_honest_shipped_checks_reach_nothing_unshipped(tmp_path):
         "import importlib\n\nJSON = importlib.import_module('json')\n\n\n"
         "def f(model):\n    return model.eval()\n")
     _refuse_unshipped_reach([tmp_path / "test_scores.py"], set(), tmp_path)
+
+
+# --------------------------------------------------------------------------- 4: shadowing
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("name", ["numpy", "torch", "grader", "pytest", "json", "_pytest",
+                                  "test_scores"])
+def test_a_check_helper_named_like_an_installed_module_is_refused(tmp_path, name):
+    """A file of checks/ is imported by plain name with checks/ first on sys.path: named like
+    an installed module it hides it from the grader and the checks (or is hidden by it). Every
+    file counts; `test_scores` is installed nowhere and stays allowed."""
+    from grader.course.folder import CourseError
+
+    course = write_course(tmp_path / "course")
+    (course / "checks" / f"{name}.py").write_text("X = 1\n")
+    if name == "test_scores":
+        load_course(course)
+        return
+    with pytest.raises(CourseError) as caught:
+        load_course(course)
+    message = str(caught.value)
+    assert "\n" not in message and f"checks/{name}.py" in message
+    assert f"installed module {name} " in message
+
+
+@pytest.mark.fast
+def test_a_helper_added_after_loading_is_seen(tmp_path):
+    from grader.course.folder import CourseError
+
+    course = write_course(tmp_path / "course")
+    load_course(course)
+    (course / "checks" / "pytest.py").write_text("X = 1\n")
+    with pytest.raises(CourseError, match="pytest"):
+        load_course(course)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [("check", "exercises/scores.py"),
+                                     ("release", "--out", "rel"),
+                                     ("grade", "class", "--out", "out")])
+def test_every_command_refuses_a_shadowing_course_in_one_line(tmp_path, command):
+    course = write_course(tmp_path / "course", checks__numpy_py="X = 1\n")
+    (tmp_path / "class" / "ada").mkdir(parents=True)
+    (tmp_path / "class" / "ada" / "scores.py").write_text(SOLUTION)
+    (tmp_path / "exercises").mkdir()
+    (tmp_path / "exercises" / "scores.py").write_text(SOLUTION)
+    proc = torchgrade(*command, "--course", course, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "numpy.py" in lines[0] and "installed module numpy" in lines[0]
