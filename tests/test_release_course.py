@@ -173,6 +173,22 @@ def test_a_solution_pasted_into_its_stub_is_found(tmp_path, paste):
 
 
 @pytest.mark.fast
+def test_a_solution_in_a_notebooks_escaped_markdown_is_found(tmp_path):
+    """A stub's docstring becomes markdown in its notebook, escaped (`result = \\[\\]`): the
+    escapes do not hide the copy."""
+    import json
+
+    from grader.release.notebooks import escape_markdown
+
+    course = write_course(tmp_path / "course")
+    cell = {"cell_type": "markdown", "metadata": {}, "source": escape_markdown(BODY)}
+    notebook = json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    assert escape_markdown(BODY) != BODY
+    found = leaks_in(course, {"notebooks/scores.ipynb": notebook}, tmp_path)
+    assert ("notebooks/scores.ipynb", "solutions/scores.py: zscore") in found
+
+
+@pytest.mark.fast
 def test_code_a_stub_provides_is_no_secret(tmp_path):
     """`Meter.__init__` and `Meter.__repr__` are given ready-made by the stub: the unchanged
     stub ships without a leak, and they are no secret; the bodies students write are."""

@@ -33,7 +33,8 @@ worth the name, and would match any hint.
   of Python code dropped; quotes ignored), searched for each secret's sequence, so whitespace,
   line breaks, comments or a change of quotes cannot hide a copy; a notebook or JSON file is
   read as the strings it holds (the text of code cells, escaped in JSON, included); the text of
-  the comments of Python code is searched too, on its own, so that commented-out code is found;
+  the comments of Python code is searched too, on its own, so that commented-out code is found,
+  and the text with its markdown escapes undone (a notebook's markdown, `result = \\[\\]`);
 - **shapes**: the syntax tree of every function and class in Python code (files, notebook
   cells, strings of JSON) compared with the secrets' trees, so a reformatted copy is found;
 - **names**: hidden check names and ids, as whole words.
@@ -182,6 +183,14 @@ def statement_nodes(source: str) -> Iterator[tuple[ast.stmt, str]]:
         if isinstance(node, ast.stmt) and not hasattr(node, "body") and \
                 not isinstance(node, (ast.Import, ast.ImportFrom)) and not _is_docstring(node):
             yield node, _segment(lines, [node])
+
+
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def unescaped(text: str) -> str:
+    """`text` without the backslashes that escape punctuation (markdown's `\\[`, `\\_`)."""
+    return _ESCAPE.sub(r"\1", text)
 
 
 def comment_text(source: str) -> str:
@@ -477,8 +486,9 @@ def scan(root: Path, secrets: list[Secret]) -> tuple[list[Leak], list[str]]:
             if not item.path.endswith(("__init__.py", "py.typed")):
                 unreadable.append(item.path)
             continue
-        # Commented-out code is searched as such, apart from the code around it.
-        hay = SEP.join([joined(words(item.text)),
+        # Commented-out code is searched as such, apart from the code around it, and text
+        # with its markdown escapes undone (a docstring in a notebook's markdown: `x\[i\]`).
+        hay = SEP.join([joined(words(item.text)), joined(words(unescaped(item.text))),
                         *(joined(words(comment_text(source))) for source in item.code)])
         found = {}
         for s in secrets:
