@@ -389,3 +389,19 @@ def test_every_command_refuses_a_shadowing_course_in_one_line(tmp_path, command)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "numpy.py" in lines[0] and "installed module numpy" in lines[0]
+
+
+@pytest.mark.fast
+def test_another_courses_helpers_on_sys_path_are_no_installed_modules(tmp_path):
+    """A process that graded one course has its checks folder on sys.path: a second course
+    with helpers of the same names is no collision."""
+    import sys
+
+    from grader.course.folder import import_checks_from
+
+    first = write_course(tmp_path / "first")
+    import_checks_from(first / "checks")
+    try:
+        load_course(write_course(tmp_path / "second"))
+    finally:
+        sys.path.remove(str((first / "checks").resolve()))

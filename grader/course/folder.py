@@ -214,13 +214,16 @@ def _refuse_shadowing(checks_dir: Path) -> None:
 def installed_module(name: str, checks_dir: Path) -> str | None:
     """Where `name` is importable from as a top-level module other than `checks_dir` (the
     standard library, site-packages, an editable install), or None. Finds, never imports:
-    the finders are asked with the checks folder and the working directory left out."""
+    the finders are asked with the checks folder and the working directory left out, and the
+    checks folders of other courses this process graded (`import_checks_from` put them on
+    sys.path: their helpers are no installed modules)."""
     if name in sys.builtin_module_names or name in sys.stdlib_module_names:
         return "the standard library"
     if name.startswith("__"):
         return None
     leave_out = {checks_dir.resolve(), Path.cwd().resolve()}
-    paths = [p for p in sys.path if p and _resolved(p) not in leave_out]
+    paths = [p for p in sys.path if p and _resolved(p) not in leave_out
+             and not _is_checks_folder(_resolved(p))]
     for finder in sys.meta_path:
         try:
             if finder is importlib.machinery.PathFinder:
@@ -230,10 +233,17 @@ def installed_module(name: str, checks_dir: Path) -> str | None:
                 spec = find(name, None) if find is not None else None
         except (ImportError, ValueError, OSError):
             continue
-        if spec is not None and (spec.origin is None or
-                                 _resolved(spec.origin).parent not in leave_out):
+        if spec is None:
+            continue
+        folder = _resolved(spec.origin).parent if spec.origin else None
+        if folder is None or (folder not in leave_out and not _is_checks_folder(folder)):
             return spec.origin or "a namespace package"
     return None
+
+
+def _is_checks_folder(path: Path) -> bool:
+    """Whether `path` is the checks folder of a course (of any course)."""
+    return path.name == "checks" and (path.parent / COURSE_FILE).is_file()
 
 
 def _resolved(path: str) -> Path:
