@@ -15,6 +15,7 @@ one for a whole command (`use_course`); everything that needs "the course" asks
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import keyword
 import os
@@ -279,7 +280,7 @@ def _names(text: str) -> list[str]:
 
 
 @lru_cache(maxsize=32)
-def _load(root: Path, mtime: float) -> Course:
+def _load(root: Path, mtime: float, checks_mtime: float) -> Course:
     toml = root / COURSE_FILE
     try:
         config = CourseConfig.model_validate(tomllib.loads(toml.read_text(encoding="utf-8")))
@@ -301,6 +302,7 @@ def _load(root: Path, mtime: float) -> Course:
     course = Course(root=root, name=config.name, exercises=tuple(config.exercises),
                     equivalent=tuple(config.equivalent), paths=_bughunt_paths(root))
     _require_files(course)
+    _refuse_shadowing(root / "checks")
     return course
 
 
@@ -315,6 +317,61 @@ def _require_files(course: Course) -> None:
                 state = "is not a file" if path.exists() else "is missing"
                 raise CourseError(f"{course.root / COURSE_FILE}: exercise {exercise}: its {what} "
                                   f"{path} {state}")
+
+
+def _refuse_shadowing(checks_dir: Path) -> None:
+    """CourseError for a file of `checks_dir` named like an installed top-level module
+    (`numpy.py`, `grader.py`, `pytest.py`, `json.py`): the checks folder goes first on sys.path
+    and its helpers are imported by plain name, so the one would hide the other, in the grader
+    and in every check. Every file counts, check files too."""
+    for path in sorted(checks_dir.glob("*.py")):
+        where = installed_module(path.stem, checks_dir)
+        if where:
+            raise CourseError(f"{path}: named like the installed module {path.stem} ({where}); "
+                              "a check helper is imported by plain name, so one would hide "
+                              "the other: rename the file")
+
+
+def installed_module(name: str, checks_dir: Path) -> str | None:
+    """Where `name` is importable from as a top-level module other than `checks_dir` (the
+    standard library, site-packages, an editable install), or None. Finds, never imports:
+    the finders are asked with the checks folder and the working directory left out, and the
+    checks folders of other courses this process graded (`import_checks_from` put them on
+    sys.path: their helpers are no installed modules)."""
+    if name in sys.builtin_module_names or name in sys.stdlib_module_names:
+        return "the standard library"
+    if name.startswith("__"):
+        return None
+    leave_out = {checks_dir.resolve(), Path.cwd().resolve()}
+    paths = [p for p in sys.path if p and _resolved(p) not in leave_out
+             and not _is_checks_folder(_resolved(p))]
+    for finder in sys.meta_path:
+        try:
+            if finder is importlib.machinery.PathFinder:
+                spec = finder.find_spec(name, paths)
+            else:
+                find = getattr(finder, "find_spec", None)
+                spec = find(name, None) if find is not None else None
+        except (ImportError, ValueError, OSError):
+            continue
+        if spec is None:
+            continue
+        folder = _resolved(spec.origin).parent if spec.origin else None
+        if folder is None or (folder not in leave_out and not _is_checks_folder(folder)):
+            return spec.origin or "a namespace package"
+    return None
+
+
+def _is_checks_folder(path: Path) -> bool:
+    """Whether `path` is the checks folder of a course (of any course)."""
+    return path.name == "checks" and (path.parent / COURSE_FILE).is_file()
+
+
+def _resolved(path: str) -> Path:
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError):
+        return Path(path)
 
 
 def _bughunt_paths(root: Path) -> dict[str, str]:
@@ -343,7 +400,10 @@ def load_course(root: Path | str) -> Course:
         raise CourseError(f"{root}: not a course folder ({what}; `torchgrade new-exercise NAME "
                           f"--course {root}` makes one)")
     path = path.resolve()
-    return _load(path, (path / COURSE_FILE).stat().st_mtime)
+    checks = path / "checks"
+    # A file added to checks/ (a helper that may shadow a module) reloads the course too.
+    return _load(path, (path / COURSE_FILE).stat().st_mtime,
+                 checks.stat().st_mtime if checks.is_dir() else 0.0)
 
 
 def default_root() -> Path:

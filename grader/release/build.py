@@ -104,6 +104,7 @@ def _build(out: Path, exercises: list[str]) -> Release:
     released = out / "grader" / RELEASED_COURSE
     visible = [f for f in check_files(exercises) if visibility_of_file(f) == "visible"]
     helpers = check_helpers(visible, course.checks_dir)
+    _refuse_unshipped_reach(visible, helpers, course.checks_dir)
     _copy_checks(released / "checks", visible, helpers, course.checks_dir)
     _placeholder_checks(released / "checks", exercises, visible)
     _prune_probes(out / "grader", released / "checks")
@@ -189,6 +190,22 @@ def check_helpers(files: list[Path], checks_dir: Path) -> set[str]:
             seen.add(name)
             todo.append(module)
     return seen
+
+
+def _refuse_unshipped_reach(visible: list[Path], helpers: set[str], checks_dir: Path) -> None:
+    """ReleaseError if a file that ships with the visible checks reaches a solution or a hidden
+    helper (`grader.release.reach`): the reference modules do not ship (their recorded values
+    do), so they may."""
+    from grader.release.reach import UnshippedReach, refuse_unshipped_reach
+
+    shipped = [*visible, *(checks_dir / f"{name}.py" for name in sorted(helpers)
+                           if not name.endswith(SUFFIX))]
+    if (checks_dir / "conftest.py").is_file():
+        shipped.append(checks_dir / "conftest.py")
+    try:
+        refuse_unshipped_reach(shipped, checks_dir)
+    except UnshippedReach as exc:
+        raise ReleaseError(str(exc)) from None
 
 
 def _imported_top_level(path: Path) -> set[str]:
@@ -520,5 +537,11 @@ def _scan(release: Release) -> None:
     if unreadable:
         bad += [f"{path}: not a text file (a release holds text only)" for path in unreadable]
     if bad:
-        raise ReleaseError(f"the release in {release.out} gives answers away; nothing of it "
-                           "may be handed out:\n  " + "\n  ".join(bad))
+        raise ReleaseError(refusal(bad))
+
+
+def refusal(bad: list[str], shown: int = 5) -> str:
+    """One line refusing a release for what it gives away (the first `shown` leaks named)."""
+    more = f"; and {len(bad) - shown} more" if len(bad) > shown else ""
+    return (f"release refused, it gives answers away (nothing was kept): "
+            f"{'; '.join(bad[:shown])}{more}")

@@ -3,13 +3,25 @@
 `secrets()` lists, from the full package, what must never reach a student:
 
 - **solutions**: the body of every function, method and class of every reference solution
-  (the course's `solutions/`, subfolders included), unless a stub has the same code (a bug hunt's
-  stub is its solution with faults injected: what they share is no secret);
+  (the course's `solutions/`, subfolders included), unless a stub provides it as code: a
+  definition of the same name whose code holds it (a bug hunt's stub is its solution with faults
+  injected, a module's stub may give a method such as `Value.__repr__` ready-made: what they
+  share is no secret). A stub's code is what the syntax tree holds without docstrings, comments
+  or the text of string literals (`code_words`): a solution pasted into a stub's docstring, a
+  comment or a string is no licence, it is a leak;
 - **references**: the bodies of the grader-side reference modules (`checks/*_reference.py`)
   and their distinctive statements (those found in no file a release ships by design);
 - **hidden checks**: every hidden check's function name and id, the bodies of the functions in
   hidden check files and in the helpers only they use (`checks/*_hidden.py`), and their
   distinctive statements (a hidden check's inputs and values).
+
+A reference's or hidden check's statement is no secret when the grader's own modules have it
+as code, or, for a statement that holds no data (fewer than `DATA_NUMBERS` numbers: a call, an
+assertion, a message), when the stubs or the visible checks and their helpers have it: they share
+such idioms with the hidden checks. A statement holding data (inputs, expected values) stays a
+secret even if a stub or a visible check has it: the course's shipped files are what is scanned,
+so they cannot vouch for themselves (`Public`). A hidden check's bare name (without `test_`) is
+no secret only when the grader or a stub has it as an identifier in code.
 
 Bodies and statements shorter than `MIN_WORDS` words are left out: `return a.T` is no secret
 worth the name, and would match any hint.
@@ -20,7 +32,9 @@ worth the name, and would match any hint.
 - **words**: the text as a sequence of words (identifiers, numbers and single symbols; comments
   of Python code dropped; quotes ignored), searched for each secret's sequence, so whitespace,
   line breaks, comments or a change of quotes cannot hide a copy; a notebook or JSON file is
-  read as the strings it holds (the text of code cells, escaped in JSON, included);
+  read as the strings it holds (the text of code cells, escaped in JSON, included); the text of
+  the comments of Python code is searched too, on its own, so that commented-out code is found,
+  and the text with its markdown escapes undone (a notebook's markdown, `result = \\[\\]`);
 - **shapes**: the syntax tree of every function and class in Python code (files, notebook
   cells, strings of JSON) compared with the secrets' trees, so a reformatted copy is found;
 - **names**: hidden check names and ids, as whole words.
@@ -29,6 +43,8 @@ worth the name, and would match any hint.
 from __future__ import annotations
 
 import ast
+import copy
+import hashlib
 import io
 import json
 import re
@@ -41,6 +57,7 @@ from pathlib import Path, PurePosixPath
 
 MIN_WORDS = 10
 MIN_STATEMENT_WORDS = 8
+DATA_NUMBERS = 3  # a statement with this many number literals holds data (inputs, values)
 TEXT_SUFFIXES = {".py", ".ipynb", ".json", ".toml", ".md", ".txt", ".cfg", ".ini", ".j2", ".css",
                  ".html", ".csv", ".yaml", ".yml", ".sh", ".in", ""}
 ARCHIVE_SUFFIXES = {".zip", ".whl"}
@@ -153,12 +170,83 @@ def definitions(source: str) -> Iterator[tuple[str, list[ast.stmt], str]]:
 
 def statements(source: str) -> Iterator[str]:
     """The comment-free source of every simple (not compound) statement in `source`."""
+    for _, text in statement_nodes(source):
+        yield text
+
+
+def statement_nodes(source: str) -> Iterator[tuple[ast.stmt, str]]:
+    """Every simple (not compound) statement of `source` but imports and docstrings, with its
+    comment-free source."""
     clean = without_comments(source)
     lines = clean.splitlines()
     for node in ast.walk(ast.parse(clean)):
         if isinstance(node, ast.stmt) and not hasattr(node, "body") and \
                 not isinstance(node, (ast.Import, ast.ImportFrom)) and not _is_docstring(node):
-            yield _segment(lines, [node])
+            yield node, _segment(lines, [node])
+
+
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def unescaped(text: str) -> str:
+    """`text` without the backslashes that escape punctuation (markdown's `\\[`, `\\_`)."""
+    return _ESCAPE.sub(r"\1", text)
+
+
+def comment_text(source: str) -> str:
+    """The text of the comments of Python `source` without their `#`, one a line ("" for text
+    that cannot be tokenized)."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return ""
+    return "\n".join(t.string.lstrip("#") for t in tokens if t.type == tokenize.COMMENT)
+
+
+class _AsCode(ast.NodeTransformer):
+    """A tree cut down to its code: a string on its own (a docstring) becomes `pass`, a string
+    literal or f-string one opaque name standing for its value, so that no text inside a string
+    can pass for code."""
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:
+        return ast.Pass() if _is_docstring(node) else self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        if isinstance(node.value, (str, bytes)):
+            return ast.Name(id=_opaque(repr(node.value)), ctx=ast.Load())
+        return node
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
+        return ast.Name(id=_opaque(ast.dump(node)), ctx=ast.Load())
+
+
+def _opaque(text: str) -> str:
+    return "__string_" + hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def code_words(nodes: list[ast.stmt]) -> str:
+    """The words (joined) of `nodes` as code, as the syntax tree has it: no comments, no
+    docstrings, each string literal one word, the spelling normalised (`ast.unparse`)."""
+    tree = _AsCode().visit(ast.Module(body=copy.deepcopy(nodes), type_ignores=[]))
+    return joined(words(ast.unparse(tree)))
+
+
+def module_code_words(source: str) -> str:
+    """`code_words` of a whole module ("" if it does not parse)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return code_words(ast.parse(source).body)
+    except (SyntaxError, ValueError, RecursionError):
+        return ""
+
+
+def holds_data(node: ast.AST) -> bool:
+    """Whether a statement holds data: at least `DATA_NUMBERS` number literals (a hidden
+    check's inputs or expected values, a table of cases), not just a call or a message."""
+    numbers = sum(1 for n in ast.walk(node) if isinstance(n, ast.Constant)
+                  and isinstance(n.value, (int, float, complex)) and not isinstance(n.value, bool))
+    return numbers >= DATA_NUMBERS
 
 
 def _is_docstring(node: ast.stmt) -> bool:
@@ -179,18 +267,17 @@ def secrets() -> list[Secret]:
     course = active_course()
     exercises, solutions, checks_dir = course.exercises_dir, course.solutions_dir, course.checks_dir
     public = _public_corpus(exercises, checks_dir)
+    # Code a stub provides ships anyway: a bug hunt's stub is its solution with faults injected
+    # (and one bug hunt's correct function may be another's faulty one), a module's stub may
+    # give a method ready-made. Only code counts, under the same name: not a docstring.
+    provided = provided_code(exercises)
     found: list[Secret] = []
-    # Code a stub has ships anyway: a bug hunt's stub is its solution with faults injected, and
-    # one bug hunt's correct function may be another's faulty one. (Whether that hands one bug
-    # hunt's fix to another is for the author of the bug hunts to judge, not this scan.)
-    stub_words = SEP.join(joined(words(without_comments(p.read_text(encoding="utf-8"))))
-                          for p in sorted(exercises.rglob("*.py")))
     for path in sorted(solutions.rglob("*.py")):
         if path.name == "__init__.py" or "__pycache__" in path.parts:
             continue
         rel = path.relative_to(solutions)
         found += _body_secrets("solution", f"solutions/{rel.as_posix()}",
-                               path.read_text(encoding="utf-8"), exclude=stub_words)
+                               path.read_text(encoding="utf-8"), provided=provided)
     for path in sorted(checks_dir.glob(f"*{SUFFIX}.py")):
         source = path.read_text(encoding="utf-8")
         found += _body_secrets("reference", f"checks/{path.name}", source)
@@ -207,21 +294,36 @@ def secrets() -> list[Secret]:
     return found
 
 
-def _body_secrets(kind: str, origin: str, source: str, exclude: str = "") -> list[Secret]:
+def provided_code(exercises: Path) -> dict[str, set[str]]:
+    """What the stubs under `exercises` give students as code: the qualified name of each of
+    their functions, methods and classes -> the `code_words` of its bodies."""
+    out: dict[str, set[str]] = {}
+    for path in sorted(exercises.rglob("*.py")):
+        for name, body, _ in definitions(path.read_text(encoding="utf-8")):
+            out.setdefault(name, set()).add(code_words(body))
+    return out
+
+
+def _body_secrets(kind: str, origin: str, source: str,
+                  provided: dict[str, set[str]] | None = None) -> list[Secret]:
     out = []
     for name, body, text in definitions(source):
         ws = words(text)
-        if len(ws) < MIN_WORDS or (exclude and joined(ws) in exclude):
+        if len(ws) < MIN_WORDS:
             continue
+        if provided and name in provided:
+            code = code_words(body)
+            if any(code in given for given in provided[name]):
+                continue
         out.append(Secret(kind, f"{origin}: {name}", words=joined(ws), shape=shape_of(body)))
     return out
 
 
-def _statement_secrets(kind: str, origin: str, source: str, public: str) -> list[Secret]:
+def _statement_secrets(kind: str, origin: str, source: str, public: Public) -> list[Secret]:
     out, seen = [], set()
-    for text in statements(source):
+    for node, text in statement_nodes(source):
         ws = joined(words(text))
-        if len(words(text)) < MIN_STATEMENT_WORDS or ws in public or ws in seen:
+        if len(words(text)) < MIN_STATEMENT_WORDS or ws in seen or public.vouches_for(node, text):
             continue
         seen.add(ws)
         first = text.strip().splitlines()[0][:60]
@@ -229,7 +331,7 @@ def _statement_secrets(kind: str, origin: str, source: str, public: str) -> list
     return out
 
 
-def _hidden_names(public: str) -> list[Secret]:
+def _hidden_names(public: Public) -> list[Secret]:
     from grader.checking.selection import collect_checks
 
     checks = collect_checks()
@@ -244,26 +346,56 @@ def _hidden_names(public: str) -> list[Secret]:
         origin = f"{found.id} ({found.info.title})"
         bare = found.name.removeprefix("test_")
         names = [found.name, found.id]
-        if len(bare) >= 12 and joined([bare]) not in public:
+        # A bare name may be a function a stub defines (`test_pairwise_sq_dists`) or one of the
+        # grader's identifiers; any other appearance (a visible helper's comment, a string) is
+        # the hidden check's name given away.
+        if len(bare) >= 12 and joined([bare]) not in public.identifiers:
             names.append(bare)
         out += [Secret("hidden check", origin, name=n) for n in names if n not in shipped]
     return out
 
 
-def _public_corpus(exercises: Path, checks_dir: Path) -> str:
-    """Words of what a release ships by design: stubs, visible checks, their helpers, probes,
-    the grader's own modules. A statement found there is no hidden check's secret."""
+@dataclass(frozen=True)
+class Public:
+    """What a release ships by design, as joined words, to tell a secret from what is no secret.
+
+    - `grader`: the code (`code_words`) of the grader's own shipped modules, which ship whatever
+      a course holds: it vouches for any statement;
+    - `identifiers`: that code and the stubs' code: a hidden check's bare name found there is a
+      function a student writes or one of the grader's names;
+    - `idioms`: the words of the grader's modules, the stubs and the visible checks with their
+      helpers (comments dropped). These are scanned themselves, so they cannot vouch for a
+      statement that holds data (`holds_data`: a hidden check's inputs, a reference's values):
+      only for calls, assertions and messages a visible check shares with a hidden one."""
+
+    grader: str
+    identifiers: str
+    idioms: str
+
+    def vouches_for(self, node: ast.stmt, text: str) -> bool:
+        if code_words([node]) in self.grader:
+            return True
+        return not holds_data(node) and joined(words(text)) in self.idioms
+
+
+def _public_corpus(exercises: Path, checks_dir: Path) -> Public:
+    """What a release ships by design (see `Public`)."""
     import grader
     from grader.checking.recorded import SUFFIX
     from grader.course.registry import visibility_of_file
+    from grader.release.build import NOT_SHIPPED
 
     grader_dir = Path(grader.__file__).resolve().parent
-    texts = [p.read_text(encoding="utf-8") for p in sorted(exercises.rglob("*.py"))]
-    texts += [p.read_text(encoding="utf-8") for p in sorted(grader_dir.rglob("*.py"))
-              if "curriculum" not in p.relative_to(grader_dir).parts]
-    texts += [p.read_text(encoding="utf-8") for p in sorted(checks_dir.glob("*.py"))
-              if visibility_of_file(p) != "hidden" and not p.stem.endswith(SUFFIX)]
-    return SEP.join(joined(words(without_comments(t))) for t in texts)
+    modules = [p.read_text(encoding="utf-8") for p in sorted(grader_dir.rglob("*.py"))
+               if p.relative_to(grader_dir).parts[0] not in NOT_SHIPPED]
+    stubs = [p.read_text(encoding="utf-8") for p in sorted(exercises.rglob("*.py"))]
+    visible = [p.read_text(encoding="utf-8") for p in sorted(checks_dir.glob("*.py"))
+               if visibility_of_file(p) != "hidden" and not p.stem.endswith(SUFFIX)]
+    code = SEP.join(module_code_words(t) for t in modules)
+    return Public(grader=code,
+                  identifiers=SEP.join([code, *(module_code_words(t) for t in stubs)]),
+                  idioms=SEP.join(joined(words(without_comments(t)))
+                                  for t in [*modules, *stubs, *visible]))
 
 
 # --------------------------------------------------------------------------- scanning
@@ -354,7 +486,10 @@ def scan(root: Path, secrets: list[Secret]) -> tuple[list[Leak], list[str]]:
             if not item.path.endswith(("__init__.py", "py.typed")):
                 unreadable.append(item.path)
             continue
-        hay = joined(words(item.text))
+        # Commented-out code is searched as such, apart from the code around it, and text
+        # with its markdown escapes undone (a docstring in a notebook's markdown: `x\[i\]`).
+        hay = SEP.join([joined(words(item.text)), joined(words(unescaped(item.text))),
+                        *(joined(words(comment_text(source))) for source in item.code)])
         found = {}
         for s in secrets:
             if s.words and s.words in hay:
