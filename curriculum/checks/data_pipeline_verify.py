@@ -51,6 +51,8 @@ def watched_call(sub, function: str, *args, call: str, rng: bool = False):
     """`function(*args)` in the worker, watched (`grader/probes/watch.py`): fails if it changed
     an input it was given (values, dtype, shape, requires_grad; numpy arrays and tensors alike)
     and, with `rng`, if it moved or reseeded a global random generator. Returns its result."""
+    if not sub.has(function):
+        sub.call(function, *args)  # fails with the usual "defines no ..." message
     record = sub.probe("watch:call_watched", label=call, function=function, args=list(args))
     if record["changed_inputs"]:
         fail(f"{call} changed its input: {'; '.join(record['changed_inputs'])}. A function must "
@@ -199,6 +201,12 @@ def verify_masked_mean_grad(sub, values: torch.Tensor, lengths: list[int]) -> No
              expected="a 0-dim tensor with a grad_fn", got=record["returned"], hint=MASK_HINT)
     mask = torch.arange(values.shape[1])[None, :] < lengths_t[:, None]
     want = mask.to(values.dtype) / float(sum(lengths))
+    grad = record["grad"]
+    if isinstance(grad, torch.Tensor) and grad.shape == mask.shape and \
+            bool((grad[~mask] != 0).any()):
+        fail(f"the gradient of {call} with respect to values is not zero at padded positions "
+             f"({short(grad)}): the padding counts in the loss, and training would push on it.",
+             call=call, hint=MASK_HINT, fault="padding-in-loss")
     expect_array(record["grad"], want, call=f"the gradient of {call} with respect to values",
                  rtol=1e-5, atol=1e-7, hint=MASK_HINT)
 
