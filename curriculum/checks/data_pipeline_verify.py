@@ -72,6 +72,16 @@ def watched_call(sub, function: str, *args, call: str, rng: bool = False):
     return record["value"]
 
 
+def inputs_untouched(changed: list[str], *, call: str, hint: str) -> None:
+    """`changed`: what a probe saw the student's code change in the inputs it was given
+    (`watch.unchanged_inputs`)."""
+    if changed:
+        fail(f"{call} changed its input: {'; '.join(changed)}. A function must leave the arrays "
+             "and tensors it is given as they were (they are the caller's data).", call=call,
+             expected="inputs unchanged", got="inputs modified", hint=hint,
+             evidence={"changed_inputs": changed})
+
+
 def global_rng_untouched(changed: list[str], *, call: str, hint: str) -> None:
     """`changed`: the global generators a probe saw the call move (`watch.changed_rng`)."""
     if changed:
@@ -100,6 +110,7 @@ def verify_dataset(sub, features: np.ndarray, labels: np.ndarray, batch_size: in
             f"<{labels.dtype} labels of shape {labels.shape}>)"
     record = sub.probe("data_pipeline:dataset_items", label=built, features=features,
                        labels=labels, indices=list(range(n)), batch_size=batch_size)
+    inputs_untouched(record["changed_inputs"], call=built, hint=DATASET_HINT)
     if record["len"] != n or type(record["len"]) is not int:
         fail(f"len({built}) returned {short(record['len'])}; expected {n}, the number of "
              "samples.", call=f"len({built})", expected=str(n), got=short(record["len"]),
@@ -258,6 +269,8 @@ def loaders_record(sub, n: int, val_idx: list[int], batch_size: int, seeds: list
             f"val_idx={val_idx}, batch_size={batch_size}, seed=...)")
     runs = sub.probe("data_pipeline:loaders_run", label=call, n=n, train_idx=train_idx,
                      val_idx=val_idx, batch_size=batch_size, seeds=seeds, epochs=epochs)
+    for run in runs:
+        inputs_untouched(run["changed_inputs"], call=call, hint=LOADER_HINT)
     return train_idx, runs, call
 
 
@@ -293,7 +306,8 @@ def verify_standardize(sub, features: np.ndarray, train_idx: list[int], val_idx:
                        *, shared: bool = False) -> None:
     call = format_call("standardize_splits", (features, train_idx, val_idx))
     arg = sub.shared(features, name="features") if shared else features
-    got = _pair(sub.call("standardize_splits", arg, np.asarray(train_idx), np.asarray(val_idx)),
+    got = _pair(watched_call(sub, "standardize_splits", arg, np.asarray(train_idx),
+                             np.asarray(val_idx), call=call),
                 call=call, what="a pair (train_x, val_x)")
     want_train, want_val = standardized_key(features, train_idx, val_idx)
     for value, want, which, rows in ((got[0], want_train, "train_x", train_idx),
@@ -421,6 +435,7 @@ def verify_balance(record: dict, labels: np.ndarray, *, call: str, tolerance: fl
     """Each epoch draws len(labels) valid indices; over all epochs each class gets about
     1 / classes of the draws."""
     n = len(labels)
+    inputs_untouched(record["changed_inputs"], call=call, hint=SAMPLER_HINT)
     if record["len"] != n:
         fail(f"len({call}) returned {short(record['len'])}; expected {n}: an epoch draws as "
              "many samples as there are labels.", call=call, hint=SAMPLER_HINT)

@@ -16,7 +16,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 from grader.probes.training_loops import describe_return
-from grader.probes.watch import changed_rng, global_rng_state
+from grader.probes.watch import changed_rng, global_rng_state, snapshot, unchanged_inputs
 
 
 def _plain_batch(batch):
@@ -27,7 +27,9 @@ def _plain_batch(batch):
 def dataset_items(module, *, features: np.ndarray, labels: np.ndarray, indices: list[int],
                   batch_size: int) -> dict:
     """Build `ArrayDataset(features, labels)`; record its len, the items at `indices`, and the
-    batches of a default DataLoader over it (no shuffling)."""
+    batches of a default DataLoader over it (no shuffling); and what it changed in the arrays
+    it was given (`changed_inputs`)."""
+    before = snapshot([features, labels])
     dataset = module.ArrayDataset(features, labels)
     items = [describe_return(dataset[i]) for i in indices]
     length = len(dataset)
@@ -37,8 +39,10 @@ def dataset_items(module, *, features: np.ndarray, labels: np.ndarray, indices: 
         collate_error = None
     except Exception as exc:  # noqa: BLE001 - reported as a verdict, with its text
         batches, collate_error = [], f"{type(exc).__name__}: {exc}"[:500]
+    changed = unchanged_inputs(before[0], features, "features") + \
+        unchanged_inputs(before[1], labels, "labels")
     return {"len": describe_return(length), "items": items, "batches": batches,
-            "collate_error": collate_error}
+            "collate_error": collate_error, "changed_inputs": changed}
 
 
 def dataset_item_seconds(module, *, features: np.ndarray, labels: np.ndarray,
@@ -95,13 +99,16 @@ def loaders_run(module, *, n: int, train_idx: list[int], val_idx: list[int], bat
     for k, seed in enumerate(seeds):
         torch.manual_seed(1000 + 17 * k)
         np.random.seed(2000 + 17 * k)
+        indices = [np.asarray(train_idx, dtype=np.int64), np.asarray(val_idx, dtype=np.int64)]
+        given = snapshot(indices)
         before = global_rng_state()
-        train, val = module.make_loaders(IndexDataset(n), np.asarray(train_idx, dtype=np.int64),
-                                         np.asarray(val_idx, dtype=np.int64), batch_size, seed)
+        train, val = module.make_loaders(IndexDataset(n), *indices, batch_size, seed)
         moved = changed_rng(before, global_rng_state())
         _move_global_generators(k)
         runs.append({"train": _ids(train, epochs), "val": _ids(val, epochs),
-                     "changed_rng": moved})
+                     "changed_rng": moved,
+                     "changed_inputs": unchanged_inputs(given[0], indices[0], "train_idx")
+                     + unchanged_inputs(given[1], indices[1], "val_idx")})
     return runs
 
 
@@ -174,8 +181,10 @@ def masked_mean_grad(module, *, values: torch.Tensor, lengths: torch.Tensor) -> 
 
 def sampler_draws(module, *, labels: np.ndarray, epochs: int, seed: int) -> dict:
     """`balanced_sampler(labels)`: its len, and the indices it yields in `epochs` passes (the
-    global torch generator seeded first)."""
+    global torch generator seeded first); and what it changed in `labels`."""
+    given = snapshot(labels)
     sampler = module.balanced_sampler(labels)
     torch.manual_seed(seed)
     draws = [[int(i) for i in sampler] for _ in range(epochs)]
-    return {"len": describe_return(len(sampler)), "draws": draws}
+    return {"len": describe_return(len(sampler)), "draws": draws,
+            "changed_inputs": unchanged_inputs(given, labels, "labels")}
