@@ -226,11 +226,15 @@ def verify_masked_mean_grad(sub, values: torch.Tensor, lengths: list[int]) -> No
 
 
 def as_indices(value, *, call: str, what: str) -> list[int]:
-    """A 1-D integer numpy array or tensor (a list of ints too) as a list of ints."""
+    """A 1-D integer numpy array or tensor as a list of ints. The contract asks for arrays (a
+    tensor passes too); a list does not index a numpy array row-wise the same way, and does
+    not offer the array's methods a caller will use, so it fails."""
     if isinstance(value, torch.Tensor):
         value = value.numpy()
-    if isinstance(value, list) and all(type(v) is int for v in value):
-        value = np.asarray(value, dtype=np.int64)
+    if isinstance(value, list):
+        fail(f"{call} returned a Python list for {what}; expected a 1-D integer numpy array "
+             "(np.asarray(indices) makes one).", call=call, expected="a 1-D integer array",
+             got=short(value), hint=SPLIT_HINT)
     if not isinstance(value, np.ndarray) or value.ndim != 1 or \
             not np.issubdtype(value.dtype, np.integer):
         fail(f"{call} returned {short(value)} for {what}; expected a 1-D array of integer "

@@ -108,7 +108,8 @@ def masked_mean(values, lengths):
 def split_indices(n, n_val, seed):
     """A random, repeatable split of the samples 0..n-1 into training and validation.
 
-    Returns `(train_idx, val_idx)`, two 1-D integer numpy arrays: `val_idx` holds `n_val`
+    Returns `(train_idx, val_idx)`, two 1-D integer numpy arrays (int64 tensors pass too; Python
+    lists do not): `val_idx` holds `n_val`
     indices, `train_idx` the other n - n_val; no index is in both, every index is in one.
     Which samples go to validation is drawn at random (the data may be sorted, by class or by
     date: the last n_val rows are no random sample) from a generator seeded with `seed`
