@@ -47,6 +47,51 @@ def _pair(value, *, call: str, what: str, size: int = 2) -> list:
     return list(value)
 
 
+def watched_call(sub, function: str, *args, call: str, rng: bool = False):
+    """`function(*args)` in the worker, watched (`grader/probes/watch.py`): fails if it changed
+    an input it was given (values, dtype, shape, requires_grad; numpy arrays and tensors alike)
+    and, with `rng`, if it moved or reseeded a global random generator. Returns its result."""
+    if not sub.has(function):
+        sub.call(function, *args)  # fails with the usual "defines no ..." message
+    record = sub.probe("watch:call_watched", label=call, function=function, args=list(args))
+    if record["changed_inputs"]:
+        fail(f"{call} changed its input: {'; '.join(record['changed_inputs'])}. A function must "
+             "leave the arrays and tensors it is given as they were (they are the caller's "
+             "data).", call=call, expected="inputs unchanged", got="inputs modified",
+             hint="x.masked_fill_(...), x.zero_(), x[...] = ..., x.mul_(...) write into the "
+                  "caller's tensor; x.masked_fill(...), torch.where(...), x.clone() make a "
+                  "new one.", evidence={"changed_inputs": record["changed_inputs"]})
+    if rng and record["changed_rng"]:
+        fail(f"{call} changed the state of the global random generator "
+             f"({', '.join(record['changed_rng'])}): it must draw from a generator of its own "
+             "and leave the global random state as it was (reseeding it resets the caller's "
+             "randomness at every call).", call=call, expected="global random state unchanged",
+             got=f"{', '.join(record['changed_rng'])} moved",
+             hint="np.random.default_rng(seed) or torch.Generator().manual_seed(seed), never "
+                  "np.random.seed / torch.manual_seed / random.seed.")
+    return record["value"]
+
+
+def inputs_untouched(changed: list[str], *, call: str, hint: str) -> None:
+    """`changed`: what a probe saw the student's code change in the inputs it was given
+    (`watch.unchanged_inputs`)."""
+    if changed:
+        fail(f"{call} changed its input: {'; '.join(changed)}. A function must leave the arrays "
+             "and tensors it is given as they were (they are the caller's data).", call=call,
+             expected="inputs unchanged", got="inputs modified", hint=hint,
+             evidence={"changed_inputs": changed})
+
+
+def global_rng_untouched(changed: list[str], *, call: str, hint: str) -> None:
+    """`changed`: the global generators a probe saw the call move (`watch.changed_rng`)."""
+    if changed:
+        fail(f"{call} changed the state of the global random generator ({', '.join(changed)}): "
+             "it must take its randomness from the seeded generator it is given and leave the "
+             "global random state as it was (reseeding it resets the caller's randomness).",
+             call=call, expected="global random state unchanged",
+             got=f"{', '.join(changed)} moved", hint=hint)
+
+
 def _label_dtype(got, *, call: str, what: str) -> None:
     """A float tensor of labels is the catalogued fault `float-labels`."""
     if isinstance(got, torch.Tensor) and got.is_floating_point():
@@ -65,6 +110,7 @@ def verify_dataset(sub, features: np.ndarray, labels: np.ndarray, batch_size: in
             f"<{labels.dtype} labels of shape {labels.shape}>)"
     record = sub.probe("data_pipeline:dataset_items", label=built, features=features,
                        labels=labels, indices=list(range(n)), batch_size=batch_size)
+    inputs_untouched(record["changed_inputs"], call=built, hint=DATASET_HINT)
     if record["len"] != n or type(record["len"]) is not int:
         fail(f"len({built}) returned {short(record['len'])}; expected {n}, the number of "
              "samples.", call=f"len({built})", expected=str(n), got=short(record["len"]),
@@ -97,7 +143,7 @@ def verify_dataset(sub, features: np.ndarray, labels: np.ndarray, batch_size: in
 def verify_collate(sub, batch: list[tuple], *, batch_of_one: bool = False) -> None:
     call = format_call("pad_collate", (batch,))
     try:
-        got = sub.call("pad_collate", batch)
+        got = watched_call(sub, "pad_collate", batch, call=call)
     except StudentRaised as exc:
         if batch_of_one and exc.reason != "not_implemented":
             fail(f"{exc}\nIt failed on a batch of one sample.", call=call, hint=COLLATE_HINT,
@@ -129,7 +175,7 @@ def verify_masked_mean(sub, values: torch.Tensor, lengths: list[int], *,
     padded positions: a result that changes is the catalogued fault `padding-in-loss`."""
     lengths_t = torch.tensor(lengths, dtype=torch.int64)
     call = format_call("masked_mean", (values, lengths_t))
-    got = sub.call("masked_mean", values, lengths_t)
+    got = watched_call(sub, "masked_mean", values, lengths_t, call=call)
     expect_type(got, torch.Tensor, call=call, what="a 0-dim tensor (a loss to call backward on)",
                 hint=MASK_HINT)
     want = masked_mean_key(values, lengths)
@@ -139,7 +185,7 @@ def verify_masked_mean(sub, values: torch.Tensor, lengths: list[int], *,
         other = values.clone()
         for b, length in enumerate(lengths):
             other[b, length:] += 10.0
-        again = sub.call("masked_mean", other, lengths_t)
+        again = watched_call(sub, "masked_mean", other, lengths_t, call=call)
         leaked = isinstance(again, torch.Tensor) and again.dim() == 0 and \
             abs(float(again) - float(got)) > 1e-5 * abs(want)
     if leaked:
@@ -152,15 +198,43 @@ def verify_masked_mean(sub, values: torch.Tensor, lengths: list[int], *,
                  hint=MASK_HINT)
 
 
+def verify_masked_mean_grad(sub, values: torch.Tensor, lengths: list[int]) -> None:
+    """masked_mean(values, lengths).backward() reaches `values`: its gradient is
+    1 / sum(lengths) at every valid position and 0 at the padded ones."""
+    lengths_t = torch.tensor(lengths, dtype=torch.int64)
+    call = format_call("masked_mean", (values, lengths_t))
+    record = sub.probe("data_pipeline:masked_mean_grad", label=call, values=values,
+                       lengths=lengths_t)
+    if not record["differentiable"]:
+        fail(f"{call} returned {record['returned']}, which autograd cannot differentiate back "
+             "to `values` (computed under torch.no_grad(), from values.detach() or .item(), "
+             "or rebuilt with torch.tensor(...)): a loss must carry its graph.", call=call,
+             expected="a 0-dim tensor with a grad_fn", got=record["returned"], hint=MASK_HINT)
+    mask = torch.arange(values.shape[1])[None, :] < lengths_t[:, None]
+    want = mask.to(values.dtype) / float(sum(lengths))
+    grad = record["grad"]
+    if isinstance(grad, torch.Tensor) and grad.shape == mask.shape and \
+            bool((grad[~mask] != 0).any()):
+        fail(f"the gradient of {call} with respect to values is not zero at padded positions "
+             f"({short(grad)}): the padding counts in the loss, and training would push on it.",
+             call=call, hint=MASK_HINT, fault="padding-in-loss")
+    expect_array(record["grad"], want, call=f"the gradient of {call} with respect to values",
+                 rtol=1e-5, atol=1e-7, hint=MASK_HINT)
+
+
 # --------------------------------------------------------------------------- split_indices
 
 
 def as_indices(value, *, call: str, what: str) -> list[int]:
-    """A 1-D integer numpy array or tensor (a list of ints too) as a list of ints."""
+    """A 1-D integer numpy array or tensor as a list of ints. The contract asks for arrays (a
+    tensor passes too); a list does not index a numpy array row-wise the same way, and does
+    not offer the array's methods a caller will use, so it fails."""
     if isinstance(value, torch.Tensor):
         value = value.numpy()
-    if isinstance(value, list) and all(type(v) is int for v in value):
-        value = np.asarray(value, dtype=np.int64)
+    if isinstance(value, list):
+        fail(f"{call} returned a Python list for {what}; expected a 1-D integer numpy array "
+             "(np.asarray(indices) makes one).", call=call, expected="a 1-D integer array",
+             got=short(value), hint=SPLIT_HINT)
     if not isinstance(value, np.ndarray) or value.ndim != 1 or \
             not np.issubdtype(value.dtype, np.integer):
         fail(f"{call} returned {short(value)} for {what}; expected a 1-D array of integer "
@@ -172,8 +246,8 @@ def as_indices(value, *, call: str, what: str) -> list[int]:
 def split_of(sub, n: int, n_val: int, seed: int) -> tuple[list[int], list[int], str]:
     """The split, checked as a partition: disjoint, covering range(n), n_val in validation."""
     call = format_call("split_indices", (n, n_val, seed))
-    got = _pair(sub.call("split_indices", n, n_val, seed), call=call,
-                what="a pair (train_idx, val_idx)")
+    got = _pair(watched_call(sub, "split_indices", n, n_val, seed, call=call, rng=True),
+                call=call, what="a pair (train_idx, val_idx)")
     train = as_indices(got[0], call=call, what="train_idx")
     val = as_indices(got[1], call=call, what="val_idx")
     both = sorted(set(train) & set(val))
@@ -199,6 +273,8 @@ def loaders_record(sub, n: int, val_idx: list[int], batch_size: int, seeds: list
             f"val_idx={val_idx}, batch_size={batch_size}, seed=...)")
     runs = sub.probe("data_pipeline:loaders_run", label=call, n=n, train_idx=train_idx,
                      val_idx=val_idx, batch_size=batch_size, seeds=seeds, epochs=epochs)
+    for run in runs:
+        inputs_untouched(run["changed_inputs"], call=call, hint=LOADER_HINT)
     return train_idx, runs, call
 
 
@@ -218,9 +294,12 @@ def verify_epoch_covers(batches: list[list[int]], wanted: list[int], batch_size:
              f"each of the {len(wanted)} {which} samples once"
              + (f" (missing: {missing[:8]})." if missing else "."), call=call, hint=LOADER_HINT)
     sizes = [len(b) for b in batches]
-    if any(s != batch_size for s in sizes[:-1]):
-        fail(f"{call}: the {which} loader made batches of sizes {sizes}; expected batch_size="
-             f"{batch_size} (the last may be smaller).", call=call, hint=LOADER_HINT)
+    full, rest = divmod(len(wanted), batch_size)
+    expected = [batch_size] * full + ([rest] if rest else [])
+    if sizes != expected:
+        fail(f"{call}: the {which} loader made batches of sizes {sizes}; expected {expected}: "
+             f"batches of batch_size={batch_size}, the last one smaller (never dropped, never "
+             "one batch of the whole split).", call=call, hint=LOADER_HINT)
     return order
 
 
@@ -231,7 +310,8 @@ def verify_standardize(sub, features: np.ndarray, train_idx: list[int], val_idx:
                        *, shared: bool = False) -> None:
     call = format_call("standardize_splits", (features, train_idx, val_idx))
     arg = sub.shared(features, name="features") if shared else features
-    got = _pair(sub.call("standardize_splits", arg, np.asarray(train_idx), np.asarray(val_idx)),
+    got = _pair(watched_call(sub, "standardize_splits", arg, np.asarray(train_idx),
+                             np.asarray(val_idx), call=call),
                 call=call, what="a pair (train_x, val_x)")
     want_train, want_val = standardized_key(features, train_idx, val_idx)
     for value, want, which, rows in ((got[0], want_train, "train_x", train_idx),
@@ -248,6 +328,12 @@ def verify_standardize(sub, features: np.ndarray, train_idx: list[int], val_idx:
                      hint=STANDARDIZE_HINT, fault="normaliser-fit-on-validation")
             expect_array(value.astype(np.float64), want, call=f"{call}[{which}]", rtol=1e-5,
                          atol=1e-5, hint=STANDARDIZE_HINT)
+        # The contract: at least features' precision (float32 features may give float64).
+        if np.finfo(value.dtype).bits < np.finfo(features.dtype).bits:
+            fail(f"{call} returned {which} of dtype {value.dtype}; expected {features.dtype} "
+                 "(at least the precision of features: standardising must not lose digits).",
+                 call=f"{call}[{which}]", expected=str(features.dtype), got=str(value.dtype),
+                 hint=STANDARDIZE_HINT)
 
 
 def _fitted_elsewhere(features, train_idx, val_idx, value, rows) -> str | None:
@@ -271,9 +357,21 @@ def worker_record(sub, *, n: int, batch_size: int, num_workers: int, seeds: list
                   epochs: int):
     call = (f"make_worker_loader(<dataset of {n} samples with a random augmentation>, "
             f"batch_size={batch_size}, num_workers={num_workers}, seed=...)")
-    runs = sub.probe("data_pipeline:worker_run", label=call, timeout=60, n=n,
-                     batch_size=batch_size, num_workers=num_workers, seeds=seeds, epochs=epochs)
-    return runs, call
+    record = sub.probe("data_pipeline:worker_run", label=call, timeout=60, n=n,
+                       batch_size=batch_size, num_workers=num_workers, seeds=seeds,
+                       epochs=epochs)
+    if record["start_method"] not in (None, "fork"):
+        fail(f"{call} returned a DataLoader whose workers start with "
+             f"multiprocessing_context={record['start_method']!r}; the grader runs DataLoader "
+             "workers with the default start method (fork) only: it loads your file as a module "
+             "that a newly started interpreter cannot import, so spawned workers could not "
+             "unpickle your seed_worker or the grader's dataset. Leave multiprocessing_context "
+             "at its default, as the contract says.", call=call,
+             expected="the default start method (fork)", got=record["start_method"],
+             hint="DataLoader(dataset, batch_size, shuffle=True, num_workers=num_workers, "
+                  "worker_init_fn=seed_worker, generator=...), no multiprocessing_context.")
+    global_rng_untouched(record["changed_rng"], call=call, hint=WORKER_HINT)
+    return record["runs"], call
 
 
 def verify_worker_epoch(rows: list[list[float]], n: int, num_workers: int, *, call: str) -> None:
@@ -341,6 +439,7 @@ def verify_balance(record: dict, labels: np.ndarray, *, call: str, tolerance: fl
     """Each epoch draws len(labels) valid indices; over all epochs each class gets about
     1 / classes of the draws."""
     n = len(labels)
+    inputs_untouched(record["changed_inputs"], call=call, hint=SAMPLER_HINT)
     if record["len"] != n:
         fail(f"len({call}) returned {short(record['len'])}; expected {n}: an epoch draws as "
              "many samples as there are labels.", call=call, hint=SAMPLER_HINT)
@@ -350,6 +449,13 @@ def verify_balance(record: dict, labels: np.ndarray, *, call: str, tolerance: fl
              call=call, hint=SAMPLER_HINT)
     if any(not 0 <= i < n for i in draws):
         fail(f"{call} yielded indices outside 0..{n - 1}.", call=call, hint=SAMPLER_HINT)
+    # Two independent epochs of n >= 48 draws coincide with probability below 1e-30.
+    epochs = record["draws"]
+    if any(a == b for a, b in zip(epochs, epochs[1:])):
+        fail(f"{call} yields the same indices every epoch: each epoch (each pass over the "
+             "sampler) must draw anew, or training sees one fixed resample of the data.",
+             call=call, hint=SAMPLER_HINT + " A sampler draws in __iter__, not once in "
+                                            "__init__ (and is not a list).")
     classes = int(labels.max()) + 1
     shares = np.bincount(labels[np.asarray(draws)], minlength=classes) / len(draws)
     if np.abs(shares - 1 / classes).max() > tolerance:

@@ -39,7 +39,7 @@ def test_masked_mean_over_valid_positions(sub):
 
 @check(points=2, targets="split_indices", visibility="visible")
 def test_split_indices_partition_is_repeatable(sub):
-    """split_indices splits 0..n-1 into disjoint train and validation indices, the same twice"""
+    """split_indices: a disjoint train / validation split, the same twice, global state untouched"""
     first = split_of(sub, **SPLIT_CASE)
     second = split_of(sub, **SPLIT_CASE)
     if first[:2] != second[:2]:
@@ -84,7 +84,7 @@ def test_worker_loader_reproducible_without_repeats(sub):
 
 @check(points=2, targets="balanced_sampler", visibility="visible")
 def test_balanced_sampler_balances_classes(sub):
-    """balanced_sampler draws each class about equally often (60 / 25 / 5 samples)"""
+    """balanced_sampler draws each class about equally often (60 / 25 / 5), anew every epoch"""
     labels = imbalanced_labels(4, [60, 25, 5])
     record, call = sampler_record(sub, labels, epochs=40)
     # 3600 draws: a share's standard deviation is 0.008; 0.05 is six of them.

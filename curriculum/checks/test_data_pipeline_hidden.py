@@ -13,10 +13,11 @@ from data_pipeline_cases import (dataset_case, imbalanced_labels, position_value
 from data_pipeline_cases_hidden import (LOADER_CASE, SAMPLER_COUNTS, SPLIT_CASES,
                                         STANDARDIZE_CASE, TIMING_ITEMS, timing_arrays)
 from data_pipeline_verify import (DATASET_HINT, LOADER_HINT, SAMPLER_HINT, SPLIT_HINT,
-                                  loaders_record, sampler_record, split_of, verify_balance,
-                                  verify_collate, verify_dataset, verify_epoch_covers,
-                                  verify_masked_mean, verify_standardize, verify_worker_runs,
-                                  worker_record)
+                                  global_rng_untouched, loaders_record, sampler_record, split_of,
+                                  verify_balance, verify_collate, verify_dataset,
+                                  verify_epoch_covers, verify_masked_mean,
+                                  verify_masked_mean_grad, verify_standardize,
+                                  verify_worker_runs, worker_record)
 from grader import check, fail
 
 
@@ -66,9 +67,17 @@ def test_masked_mean_ignores_padding_values(sub):
     verify_masked_mean(sub, values, [1, 3], padding_counts=True)
 
 
+@check(points=2, targets="masked_mean")
+def test_masked_mean_is_differentiable(sub):
+    """masked_mean is a loss: backward reaches `values`, 1 / sum(lengths) at each valid position"""
+    values = position_values(6, [3, 1, 4], width=4, pad=5.0)
+    verify_masked_mean_grad(sub, values, [3, 1, 4])
+    verify_masked_mean_grad(sub, position_values(7, [2, 2], width=3, pad=None).double(), [2, 2])
+
+
 @check(points=2, targets="split_indices")
 def test_split_indices_random_and_seeded(sub):
-    """split_indices draws the validation samples at random, from its seed"""
+    """split_indices draws the validation samples at random, from its seed, not the global one"""
     splits = []
     for case in SPLIT_CASES:
         train, val, call = split_of(sub, **case)
@@ -91,7 +100,7 @@ def test_split_indices_random_and_seeded(sub):
 
 @check(points=2, targets="make_loaders")
 def test_validation_loader_never_shuffled(sub):
-    """make_loaders: the validation loader yields val_idx in its order, every epoch"""
+    """make_loaders: the validation loader yields val_idx in order, in batch_size batches"""
     case = LOADER_CASE
     train_idx, runs, call = loaders_record(sub, case["n"], case["val_idx"], case["batch_size"],
                                            seeds=[3], epochs=3)
@@ -102,16 +111,16 @@ def test_validation_loader_never_shuffled(sub):
             fail(f"{call}: epoch {epoch + 1} of the validation loader yielded {order}; "
                  f"expected val_idx's order {case['val_idx']}: validation is never shuffled.",
                  call=call, hint=LOADER_HINT, fault="validation-shuffled")
-    for batches in runs[0]["train"]:
-        verify_epoch_covers(batches, train_idx, case["batch_size"], call=call, which="training")
 
 
 @check(points=2, targets="make_loaders")
 def test_training_loader_shuffles_from_its_seed(sub):
-    """make_loaders: the training order comes from `seed`: the same seed, the same epochs"""
+    """make_loaders: training order from `seed` alone, the global random state left alone"""
     case = LOADER_CASE
     train_idx, runs, call = loaders_record(sub, case["n"], case["val_idx"], case["batch_size"],
                                            seeds=[7, 7, 8], epochs=2)
+    for run in runs:
+        global_rng_untouched(run["changed_rng"], call=call, hint=LOADER_HINT)
     orders = [[verify_epoch_covers(e, train_idx, case["batch_size"], call=call,
                                    which="training") for e in run["train"]] for run in runs]
     if any(o[0] == o[1] or o[0] == train_idx for o in orders):
@@ -129,15 +138,17 @@ def test_training_loader_shuffles_from_its_seed(sub):
 
 @check(points=2, targets="standardize_splits")
 def test_standardize_uses_training_rows_only(sub):
-    """standardize_splits: training statistics only, unsorted indices, features unchanged"""
+    """standardize_splits: training statistics, unsorted indices, input unchanged, precision"""
     c = STANDARDIZE_CASE
     features = two_populations(c["seed"], c["n"], c["dim"], c["shift"])
     verify_standardize(sub, features, c["train_idx"], c["val_idx"], shared=True)
+    verify_standardize(sub, features.astype(np.float32), c["train_idx"], c["val_idx"],
+                       shared=True)
 
 
 @check(points=3, targets=["seed_worker", "make_worker_loader"], timeout=90)
 def test_workers_draw_new_augmentations_every_epoch(sub):
-    """3 workers, 2 epochs: no augmentation repeats across workers or epochs; seeded"""
+    """3 workers, 2 epochs: no augmentation repeats; seeded; global random state left alone"""
     runs, call = worker_record(sub, n=15, batch_size=2, num_workers=3, seeds=[9, 9, 10],
                                epochs=2)
     verify_worker_runs(runs, 15, 3, call=call, same=(0, 1), other=2)
@@ -145,7 +156,7 @@ def test_workers_draw_new_augmentations_every_epoch(sub):
 
 @check(points=2, targets="balanced_sampler")
 def test_balanced_sampler_draws_every_sample(sub):
-    """balanced_sampler: 4 classes (one of a single sample), every sample can be drawn"""
+    """balanced_sampler: 4 classes (one of one sample), every sample drawn, each epoch anew"""
     labels = imbalanced_labels(13, SAMPLER_COUNTS)
     record, call = sampler_record(sub, labels, epochs=60, seed=1)
     # 2880 draws: a share's standard deviation is 0.008; 0.05 is six of them.

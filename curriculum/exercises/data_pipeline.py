@@ -91,8 +91,9 @@ def masked_mean(values, lengths):
 
     `values`: float tensor (B, T), one value per position (say, the loss of each step);
     `lengths`: int64 tensor (B,), 1 <= lengths[b] <= T: positions t < lengths[b] of row b are
-    valid, the others are padding and may hold any value (not only zeros). Returns a 0-dim
-    tensor (of values' dtype, differentiable: call backward on it): the sum of the valid values
+    valid, the others are padding and may hold any finite value (not only zeros). Returns a
+    0-dim tensor (of values' dtype, differentiable: call backward on it, and the gradient
+    reaches `values`): the sum of the valid values
     divided by the number of valid positions, sum(lengths). Every valid position weighs the
     same (a sequence of 4 steps counts 4 times as much as one of 1 step).
 
@@ -107,11 +108,13 @@ def masked_mean(values, lengths):
 def split_indices(n, n_val, seed):
     """A random, repeatable split of the samples 0..n-1 into training and validation.
 
-    Returns `(train_idx, val_idx)`, two 1-D integer numpy arrays: `val_idx` holds `n_val`
+    Returns `(train_idx, val_idx)`, two 1-D integer numpy arrays (int64 tensors pass too; Python
+    lists do not): `val_idx` holds `n_val`
     indices, `train_idx` the other n - n_val; no index is in both, every index is in one.
     Which samples go to validation is drawn at random (the data may be sorted, by class or by
     date: the last n_val rows are no random sample) from a generator seeded with `seed`
-    (np.random.default_rng(seed), or a torch.Generator), never from the global random state:
+    (np.random.default_rng(seed), or a torch.Generator), never from the global random state,
+    which it leaves as it was (no np.random.seed: that would reset the caller's randomness):
     the same (n, n_val, seed) always give the same split, another seed another one.
 
     >>> train_idx, val_idx = split_indices(10, 3, seed=0)
@@ -133,7 +136,8 @@ def make_loaders(dataset, train_idx, val_idx, batch_size, seed):
       each epoch (shuffle), in batches of `batch_size` (the last may be smaller: do not drop
       it). Its shuffling comes from a torch.Generator seeded with `seed`
       (`generator=torch.Generator().manual_seed(seed)`), so that two loaders made with the same
-      seed yield the same epochs whatever else used the global random state.
+      seed yield the same epochs whatever else used the global random state. make_loaders
+      leaves the global random state as it was (no torch.manual_seed).
     - `val_loader` yields every sample of val_idx once per epoch, always in the order of
       val_idx (never shuffled: validation numbers must be comparable between epochs), in
       batches of `batch_size`, the last one included.
@@ -153,7 +157,8 @@ def standardize_splits(features, train_idx, val_idx):
     `features`: numpy float array (N, D); `train_idx`, `val_idx`: 1-D integer arrays. The mean
     and the standard deviation of each column are computed on the training rows only,
     features[train_idx] (np.std's default, ddof=0; no column is constant on them), then applied
-    to both splits. Returns `(train_x, val_x)`: new float numpy arrays,
+    to both splits. Returns `(train_x, val_x)`: new float numpy arrays at least as precise as
+    `features` (float64 features give float64; float32 ones float32 or float64),
     (features[train_idx] - mean) / std and (features[val_idx] - mean) / std, rows in the order
     of the index arrays. Statistics of all rows, or of the validation rows, let the validation
     data leak into training. `features` itself is left as it was.
@@ -191,7 +196,10 @@ def make_worker_loader(dataset, batch_size, num_workers, seed):
     generator drives both the shuffling and the workers' base seed). Two loaders made with the
     same arguments yield identical epochs (order and augmentation) whatever else used the
     global random state; another seed gives other epochs; every epoch and every worker draws
-    its own augmentation. Batches of `batch_size`, every sample once per epoch.
+    its own augmentation. Batches of `batch_size`, every sample once per epoch. It leaves the
+    global random state as it was (no torch.manual_seed). Keep the workers' default start
+    method (fork, on Linux): pass no `multiprocessing_context`, since the grader loads this
+    file as a module that a newly started interpreter (spawn, forkserver) cannot import.
 
     >>> loader = make_worker_loader(dataset, batch_size=8, num_workers=2, seed=0)
     """
@@ -204,7 +212,8 @@ def balanced_sampler(labels):
 
     `labels`: 1-D integer numpy array (N,), classes 0..C-1, each present. Returns a Sampler (to
     pass as `DataLoader(dataset, sampler=...)`) whose every epoch yields N indices into
-    0..N-1, drawn with replacement, sample i with probability proportional to 1 / (the number
+    0..N-1, drawn anew at every epoch (every pass over the sampler: not one fixed draw, and
+    not a list), with replacement, sample i with probability proportional to 1 / (the number
     of samples of class labels[i]): over many draws each class gets about 1 / C of them, and
     every sample of a class is as likely as the others of its class.
     (`WeightedRandomSampler(weights, num_samples=N, replacement=True)` with one weight per

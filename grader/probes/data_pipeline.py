@@ -16,6 +16,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 from grader.probes.training_loops import describe_return
+from grader.probes.watch import changed_rng, global_rng_state, snapshot, unchanged_inputs
 
 
 def _plain_batch(batch):
@@ -26,7 +27,9 @@ def _plain_batch(batch):
 def dataset_items(module, *, features: np.ndarray, labels: np.ndarray, indices: list[int],
                   batch_size: int) -> dict:
     """Build `ArrayDataset(features, labels)`; record its len, the items at `indices`, and the
-    batches of a default DataLoader over it (no shuffling)."""
+    batches of a default DataLoader over it (no shuffling); and what it changed in the arrays
+    it was given (`changed_inputs`)."""
+    before = snapshot([features, labels])
     dataset = module.ArrayDataset(features, labels)
     items = [describe_return(dataset[i]) for i in indices]
     length = len(dataset)
@@ -36,8 +39,10 @@ def dataset_items(module, *, features: np.ndarray, labels: np.ndarray, indices: 
         collate_error = None
     except Exception as exc:  # noqa: BLE001 - reported as a verdict, with its text
         batches, collate_error = [], f"{type(exc).__name__}: {exc}"[:500]
+    changed = unchanged_inputs(before[0], features, "features") + \
+        unchanged_inputs(before[1], labels, "labels")
     return {"len": describe_return(length), "items": items, "batches": batches,
-            "collate_error": collate_error}
+            "collate_error": collate_error, "changed_inputs": changed}
 
 
 def dataset_item_seconds(module, *, features: np.ndarray, labels: np.ndarray,
@@ -88,15 +93,22 @@ def loaders_run(module, *, n: int, train_idx: list[int], val_idx: list[int], bat
                 seeds: list[int], epochs: int) -> list[dict]:
     """For each seed (the global torch generator moved on first, so that a loader that ignores
     `seed` shuffles differently each time): `make_loaders(IndexDataset(n), train_idx, val_idx,
-    batch_size, seed)`, then `epochs` epochs of each loader, as sample ids per batch."""
+    batch_size, seed)`, then `epochs` epochs of each loader, as sample ids per batch; and the
+    global generators that make_loaders itself moved or reseeded (`changed_rng`)."""
     runs = []
     for k, seed in enumerate(seeds):
         torch.manual_seed(1000 + 17 * k)
         np.random.seed(2000 + 17 * k)
-        train, val = module.make_loaders(IndexDataset(n), np.asarray(train_idx, dtype=np.int64),
-                                         np.asarray(val_idx, dtype=np.int64), batch_size, seed)
+        indices = [np.asarray(train_idx, dtype=np.int64), np.asarray(val_idx, dtype=np.int64)]
+        given = snapshot(indices)
+        before = global_rng_state()
+        train, val = module.make_loaders(IndexDataset(n), *indices, batch_size, seed)
+        moved = changed_rng(before, global_rng_state())
         _move_global_generators(k)
-        runs.append({"train": _ids(train, epochs), "val": _ids(val, epochs)})
+        runs.append({"train": _ids(train, epochs), "val": _ids(val, epochs),
+                     "changed_rng": moved,
+                     "changed_inputs": unchanged_inputs(given[0], indices[0], "train_idx")
+                     + unchanged_inputs(given[1], indices[1], "val_idx")})
     return runs
 
 
@@ -118,26 +130,61 @@ class NoisyDataset(Dataset):
                             dtype=torch.float64)
 
 
+def _start_method(loader) -> str | None:
+    """The start method a DataLoader's workers would use, if it names one (None: the default)."""
+    context = getattr(loader, "multiprocessing_context", None)
+    if context is None:
+        return None
+    method = context.get_start_method() if hasattr(context, "get_start_method") else context
+    return str(method)
+
+
 def worker_run(module, *, n: int, batch_size: int, num_workers: int, seeds: list[int],
-               epochs: int) -> list[list[list[list[float]]]]:
+               epochs: int) -> dict:
     """For each seed (global generators moved on first): `make_worker_loader(NoisyDataset(n),
     batch_size, num_workers, seed)`, iterated `epochs` times; every epoch's items as
-    [index, worker id, noise] rows, in the order they came."""
-    runs = []
+    [index, worker id, noise] rows, in the order they came (`runs`). Also the global
+    generators make_worker_loader moved (`changed_rng`), and the start method a loader names
+    (`start_method`, None for the default): one other than fork is not iterated, since its
+    workers could not import the student's module."""
+    runs, moved = [], []
     for k, seed in enumerate(seeds):
         torch.manual_seed(3000 + 17 * k)
         np.random.seed(4000 + 17 * k)
+        before = global_rng_state()
         loader = module.make_worker_loader(NoisyDataset(n, 1234), batch_size, num_workers, seed)
+        moved += [name for name in changed_rng(before, global_rng_state()) if name not in moved]
+        method = _start_method(loader)
+        if method not in (None, "fork"):
+            return {"runs": [], "changed_rng": moved, "start_method": method}
         _move_global_generators(k)
         runs.append([[row for batch in loader for row in batch.reshape(-1, 3).tolist()]
                      for _ in range(epochs)])
-    return runs
+    return {"runs": runs, "changed_rng": moved, "start_method": None}
+
+
+def masked_mean_grad(module, *, values: torch.Tensor, lengths: torch.Tensor) -> dict:
+    """`masked_mean(v, lengths)` for `v` a leaf copy of `values` that requires grad: whether
+    the result can be differentiated back to `v` and, if so, `v.grad` after its backward."""
+    leaf = values.detach().clone().requires_grad_(True)
+    out = module.masked_mean(leaf, lengths)
+    returned = type(out).__name__
+    if isinstance(out, torch.Tensor):
+        returned = f"a tensor of shape {tuple(out.shape)}, requires_grad={out.requires_grad}"
+    usable = isinstance(out, torch.Tensor) and out.requires_grad and out.numel() == 1
+    if usable:
+        out.sum().backward()
+    grad = leaf.grad.detach().clone() if leaf.grad is not None else None
+    return {"differentiable": bool(usable and grad is not None), "returned": returned,
+            "grad": grad}
 
 
 def sampler_draws(module, *, labels: np.ndarray, epochs: int, seed: int) -> dict:
     """`balanced_sampler(labels)`: its len, and the indices it yields in `epochs` passes (the
-    global torch generator seeded first)."""
+    global torch generator seeded first); and what it changed in `labels`."""
+    given = snapshot(labels)
     sampler = module.balanced_sampler(labels)
     torch.manual_seed(seed)
     draws = [[int(i) for i in sampler] for _ in range(epochs)]
-    return {"len": describe_return(len(sampler)), "draws": draws}
+    return {"len": describe_return(len(sampler)), "draws": draws,
+            "changed_inputs": unchanged_inputs(given, labels, "labels")}

@@ -1,4 +1,4 @@
-# must fail: masked_mean_over_valid_positions, masked_mean_ignores_padding_values
+# must fail: masked_mean_over_valid_positions, masked_mean_ignores_padding_values, masked_mean_is_differentiable
 """masked_mean averaging each sequence's mean: a sequence of 1 step weighs as much as one of 4."""
 
 from __future__ import annotations

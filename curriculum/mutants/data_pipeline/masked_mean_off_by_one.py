@@ -1,4 +1,4 @@
-# must fail: masked_mean_over_valid_positions, masked_mean_ignores_padding_values
+# must fail: masked_mean_over_valid_positions, masked_mean_ignores_padding_values, masked_mean_is_differentiable
 # diagnoses: padding-in-loss
 """masked_mean whose mask keeps one padded position per row (<= instead of <)."""
 

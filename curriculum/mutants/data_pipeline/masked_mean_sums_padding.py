@@ -1,4 +1,4 @@
-# must fail: masked_mean_ignores_padding_values
+# must fail: masked_mean_ignores_padding_values, masked_mean_is_differentiable
 # diagnoses: padding-in-loss
 """masked_mean dividing by the valid count but summing every position: right for zero padding only."""
 

@@ -1,4 +1,4 @@
-# must fail: standardize_uses_training_rows_only
+# must fail: standardize_with_training_statistics, standardize_uses_training_rows_only
 """standardize_splits writing into the caller's features."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-# must fail: loaders_cover_their_splits_and_shuffle_training, validation_loader_never_shuffled, training_loader_shuffles_from_its_seed
+# must fail: loaders_cover_their_splits_and_shuffle_training, training_loader_shuffles_from_its_seed
 """make_loaders dropping the training loader's short last batch: samples left out every epoch."""
 
 from __future__ import annotations
