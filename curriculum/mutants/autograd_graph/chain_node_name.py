@@ -1,5 +1,6 @@
 # must fail: grad_fn_chain_any_chain, grad_fn_chain_values
-"""autograd_graph with a mistake: grad_fn_chain names nodes with node.name() ('torch::autograd::AccumulateGrad' for the leaf)."""
+"""autograd_graph with a mistake: grad_fn_chain names nodes with node.name()
+('torch::autograd::AccumulateGrad' for the leaf)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 # must fail: frozen_encoder_grads_more
-"""autograd_graph with a mistake: frozen_encoder_grads freezes the caller's We with requires_grad_(False) and leaves it so."""
+"""autograd_graph with a mistake: frozen_encoder_grads freezes the caller's We with
+requires_grad_(False) and leaves it so."""
 
 from __future__ import annotations
 

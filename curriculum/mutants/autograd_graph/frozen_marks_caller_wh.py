@@ -1,5 +1,6 @@
 # must fail: frozen_encoder_grads_more
-"""autograd_graph with a mistake: frozen_encoder_grads calls requires_grad_(True) on the caller's Wh."""
+"""autograd_graph with a mistake: frozen_encoder_grads calls requires_grad_(True) on the caller's
+Wh."""
 
 from __future__ import annotations
 

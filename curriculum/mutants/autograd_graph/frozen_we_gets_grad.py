@@ -1,5 +1,6 @@
 # must fail: frozen_encoder_grads_more
-"""autograd_graph with a mistake: frozen_encoder_grads uses We as it comes and runs backward: a We that requires grad gets a .grad."""
+"""autograd_graph with a mistake: frozen_encoder_grads uses We as it comes and runs backward: a We
+that requires grad gets a .grad."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 # must fail: hidden_grad_shapes, hidden_grad_values
-"""autograd_graph with a mistake: hidden_grad returns gradients built with create_graph=True (they require grad)."""
+"""autograd_graph with a mistake: hidden_grad returns gradients built with create_graph=True (they
+require grad)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 # must fail: hidden_grad_shapes
-"""autograd_graph with a mistake: hidden_grad calls requires_grad_(True) on the caller's w (its .grad gets filled)."""
+"""autograd_graph with a mistake: hidden_grad calls requires_grad_(True) on the caller's w (its
+.grad gets filled)."""
 
 from __future__ import annotations
 

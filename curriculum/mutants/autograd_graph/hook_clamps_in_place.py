@@ -1,5 +1,6 @@
 # must fail: clipped_backward_more, clipped_backward_values
-"""autograd_graph with a mistake: the hook clamps its argument in place and returns None (right values, except where the gradient is expanded)."""
+"""autograd_graph with a mistake: the hook clamps its argument in place and returns None (right
+values, except where the gradient is expanded)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 # must fail: inplace_case_every_case
-"""autograd_graph with a mistake: inplace_case makes the caller's x its leaf (xl = x.requires_grad_(True)): leaf_no_grad_mul_ doubles x."""
+"""autograd_graph with a mistake: inplace_case makes the caller's x its leaf (xl =
+x.requires_grad_(True)): leaf_no_grad_mul_ doubles x."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 # must fail: weighted_gradient_one_pass, weighted_gradient_values
-"""autograd_graph with a mistake: weighted_gradient returns a gradient built with create_graph=True (it requires grad)."""
+"""autograd_graph with a mistake: weighted_gradient returns a gradient built with create_graph=True
+(it requires grad)."""
 
 from __future__ import annotations
 
