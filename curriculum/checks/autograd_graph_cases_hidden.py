@@ -74,5 +74,7 @@ STATUS_GRAPHS_HIDDEN = [
 
 INPLACE_X = [[-1.0, 0.5, 2.0], [0.25, -0.75, 1.5, 3.0]]
 
+# "total" is g(h) = h.sum(): dL/dh arrives as one value expanded to h's shape, which a hook that
+# clamps its argument in place (clamp_) cannot write.
 CLIP_CASES_HIDDEN = [("sin_times_x", "softsq", (2, 3), 1.5), ("mix", "ramp", (6,), 1.0),
-                     ("tanh_scale", "cubes", (4,), 100.0)]
+                     ("tanh_scale", "cubes", (4,), 100.0), ("tanh_scale", "total", (4,), 0.5)]

@@ -10,7 +10,6 @@ unclipped gradient or a gradient summed twice is off by far more.
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from grader import CheckFailure, expect_array, fail, short
@@ -46,17 +45,24 @@ CLIP_HINT = ("def hook(grad): seen.append(grad.clone()); return grad.clamp(-c, c
 
 
 def plain_tensor(got):
-    """A returned tensor's values (a tensor that crossed requiring grad is detached: only its
-    values are judged)."""
+    """A returned tensor's values (`expect_tensor` has failed one that requires grad)."""
     return got.detach() if isinstance(got, torch.Tensor) else got
 
 
 def expect_tensor(got, expected: torch.Tensor, *, call: str, hint: str) -> None:
-    """A torch tensor of expected's shape (any float dtype) with expected's values."""
+    """A torch tensor of expected's shape (any float dtype) with expected's values, that does
+    not require grad (every tensor this module's functions return is plain values)."""
     if got is None:
         fail(f"{call} returned None; expected a tensor of shape {tuple(expected.shape)}.",
              call=call, expected=f"a tensor of shape {tuple(expected.shape)}", got="None",
              hint=hint)
+    if isinstance(got, torch.Tensor) and got.requires_grad:
+        fail(f"{call} returned a tensor that requires grad: a piece of the graph (a gradient "
+             "computed with create_graph=True, or a result not detached), where the contract "
+             "asks for a tensor that does not require grad.", call=call,
+             expected="a tensor that does not require grad", got="a tensor that requires grad",
+             hint="return values: .detach() a result that requires grad, and compute gradients "
+                  "without create_graph=True (it is for gradients of gradients).")
     expect_array(plain_tensor(got), expected.detach(), call=call, rtol=RTOL, atol=ATOL,
                  check_dtype=False, hint=hint)
 
@@ -77,15 +83,19 @@ def as_pair(got, *, call: str, what: str) -> tuple:
 
 def expect_names(got, expected: list[str], *, call: str, hint: str,
                  ordered: bool = True) -> None:
-    """A list of strings equal to `expected` ('torch::autograd::AccumulateGrad', what
-    node.name() gives, is read as 'AccumulateGrad')."""
+    """A list of strings equal to `expected`, exactly (the contract names the strings:
+    `type(node).__name__`, whose AccumulateGrad is not node.name()'s
+    'torch::autograd::AccumulateGrad')."""
     if not isinstance(got, (list, tuple)) or not all(isinstance(n, str) for n in got):
         fail(f"{call} returned {short(got)}; expected a list of strings.", call=call,
              expected=short(expected), got=short(got), hint=hint)
-    names = [n.rpartition("::")[2] for n in got]
+    names = list(got)
     if (names if ordered else sorted(names)) != expected:
-        fail(f"{call} returned {short(list(got), 400)}; expected {short(expected, 400)}.",
-             call=call, expected=short(expected), got=short(list(got)), hint=hint)
+        qualified = [n for n in names if "::" in n]
+        why = (f" ({qualified[0]!r} is what node.name() gives; the contract asks for "
+               "type(node).__name__)") if qualified else ""
+        fail(f"{call} returned {short(names, 400)}; expected {short(expected, 400)}{why}.",
+             call=call, expected=short(expected), got=short(names), hint=hint)
 
 
 def expect_grads_untouched(grads_after: dict, *, call: str, hint: str) -> None:
@@ -106,9 +116,11 @@ def expect_status(got, expected: dict, *, call: str) -> None:
     for name, (leaf, keeps) in expected.items():
         pair = got[name]
         if (not isinstance(pair, (tuple, list)) or len(pair) != 2
-                or not all(isinstance(b, (bool, np.bool_)) for b in pair)):
-            fail(f"{call}[{name!r}] is {short(pair)}; expected a pair of bools "
-                 "(leaf, keeps_grad).", call=call, expected=str((leaf, keeps)),
+                or not all(type(b) is bool for b in pair)):
+            kinds = ", ".join(type(b).__name__ for b in pair) \
+                if isinstance(pair, (tuple, list)) else type(pair).__name__
+            fail(f"{call}[{name!r}] is {short(pair)} ({kinds}); expected a pair of Python "
+                 "bools (leaf, keeps_grad).", call=call, expected=str((leaf, keeps)),
                  got=short(pair), hint=STATUS_HINT)
         got_leaf, got_keeps = bool(pair[0]), bool(pair[1])
         if got_leaf != leaf:
@@ -147,11 +159,45 @@ def check_two_gradients(record: dict, expected: tuple, *, call: str) -> None:
     expect_tensor(gb, eb, call=f"{call}[1], dL_b/dx", hint=TWO_HINT)
 
 
-def expect_one_forward(record: dict, *, call: str) -> None:
+def expect_one_forward(record: dict, *, call: str, why: str, hint: str) -> None:
+    """f was called exactly once; `why` says why the contract asks so (in parentheses)."""
     if record["calls"] != 1:
-        fail(f"{call} called f {record['calls']} times; the contract calls it once (h is "
-             "shared by the losses).", call=call, expected="1 call of f",
-             got=f"{record['calls']} calls", hint=TWO_HINT)
+        fail(f"{call} called f {record['calls']} times; the contract calls it once ({why}).",
+             call=call, expected="1 call of f", got=f"{record['calls']} calls", hint=hint)
+
+
+def expect_left_as_they_were(record: dict, *, call: str) -> None:
+    """Every tensor argument of a `watched_call` record is as it was before the call: values,
+    shape, dtype, requires_grad, leafness, type and .grad (None, or the same values)."""
+    for name, before in record["before"].items():
+        after = record["after"][name]
+        change = _state_change(before, after)
+        if change:
+            fail(f"{call} changed its argument {name}: {change}. The contract leaves {name} as "
+                 "it was.", call=call, expected=f"{name} as it was", got=f"{name}: {change}",
+                 hint=f"work on a copy: {name}.detach().clone().requires_grad_() when you need "
+                      f"its gradient, {name}.detach() when it must get none; never "
+                      f"{name}.requires_grad_(...) or an in-place operation on {name} itself.")
+
+
+def _state_change(before: dict, after: dict) -> str:
+    """What differs between two `tensor_state` records, in words ('' when nothing)."""
+    for key, what in (("type", "type"), ("dtype", "dtype"), ("requires_grad", "requires_grad"),
+                      ("is_leaf", "is_leaf")):
+        if before[key] != after[key]:
+            return f"its {what} went from {before[key]} to {after[key]}"
+    old, new = before["values"], after["values"]
+    if tuple(old.shape) != tuple(new.shape):
+        return f"its shape went from {tuple(old.shape)} to {tuple(new.shape)}"
+    if not torch.equal(old, new):
+        return "its values changed (an in-place operation wrote into it)"
+    old, new = before["grad"], after["grad"]
+    if old is None and new is not None:
+        return ".grad went from None to a gradient (a backward pass reached it)"
+    if old is not None and (new is None or tuple(old.shape) != tuple(new.shape)
+                            or not torch.equal(old, new)):
+        return ".grad changed"
+    return ""
 
 
 def student_error_fault(exc, text: str, fault: str, message: str, hint: str) -> None:
@@ -166,6 +212,13 @@ def student_error_fault(exc, text: str, fault: str, message: str, hint: str) -> 
 def check_clipped(record: dict, expected: tuple, *, call: str) -> None:
     clipped, dh, plain = expected
     grad, seen = as_pair(record["value"], call=call, what="a pair (x.grad, seen)")
+    if record.get("hook_arg_changed"):
+        fail(f"{call}: the hook changed the gradient it received in place (clamp_ or another "
+             "in-place operation on its argument); the contract asks it to return a new "
+             "tensor. In place fails outright when the incoming gradient is one value shared "
+             "by every element (as for g(h) = h.sum()).", call=call,
+             expected="the hook's argument left as it was", got="changed in place",
+             hint=CLIP_HINT)
     if close(grad, plain) and not close(plain, clipped):
         fail(f"{call}: x.grad is the unclipped gradient: the hook's clipping did not reach "
              "the backward pass.", call=call, expected="dL/dx with dL/dh clamped",

@@ -11,11 +11,12 @@ from autograd_graph_reference import (chain_reference, clipped_reference, frozen
                                       hidden_grad_reference, inplace_reference,
                                       reached_reference, status_reference,
                                       trunk_losses_reference, vjp_reference)
-from autograd_graph_verify import (CHAIN_HINT, INPLACE_HINT, LEAVES_HINT, TWO_HINT,
+from autograd_graph_verify import (CHAIN_HINT, INPLACE_HINT, LEAVES_HINT, TWO_HINT, VJP_HINT,
                                    WEIGHTED_HINT, check_clipped, check_frozen,
                                    check_hidden_grad, check_two_gradients, check_vjp,
-                                   expect_grads_untouched, expect_names, expect_one_forward,
-                                   expect_status, expect_tensor, student_error_fault)
+                                   expect_grads_untouched, expect_left_as_they_were,
+                                   expect_names, expect_one_forward, expect_status,
+                                   expect_tensor, student_error_fault)
 from grader import StudentError, check, fail
 
 INPLACE_CASES = ("sin_add_", "exp_add_", "saved_mul_add_", "unsaved_add_add_", "leaf_mul_",
@@ -57,12 +58,14 @@ def test_grad_status_every_kind(sub):
 
 @check(points=2, targets="hidden_grad")
 def test_hidden_grad_shapes(sub):
-    """hidden_grad for other shapes, with saturated tanh units"""
+    """hidden_grad for other shapes, with saturated tanh units; x and w left as they were"""
     for seed, (n, d, h, scale) in enumerate([(7, 4, 6, 1.0), (3, 1, 1, 0.5), (5, 3, 4, 4.0)]):
         x, w = tensor(700 + seed, (n, d)), tensor(710 + seed, (d, h), scale)
         call = f"hidden_grad(x, w)  # x {tuple(x.shape)}, w {tuple(w.shape)}"
-        check_hidden_grad(sub.call("hidden_grad", x, w), x, w, hidden_grad_reference(x, w),
-                          call=call)
+        record = sub.probe("autograd_graph:watched_call", "hidden_grad", [x, w], ["x", "w"],
+                           label=call)
+        check_hidden_grad(record["value"], x, w, hidden_grad_reference(x, w), call=call)
+        expect_left_as_they_were(record, call=call)
 
 
 @check(points=3, targets="two_gradients")
@@ -80,7 +83,7 @@ def test_two_gradients_one_forward(sub):
                                 "The first backward pass freed the graph of h that the second "
                                 "needs.", TWO_HINT)
         check_two_gradients(record, trunk_losses_reference(trunk, x), call=call)
-        expect_one_forward(record, call=call)
+        expect_one_forward(record, call=call, why="h is shared by the losses", hint=TWO_HINT)
 
 
 @check(points=2, targets="weighted_gradient")
@@ -99,7 +102,8 @@ def test_weighted_gradient_one_pass(sub):
                                 "one pass on the weighted sum needs no second.", WEIGHTED_HINT)
         ga, gb = trunk_losses_reference(trunk, x)
         expect_tensor(record["value"], wa * ga + wb * gb, call=call, hint=WEIGHTED_HINT)
-        expect_one_forward(record, call=call)
+        expect_one_forward(record, call=call, why="one h = f(x) serves both losses",
+                           hint=WEIGHTED_HINT)
         if record["passes"] > 1:
             fail(f"{call} ran {record['passes']} backward passes through h; the contract asks "
                  "for one, on the weighted sum.", call=call, expected="1 backward pass",
@@ -119,24 +123,27 @@ def test_backward_with_gradient_accumulates(sub):
                            label=call)
         check_vjp(record, vjp_reference(trunk, x, v), vjp_reference(trunk, x, torch.ones_like(v)),
                   call=call, before=before)
-        expect_one_forward(record, call=call)
+        expect_one_forward(record, call=call, why="y = f(x) is computed once, then "
+                           "backpropagated with v", hint=VJP_HINT)
 
 
 @check(points=3, targets="inplace_case")
 def test_inplace_case_every_case(sub):
-    """inplace_case: every case of the contract, and ValueError for an unknown one"""
+    """inplace_case: every case of the contract, x left as it was, ValueError for a bad case"""
     for values in INPLACE_X:
         x = torch.tensor(values, dtype=torch.float64)
         for case in INPLACE_CASES:
             call = f"inplace_case({case!r}, x)  # x = {values}"
             try:
-                got = sub.call("inplace_case", case, x)
+                record = sub.probe("autograd_graph:watched_call", "inplace_case", [case, x],
+                                   ["case", "x"], label=call)
             except StudentError as exc:
                 student_error_fault(exc, "modified by an inplace operation",
                                     "inplace-on-saved-tensor",
                                     "The case raises RuntimeError: the contract asks for "
                                     "'error' then.", INPLACE_HINT)
-            expected = inplace_reference(case, x)
+            expect_left_as_they_were(record, call=call)
+            got, expected = record["value"], inplace_reference(case, x)
             if isinstance(expected, str):
                 if got != expected:
                     fail(f"{call} returned {got!r}; expected 'error': autograd refuses this "
@@ -155,19 +162,23 @@ def test_inplace_case_every_case(sub):
 
 @check(points=2, targets="frozen_encoder_grads")
 def test_frozen_encoder_grads_more(sub):
-    """frozen_encoder_grads for other shapes, with We arriving as a weight that requires grad"""
-    for seed, (n, d, h, k) in enumerate([(6, 4, 3, 3), (2, 5, 8, 1)]):
+    """frozen_encoder_grads: other shapes, We requiring grad or not, arguments left as they were"""
+    for seed, (n, d, h, k, we_grad) in enumerate([(6, 4, 3, 3, True), (2, 5, 8, 1, True),
+                                                  (3, 2, 2, 2, False)]):
         x, wh = tensor(1100 + seed, (n, d)), tensor(1110 + seed, (h, k))
-        we = tensor(1120 + seed, (d, h)).requires_grad_(True)
+        we = tensor(1120 + seed, (d, h)).requires_grad_(we_grad)
         t = tensor(1130 + seed, (n, k))
-        call = f"frozen_encoder_grads(x, We, Wh, t)  # N={n}, D={d}, H={h}, K={k}"
-        check_frozen(sub.call("frozen_encoder_grads", x, we, wh, t),
-                     frozen_reference(x, we.detach(), wh, t), call=call)
+        call = (f"frozen_encoder_grads(x, We, Wh, t)  # N={n}, D={d}, H={h}, K={k}, We "
+                f"{'requiring' if we_grad else 'not requiring'} grad")
+        record = sub.probe("autograd_graph:watched_call", "frozen_encoder_grads",
+                           [x, we, wh, t], ["x", "We", "Wh", "t"], label=call)
+        check_frozen(record["value"], frozen_reference(x, we.detach(), wh, t), call=call)
+        expect_left_as_they_were(record, call=call)
 
 
 @check(points=2, targets="clipped_backward")
 def test_clipped_backward_more(sub):
-    """clipped_backward for other functions and shapes, and a bound no gradient reaches"""
+    """clipped_backward for other functions, a bound no gradient reaches, no in-place hook"""
     for seed, (trunk, head, shape, c) in enumerate(CLIP_CASES_HIDDEN):
         x = tensor(1200 + seed, shape, 1.5)
         call = f"clipped_backward(f, g, x, {c})  # f = {trunk}, g = {head}, x of shape {shape}"

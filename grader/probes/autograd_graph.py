@@ -84,9 +84,46 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _kept(value: Any) -> Any:
+    """Like `_plain`, but a tensor keeps its requires_grad flag (as a fresh leaf), so that the
+    grader can tell a returned piece of the graph from plain values."""
+    if isinstance(value, torch.Tensor):
+        out = value.detach().clone()
+        return out.requires_grad_(True) if value.requires_grad and out.is_floating_point() \
+            else out
+    if isinstance(value, (list, tuple)):
+        return type(value)(_kept(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _kept(v) for k, v in value.items()}
+    return value
+
+
 def _grads(tensors: dict[str, torch.Tensor]) -> dict[str, Any]:
     return {name: None if t.grad is None else t.grad.detach().clone()
             for name, t in tensors.items()}
+
+
+def tensor_state(t: torch.Tensor) -> dict:
+    """What a caller can see of tensor `t`: its values, dtype, shape, requires_grad, whether it
+    is a leaf, its type and its .grad (None, or the values)."""
+    grad = None
+    if t.is_leaf:  # reading .grad of a non-leaf warns
+        grad = None if t.grad is None else t.grad.detach().clone()
+    return {"values": t.detach().clone(), "dtype": str(t.dtype).removeprefix("torch."),
+            "requires_grad": bool(t.requires_grad), "is_leaf": bool(t.is_leaf),
+            "type": type(t).__name__, "grad": grad}
+
+
+def watched_call(module, name: str, args: list, names: list) -> dict:
+    """`module.<name>(*args)`, with the state (`tensor_state`) of every tensor argument taken
+    before and after the call: {"value": the result (tensors keep requires_grad, see `_kept`),
+    "before": {arg name: state}, "after": {arg name: state}}. `names` names the arguments in
+    order; only tensor arguments are recorded."""
+    watched = {n: a for n, a in zip(names, args) if isinstance(a, torch.Tensor)}
+    before = {n: tensor_state(t) for n, t in watched.items()}
+    value = getattr(module, name)(*args)
+    return {"value": _kept(value), "before": before,
+            "after": {n: tensor_state(t) for n, t in watched.items()}}
 
 
 def grad_fn_chain(module, program: list) -> dict:
@@ -159,8 +196,14 @@ def _softsq(h):
     return (torch.exp(h) + 2 * h ** 2).sum()
 
 
+def _total(h):
+    """sum(h) (its gradient, all ones, arrives as one value expanded to h's shape: a tensor
+    that cannot be written in place)"""
+    return h.sum()
+
+
 HEADS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "cubes": _cubes, "ramp": _ramp, "softsq": _softsq,
+    "cubes": _cubes, "ramp": _ramp, "softsq": _softsq, "total": _total,
 }
 
 
@@ -196,14 +239,14 @@ def two_gradients(module, trunk: str, x: torch.Tensor) -> dict:
     {"value": the result (detached), "calls": calls of f, "passes": backward passes through h}."""
     f = _Counted(trunk)
     value = module.two_gradients(f, _leaf(x))
-    return {"value": _plain(value), "calls": f.calls, "passes": f.passes}
+    return {"value": _kept(value), "calls": f.calls, "passes": f.passes}
 
 
 def weighted_gradient(module, trunk: str, x: torch.Tensor, wa: float, wb: float) -> dict:
     """`module.weighted_gradient(f, x, wa, wb)`, recorded like `two_gradients`."""
     f = _Counted(trunk)
     value = module.weighted_gradient(f, _leaf(x), wa, wb)
-    return {"value": _plain(value), "calls": f.calls, "passes": f.passes}
+    return {"value": _kept(value), "calls": f.calls, "passes": f.passes}
 
 
 def backward_with_gradient(module, trunk: str, x: torch.Tensor, v: torch.Tensor,
@@ -217,9 +260,35 @@ def backward_with_gradient(module, trunk: str, x: torch.Tensor, v: torch.Tensor,
             "passes": f.passes}
 
 
+class _Watched:
+    """The trunk `name`, with a hook registered on each h it returns before the student's: it
+    keeps the gradient tensor every later hook receives, and a copy of its values, so that a
+    hook that changes its argument in place shows."""
+
+    def __init__(self, name: str):
+        self.fn = TRUNKS[name]
+        self.arrived: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def __call__(self, x):
+        h = self.fn(x)
+        if isinstance(h, torch.Tensor) and h.requires_grad:
+            h.register_hook(self._seen)
+        return h
+
+    def _seen(self, grad):
+        self.arrived.append((grad, grad.detach().clone()))
+
+    def changed(self) -> bool:
+        """Whether a gradient that arrived at h was changed in place after it arrived."""
+        return any(not torch.equal(grad.detach(), copy) for grad, copy in self.arrived)
+
+
 def clipped_backward(module, trunk: str, head: str, x: torch.Tensor, c: float) -> dict:
     """`module.clipped_backward(f, g, x, c)` with the named trunk and head; returns
-    {"value": the result (detached), "grad": x.grad afterwards}."""
+    {"value": the result (tensors keep requires_grad), "grad": x.grad afterwards,
+    "hook_arg_changed": whether the gradient arriving at h was changed in place}."""
     x = _leaf(x)
-    value = module.clipped_backward(TRUNKS[trunk], HEADS[head], x, c)
-    return {"value": _plain(value), "grad": None if x.grad is None else x.grad.detach().clone()}
+    f = _Watched(trunk)
+    value = module.clipped_backward(f, HEADS[head], x, c)
+    return {"value": _kept(value), "grad": None if x.grad is None else x.grad.detach().clone(),
+            "hook_arg_changed": f.changed()}

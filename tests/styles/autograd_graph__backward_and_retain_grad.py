@@ -1,5 +1,5 @@
-"""autograd_graph written with backward(), retain_grad() and .grad throughout; node.name()
-for the node names; a breadth-first walk."""
+"""autograd_graph written with backward(), retain_grad() and .grad throughout; the node names
+read from each node's class; a breadth-first walk."""
 
 from collections import deque
 
@@ -10,7 +10,9 @@ def grad_fn_chain(y):
     out = []
     node = y.grad_fn
     while node is not None:
-        out.append(node.name())  # 'torch::autograd::AccumulateGrad' for the leaf's node
+        # The contract names type(node).__name__: node.name() would give
+        # 'torch::autograd::AccumulateGrad' for the leaf's node.
+        out.append(node.__class__.__name__)
         node = next((fn for fn, _ in node.next_functions if fn is not None), None)
     return out
 
