@@ -20,7 +20,7 @@ def random_chain(seed: int, length: int = 6) -> list:
     for _ in range(length):
         if rng.random() < 0.5:
             op = BINARY_STEPS[rng.integers(len(BINARY_STEPS))]
-            step = (op, 1, prev) if rng.random() < 0.5 else (op, prev, 1)
+            step: tuple[object, ...] = (op, 1, prev) if rng.random() < 0.5 else (op, prev, 1)
         elif rng.random() < 0.3:
             step = ("const_" + BINARY_STEPS[rng.integers(len(BINARY_STEPS))], prev,
                     round(float(rng.uniform(0.5, 2.0)), 2))

@@ -58,6 +58,7 @@ def hidden_grad_reference(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tenso
     h = torch.tanh(x @ w)
     h.retain_grad()
     ((h ** 2).sum() / x.shape[0]).backward()
+    assert h.grad is not None and w.grad is not None
     return h.grad, w.grad
 
 
@@ -74,7 +75,7 @@ def trunk_losses_reference(trunk: str, x: torch.Tensor) -> tuple[torch.Tensor, t
 
 def vjp_reference(trunk: str, x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """v^T J of the trunk at x (torch.func.vjp)."""
-    _, pullback = torch.func.vjp(TRUNKS[trunk], x.detach().clone())
+    pullback = torch.func.vjp(TRUNKS[trunk], x.detach().clone())[1]
     return pullback(v)[0]
 
 

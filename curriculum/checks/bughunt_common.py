@@ -216,7 +216,7 @@ def record_grad_histograms(sub, case: TrainCase, record: dict, evidence: dict) -
 
         ref = reference_audit(sub.exercise, case)
         if record.get("model") == "harness":
-            net = build_model(case.model, case.sizes)
+            net: torch.nn.Module | None = build_model(case.model, case.sizes)
         else:
             net = _own_model(reference(sub.exercise.removeprefix("bughunt_")), case.own_model,
                              case.sizes)

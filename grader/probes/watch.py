@@ -14,7 +14,7 @@ Records only: the check decides which changes its contract forbids.
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -28,7 +28,7 @@ MAX_CHANGES = 8
 class _Copy:
     """An array or tensor input as it was: a private copy of its values, and its metadata."""
 
-    def __init__(self, value: np.ndarray | torch.Tensor):
+    def __init__(self, value: Any):
         self.is_tensor = isinstance(value, torch.Tensor)
         if self.is_tensor:
             self.values = value.detach().clone()
@@ -94,6 +94,7 @@ def _array_changes(copy: _Copy, now: Any) -> list[str]:
     if isinstance(now, torch.Tensor) != copy.is_tensor or \
             not isinstance(now, (torch.Tensor, np.ndarray)):
         return [f"it was replaced by {_kind(now)}"]
+    now = cast(Any, now)  # a tensor exactly when copy.is_tensor (checked above)
     found = []
     if str(now.dtype) != copy.dtype:
         found.append(f"its dtype went from {copy.dtype} to {now.dtype}")
@@ -109,7 +110,7 @@ def _array_changes(copy: _Copy, now: Any) -> list[str]:
     return found
 
 
-def _first_difference(old: np.ndarray | torch.Tensor, new: np.ndarray | torch.Tensor) -> str | None:
+def _first_difference(old: Any, new: Any) -> str | None:
     """Where two arrays (or two tensors) of one dtype and shape first differ, nan equal to nan;
     None if nowhere."""
     try:

@@ -166,7 +166,7 @@ def _folded(node: ast.AST) -> str | None:
         return node.value if isinstance(node.value, str) else None
     if isinstance(node, ast.JoinedStr):
         parts = [_folded(v) for v in node.values]
-        return None if None in parts else "".join(parts)
+        return None if None in parts else "".join(p for p in parts if p is not None)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left, right = _folded(node.left), _folded(node.right)
         return None if left is None or right is None else left + right
@@ -175,5 +175,5 @@ def _folded(node: ast.AST) -> str | None:
             isinstance(node.args[0], (ast.List, ast.Tuple)):
         sep = _folded(node.func.value)
         parts = [_folded(e) for e in node.args[0].elts]
-        return None if sep is None or None in parts else sep.join(parts)
+        return None if sep is None or None in parts else sep.join(p for p in parts if p is not None)
     return None
