@@ -262,6 +262,29 @@ def test_a_failed_proof_drops_the_level_below_full_and_says_why(course):
     assert inside in facts["leaks"] and inside in facts["missing"], facts
 
 
+@needs_root
+def test_a_course_file_symlinked_into_what_workers_see_is_not_called_full(tmp_path, monkeypatch):
+    """A course whose checks folder is a symlink to a folder under /usr (which every worker is
+    shown): the link's target is among the paths the self-test proves absent, so the level is
+    not "full" and the target is named, instead of hidden checks readable at "full"."""
+    if not sandbox.bwrap_works():
+        pytest.skip("bubblewrap does not work here")
+    target = Path(f"/usr/share/torchgrade-test-{os.getpid()}")
+    try:
+        (target / "checks").mkdir(parents=True)
+        (target / "checks" / "test_ex_hidden.py").write_text("SECRET = 1\n")
+        course = tmp_path / "course"
+        course.mkdir()
+        (course / "checks").symlink_to(target / "checks")
+        monkeypatch.setenv("TORCHGRADE_COURSE", str(course))
+        assert str(target / "checks") in sandbox.must_not_see()
+        facts = _zygote_facts(tmp_path)
+        assert facts["isolation"] == "reduced", facts
+        assert str(target / "checks") in facts["leaks"], facts
+    finally:
+        shutil.rmtree(target, ignore_errors=True)
+
+
 # --------------------------------------------------------------------------- memory
 
 MEMORY_ATTACKS = {

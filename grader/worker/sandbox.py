@@ -195,6 +195,11 @@ def must_not_see(extra=()) -> list[str]:
     # TORCHGRADE_COURSE chose (its solutions and hidden checks).
     strict = {os.getcwd(), str(package / "curriculum"), *map(str, extra)}
     strict |= {os.environ[COURSE_ENV]} if os.environ.get(COURSE_ENV) else set()
+    # A course's files may be symlinks into what workers are shown (a checks/ folder kept under
+    # /usr/share): the targets must stay out of sight too, or the self-test could not see them.
+    for course in [package / "curriculum", *([os.environ[COURSE_ENV]]
+                                              if os.environ.get(COURSE_ENV) else [])]:
+        strict |= link_targets(Path(course))
     if not _inside(package, installation):
         strict.add(str(package.parent))  # a source checkout: solutions/, tests/, ...
     for arg in sys.argv[1:]:
@@ -209,6 +214,22 @@ def must_not_see(extra=()) -> list[str]:
             if q.exists():
                 found.add(str(q))
     return sorted(found)
+
+
+def link_targets(root: Path, limit: int = 20_000) -> set[str]:
+    """The resolved targets of the symlinks inside the folder `root` (not followed; at most
+    `limit` entries are looked at, the rest of a huge tree is not: a course is small)."""
+    targets: set[str] = set()
+    seen = 0
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        for name in dirs + files:
+            seen += 1
+            path = os.path.join(folder, name)
+            if os.path.islink(path):
+                targets.add(os.path.realpath(path))
+        if seen > limit:
+            break
+    return targets
 
 
 def bwrap_prefix(scratch_root: str, cgroup_dirs: Sequence[str] = ()) -> list[str]:
