@@ -197,9 +197,10 @@ def must_not_see(extra=()) -> list[str]:
     strict |= {os.environ[COURSE_ENV]} if os.environ.get(COURSE_ENV) else set()
     # A course's files may be symlinks into what workers are shown (a checks/ folder kept under
     # /usr/share): the targets must stay out of sight too, or the self-test could not see them.
-    for course in [package / "curriculum", *([os.environ[COURSE_ENV]]
-                                              if os.environ.get(COURSE_ENV) else [])]:
-        strict |= link_targets(Path(course))
+    courses = [package / "curriculum"]
+    courses += [Path(os.environ[COURSE_ENV])] if os.environ.get(COURSE_ENV) else []
+    for course in courses:
+        strict |= link_targets(course)
     if not _inside(package, installation):
         strict.add(str(package.parent))  # a source checkout: solutions/, tests/, ...
     for arg in sys.argv[1:]:
