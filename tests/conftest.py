@@ -60,6 +60,22 @@ def not_passed(result: SubmissionResult) -> set[str]:
     return {c.id for c in result.checks if c.status != "passed"}
 
 
+@pytest.fixture(autouse=True)
+def _the_default_course_after_each_test():
+    """Every test starts and ends with the default course: a command run in-process with
+    `--course` makes its course active and exports TORCHGRADE_COURSE (its job, for the
+    processes it starts), which must not reach the tests after it."""
+    from grader.course.folder import use_course
+
+    saved = os.environ.get("TORCHGRADE_COURSE")
+    yield
+    use_course(None)
+    if saved is None:
+        os.environ.pop("TORCHGRADE_COURSE", None)
+    else:
+        os.environ["TORCHGRADE_COURSE"] = saved
+
+
 # --------------------------------------------------------------------------- the student release
 
 

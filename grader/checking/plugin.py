@@ -61,7 +61,11 @@ CHECKS_INI = Path(__file__).resolve().parent / "checks.ini"
 def session_args(files: list[Path], checks_dir: Path, *, collect_only: bool = False) -> list[str]:
     """The arguments of every pytest session over check files (grading one submission, a batch,
     collecting checks): torchgrade's settings for checks, `checks_dir` as the rootdir, and only
-    this plugin. Call `prepare_checks(checks_dir)` first."""
+    this plugin. Call `prepare_checks(checks_dir)` first. Raises ValueError for no files:
+    pytest given no path collects the working directory (a grader started in a source
+    checkout would run the project's own test suite)."""
+    if not files:
+        raise ValueError(f"no check files to run in {checks_dir}")
     return [str(f) for f in files] + (["--collect-only"] if collect_only else []) + [
         "-c", str(CHECKS_INI), "--rootdir", str(checks_dir), *PYTEST_OPTIONS]
 
