@@ -280,6 +280,26 @@ def test_load_course_names_a_missing_stub_or_visible_check(course_dir, rel, what
 
 
 @pytest.mark.fast
+def test_a_bug_hunt_is_found_without_its_faults_table_and_a_stray_path_is_refused(tmp_path):
+    # A student release's course has no [[bughunt]] table (it would name the seeded faults):
+    # the script is found by the name rule alone, so faults.toml may not say otherwise.
+    root = tmp_path / "hunts"
+    files = {"course.toml": 'name = "Hunts"\nexercises = ["bughunt_tiny"]\n',
+             "exercises/bughunt/tiny.py": "def run():\n    return {}\n",
+             "checks/test_bughunt_tiny.py": "def test_runs(sub):\n    pass\n"}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    course = load_course(root)
+    assert course.stub("bughunt_tiny") == root.resolve() / "exercises" / "bughunt" / "tiny.py"
+    (root / "faults.toml").write_text('[[bughunt]]\nexercise = "bughunt_tiny"\n'
+                                      'path = "bughunt/other.py"\nseeded = ["a", "b", "c"]\n')
+    with pytest.raises(CourseError, match="bughunt/tiny.py") as info:
+        load_course(root)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.fast
 def test_the_hidden_check_file_is_optional(course_dir):
     (course_dir / "checks" / "test_scale_hidden.py").unlink()
     assert load_course(course_dir).check_files() == [course_dir.resolve() / "checks" /

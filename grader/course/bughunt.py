@@ -29,11 +29,11 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, Field
 
-from grader.course.folder import active_course
+from grader.course.folder import BUGHUNT_PREFIX, active_course
 from grader.course.faults import BugHunt, bughunts, catalogue, load
 from grader.models import CheckResult, Submission
 
-PREFIX = "bughunt_"
+PREFIX = BUGHUNT_PREFIX
 FOLDER = "bughunt"
 HOLDS_FIXED = "This copy holds no faults: it is the reference solution."
 

@@ -41,6 +41,7 @@ ENV = "TORCHGRADE_COURSE"
 NAME = r"^[a-z_][a-z0-9_]*$"  # an exercise: a Python identifier, lower case
 CHECK_NAME = r"^[A-Za-z0-9_]+$"  # a check's function name without `test_` (may start with a digit)
 BUGHUNT_PATH = r"^bughunt/[a-z0-9_]+\.py$"  # as grader.course.faults.BugHunt.path
+BUGHUNT_PREFIX = "bughunt_"  # an exercise so named is a bug hunt (grader.course.bughunt)
 MUST_FAIL = "# must fail:"
 DIAGNOSES = "# diagnoses:"
 
@@ -187,8 +188,16 @@ class Course:
         return self.root / "faults.toml"
 
     def student_file(self, exercise: str) -> str:
-        """The file name a student hands in for `exercise`, relative to the exercises folder."""
-        return self.paths.get(exercise, f"{exercise}.py")
+        """The file name a student hands in for `exercise`, relative to the exercises folder:
+        `bughunt_<name>` hands in `bughunt/<name>.py` (faults.toml's `[[bughunt]]` says so and
+        is held to it), any other exercise `<exercise>.py`. Derived from the name, not read
+        from `[[bughunt]]` alone, because a student release's course has no such table (it
+        would say which faults a script holds) and must still find the scripts."""
+        if exercise in self.paths:
+            return self.paths[exercise]
+        if exercise.startswith(BUGHUNT_PREFIX):
+            return f"bughunt/{exercise.removeprefix(BUGHUNT_PREFIX)}.py"
+        return f"{exercise}.py"
 
     def stub(self, exercise: str) -> Path:
         return self.exercises_dir / self.student_file(exercise)
@@ -280,7 +289,7 @@ def _names(text: str) -> list[str]:
 
 
 @lru_cache(maxsize=32)
-def _load(root: Path, mtime: float, checks_mtime: float) -> Course:
+def _load(root: Path, stamps: tuple[int, ...]) -> Course:
     toml = root / COURSE_FILE
     try:
         config = CourseConfig.model_validate(tomllib.loads(toml.read_text(encoding="utf-8")))
@@ -389,6 +398,11 @@ def _bughunt_paths(root: Path) -> dict[str, str]:
     bad = [p for p in paths.values() if not re.match(BUGHUNT_PATH, p)]
     if bad:
         raise CourseError(f"{faults}: a bug hunt's path must be bughunt/<name>.py ({bad[0]!r})")
+    for exercise, path in paths.items():  # a release finds the script by this rule alone
+        wanted = f"bughunt/{exercise.removeprefix(BUGHUNT_PREFIX)}.py"
+        if path != wanted:
+            raise CourseError(f"{faults}: bug hunt {exercise}: its path must be {wanted!r} "
+                              f"(not {path!r})")
     return paths
 
 
@@ -400,10 +414,18 @@ def load_course(root: Path | str) -> Course:
         raise CourseError(f"{root}: not a course folder ({what}; `torchgrade new-exercise NAME "
                           f"--course {root}` makes one)")
     path = path.resolve()
-    checks = path / "checks"
-    # A file added to checks/ (a helper that may shadow a module) reloads the course too.
-    return _load(path, (path / COURSE_FILE).stat().st_mtime,
-                 checks.stat().st_mtime if checks.is_dir() else 0.0)
+    # Whatever _load reads or requires, changed, reloads the course: course.toml, faults.toml
+    # (the bug hunts' paths), a file added to checks/ (a helper that may shadow a module) or
+    # removed from exercises/ (a stub now missing).
+    return _load(path, tuple(_stamp(path / rel) for rel in
+                             (COURSE_FILE, "faults.toml", "checks", "exercises")))
+
+
+def _stamp(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
 
 
 def default_root() -> Path:
