@@ -302,16 +302,18 @@ class E:
                          "test_bughunt_pipeline_hidden")
     shares_memory_with_input = Key(Flag, "the result is a view of the input", "compare")
     changed_inputs = Key(Names, "inputs (shared arrays) the call wrote into", "student",
-                         shown_only=True)
+                         "data_pipeline_verify", shown_only=True)
     batch_sizes = Key(list[Json], "sizes of the training loader's batches", "bughunt_common")
     batchnorm_layers = Key(Count, "BatchNorm layers of the model", "bughunt_common")
     single_class_batches = Key(Count, "training batches holding one class only",
                                "bughunt_common")
     batches = Key(Count, "training batches of one pass", "bughunt_common")
     val_samples = Key(Count, "validation samples run() validated on",
-                      "test_bughunt_classifier_hidden", shown_only=True)
+                      "test_bughunt_classifier_hidden", "test_bughunt_finetune_hidden",
+                      shown_only=True)
     expected_val_samples = Key(Count, "samples of the validation split",
-                               "test_bughunt_classifier_hidden", shown_only=True)
+                               "test_bughunt_classifier_hidden", "test_bughunt_finetune_hidden",
+                               shown_only=True)
 
     # ----------------------------------------------------------- a bug hunt's visible checks
     run_keys = Key(list[Json], "keys of the dict run() returned", "bughunt_visible",

@@ -69,6 +69,11 @@ FIRES: dict[str, list[tuple[dict, dict]]] = {
         ({}, {"message": "RuntimeError: a leaf Variable that requires grad is being used in an "
                          "in-place operation."}),
     ],
+    "inplace-on-saved-tensor": [
+        ({}, {"message": "RuntimeError: one of the variables needed for gradient computation has "
+                         "been modified by an inplace operation: [torch.FloatTensor [3]], which "
+                         "is output 0 of SinBackward0, is at version 1; expected version 0"}),
+    ],
     "softmax-before-cross-entropy": [
         ({"loss_input_probabilities": True}, {}),
         ({"loss_applies_softmax": True}, {}),
@@ -179,6 +184,11 @@ SILENT: dict[str, list[tuple[dict, dict]]] = {
     "manual-update-rebinds": [({"params_changed": True}, {}), ({}, {})],
     "inplace-update-outside-no-grad": [
         ({}, {"message": "RuntimeError: mat1 and mat2 shapes cannot be multiplied"}),
+    ],
+    "inplace-on-saved-tensor": [
+        ({}, {"message": "RuntimeError: a leaf Variable that requires grad is being used in an "
+                         "in-place operation."}),
+        ({}, {"message": "RuntimeError: Trying to backward through the graph a second time"}),
     ],
     "softmax-before-cross-entropy": [
         ({"outputs_are_probabilities": True, "loss": 1.5, "loss_if_logits": 0.9}, {}),

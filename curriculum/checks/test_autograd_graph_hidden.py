@@ -5,8 +5,9 @@ of f, a second backward pass), each pitfall of the seeds with the fault it means
 import torch
 
 from autograd_graph_cases import TRUNK_CASES, describe, tensor
-from autograd_graph_cases_hidden import (CLIP_CASES_HIDDEN, INPLACE_X, LEAF_GRAPHS_HIDDEN,
-                                         SPECIAL_CHAINS, STATUS_GRAPHS_HIDDEN, random_chain)
+from autograd_graph_cases_hidden import (CLIP_CASES_HIDDEN, INPLACE_CASES, INPLACE_X,
+                                         LEAF_GRAPHS_HIDDEN, SPECIAL_CHAINS,
+                                         STATUS_GRAPHS_HIDDEN, random_chain)
 from autograd_graph_reference import (chain_reference, clipped_reference, frozen_reference,
                                       hidden_grad_reference, inplace_reference,
                                       reached_reference, status_reference,
@@ -18,10 +19,6 @@ from autograd_graph_verify import (CHAIN_HINT, INPLACE_HINT, LEAVES_HINT, TWO_HI
                                    expect_names, expect_one_forward, expect_status,
                                    expect_tensor, student_error_fault)
 from grader import StudentError, check, fail
-
-INPLACE_CASES = ("sin_add_", "exp_add_", "saved_mul_add_", "unsaved_add_add_", "leaf_mul_",
-                 "relu_", "sigmoid_mul_", "sigmoid_clone_mul_", "sigmoid_data_mul_",
-                 "leaf_no_grad_mul_")
 
 
 @check(points=2, targets="grad_fn_chain")

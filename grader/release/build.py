@@ -46,14 +46,10 @@ from grader.checking.edition import RELEASE_FILE, StudentRelease, student_releas
 from grader.checking.recorded import RECORDED_DIR, SUFFIX, versions
 from grader.course.folder import COURSE_FILE, ENV, Course, active_course
 from grader.course.registry import check_files, exercise_of, known_exercises, visibility_of_file
+from grader.release.leaks import NOT_SHIPPED
 from grader.checking.selection import PendingCheck, collect_checks, counts_before_grading
 
 GRADER_DIR = Path(grader.__file__).resolve().parent
-# Folders of the grader package that never ship (in an installed wheel the shipped curriculum
-# and the templates live inside it; the released course and the templates are written apart).
-# `authoring` (new-exercise, verify) is for instructors only, and its scaffold's templates hold
-# a whole exercise with its solution and hidden check: a course made with it would leak them.
-NOT_SHIPPED = {"__pycache__", "curriculum", "templates", "authoring"}
 RELEASED_COURSE = "curriculum"  # the release's grader/curriculum: its default course
 DISTRIBUTION = "torchgrade-student"
 

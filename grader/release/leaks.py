@@ -378,12 +378,19 @@ class Public:
         return not holds_data(node) and joined(words(text)) in self.idioms
 
 
+# Folders of the grader package that never ship (in an installed wheel the shipped curriculum
+# and the templates live inside it; the released course and the templates are written apart).
+# `authoring` (new-exercise, verify) is for instructors only, and its scaffold's templates hold
+# a whole exercise with its solution and hidden check: a course made with it would leak them.
+# Here, not in build.py, since the scan reads what ships by design: build imports it from here.
+NOT_SHIPPED = {"__pycache__", "curriculum", "templates", "authoring"}
+
+
 def _public_corpus(exercises: Path, checks_dir: Path) -> Public:
     """What a release ships by design (see `Public`)."""
     import grader
     from grader.checking.recorded import SUFFIX
     from grader.course.registry import visibility_of_file
-    from grader.release.build import NOT_SHIPPED
 
     grader_dir = Path(grader.__file__).resolve().parent
     modules = [p.read_text(encoding="utf-8") for p in sorted(grader_dir.rglob("*.py"))
