@@ -37,26 +37,27 @@ def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
     full package only), the hidden checks too. Hidden checks left out are listed as pending.
     `zygote`: a running worker parent to use (a notebook's check server keeps one warm)."""
     from grader.checking.edition import hidden_in_release, student_release
-    from grader.checking.selection import CheckSelection
 
     release = student_release()
     if hidden and release is not None:
         raise UsageError("the hidden checks are not part of the student release: they run when "
                          "your work is graded")
     submission, chosen = one_submission(path, exercises)
-    select = CheckSelection(hidden=hidden, targets=only)
     if zygote is not None:
+        select = _selection(hidden, only)
         result = grade_one(submission, exercises=chosen, limits=limits, zygote=zygote,
                            select=select)
     else:
-        # The grader's own `import torch` (in grader.running.runner) overlaps the zygote's start-up.
-        warm = threading.Thread(target=importlib.import_module, args=("grader.running.runner",),
-                                daemon=True)
+        # The grader's own `import torch` (grader.running.runner and grader.checking.selection
+        # import it) overlaps the zygote's start-up: nothing before `warm.join()` may import
+        # them in this thread, or the two imports of torch run one after the other.
+        warm = threading.Thread(target=_import_grading, daemon=True)
         warm.start()
         with sandbox() as own:
             if release is None:  # on a student's own machine the warning is only noise
                 warn_isolation(own)
             warm.join()
+            select = _selection(hidden, only)
             result = grade_one(submission, exercises=chosen, limits=limits, zygote=own,
                                select=select)
     if only and select.selected == 0:
@@ -66,6 +67,19 @@ def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
     pending = select.pending + hidden_in_release(chosen, set(only) if only else None)
     reports = write_check_reports(result, Path(out), pending)
     return CheckedWork(result=result, report=reports[0], pending=pending, reports=reports)
+
+
+def _import_grading() -> None:
+    """Import what grading needs (torch, pytest, the plugin), in a thread of its own."""
+    for name in ("grader.running.runner", "grader.checking.selection"):
+        importlib.import_module(name)
+
+
+def _selection(hidden: bool, only: list[str] | None):
+    """The `CheckSelection` of a local check (imported here: its module imports torch)."""
+    from grader.checking.selection import CheckSelection
+
+    return CheckSelection(hidden=hidden, targets=only)
 
 
 def write_check_reports(result: SubmissionResult, out: Path, pending: list) -> list[Path]:

@@ -21,11 +21,19 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast, overload
+from typing import TYPE_CHECKING, cast, overload
 
 import grader
-from grader.worker import cgroups, messages, sandbox, view, wire
+from grader.worker import cgroups, messages, sandbox, view
 from grader.worker.limits import WorkerLimits
+
+if TYPE_CHECKING:
+    from grader.worker import wire
+
+# `wire` imports torch (about 2 s): each function here imports it where it needs it, after
+# `Zygote._start` has launched the zygote's process, so that a cold `torchgrade check` imports
+# torch in the grader while the zygote imports its own, not one after the other. (This module
+# runs only in the grader; the worker's modules bind torch at import, see `seal`.)
 
 log = logging.getLogger("torchgrade")
 READY_TIMEOUT = 120.0
@@ -133,6 +141,8 @@ class Zygote:
             cwd=self.scratch_root, start_new_session=True)
         theirs.close()
         self.ctrl = ours
+        from grader.worker import wire  # only now: see the comment at the top
+
         self._reader = wire.FrameReader(wire.REPLY_LIMITS)
         self._exits: dict[int, messages.Exited] = {}
         ready = self._next(lambda m: m["op"] == "ready", READY_TIMEOUT)
@@ -156,6 +166,8 @@ class Zygote:
               timeout: float) -> messages.Control | None:
         """Read control messages until one satisfies `want`; records every exit note. Skips
         what is no control message; ZygoteError for one that breaks its declaration."""
+        from grader.worker import wire
+
         deadline = time.monotonic() + timeout
         while True:
             frame = self._reader.frame()
@@ -209,6 +221,8 @@ class Zygote:
         return False
 
     def _spawn(self, limits: WorkerLimits) -> Worker:
+        from grader.worker import wire
+
         scratch = tempfile.mkdtemp(prefix="w", dir=self.scratch_root)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         out_r, out_w = os.pipe()
@@ -340,6 +354,8 @@ class Worker:
         `wire.REPLY_LIMITS` raises `ReplyRefused`, a malformed one (by the wire format, or by
         the declaration of the reply) `WorkerCrashed`.
         """
+        from grader.worker import wire
+
         if not self.alive:
             raise WorkerCrashed("the worker is no longer running")
         deadline = time.monotonic() + timeout
