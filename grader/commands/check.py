@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.commands.common import (UsageError, grade_one, limits_of, one_submission, sandbox,
                                     warn_isolation)
-from grader.models import SubmissionResult
+from grader.course.folder import active_course
+from grader.models import Submission, SubmissionResult
 from grader.outputs import terminal
 from grader.outputs.folder import write_submission_outputs
 from grader.worker.limits import WorkerLimits
@@ -53,7 +55,7 @@ def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
         # them in this thread, or the two imports of torch run one after the other.
         warm = threading.Thread(target=_import_grading, daemon=True)
         warm.start()
-        with sandbox() as own:
+        with sandbox(optimizers=may_build_optimizers(submission, chosen)) as own:
             if release is None:  # on a student's own machine the warning is only noise
                 warn_isolation(own)
             warm.join()
@@ -67,6 +69,32 @@ def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
     pending = select.pending + hidden_in_release(chosen, set(only) if only else None)
     reports = write_check_reports(result, Path(out), pending)
     return CheckedWork(result=result, report=reports[0], pending=pending, reports=reports)
+
+
+# What, in the worker, makes torch import torch._dynamo (~1.8 s): the first call of an
+# optimizer's methods (torch.optim), torch.compile, torch.export. Loose on purpose: a word
+# that matches for another reason (`re.compile`) only warms the zygote as before.
+OPTIMIZER_WORDS = re.compile(r"optim|compile|export|_dynamo")
+
+
+def may_build_optimizers(submission: Submission, exercises: list[str]) -> bool:
+    """Whether a worker checking `exercises` of `submission` may build an optimizer: if the
+    stub of one of them (which names what its checks and probes use: `parameters`,
+    `training_loops`, the bug hunts) or the student's own code mentions one. Otherwise the
+    zygote skips its warm import of torch._dynamo, which only the cold start would wait for;
+    code that builds one without naming it pays that import in its own worker (as it would
+    in a zygote of a torch without the warm import), never in another's."""
+    course = active_course()
+    for exercise in exercises:
+        try:
+            stub = course.stub(exercise).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError, ValueError):
+            return True  # unknown: keep the warm import
+        module = submission.modules.get(exercise)
+        code = [chunk.code for chunk in module.chunks] if module is not None else []
+        if any(OPTIMIZER_WORDS.search(text) for text in [stub, *code]):
+            return True
+    return False
 
 
 def _import_grading() -> None:

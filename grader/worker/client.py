@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, cast, overload
 import grader
 from grader.worker import cgroups, messages, sandbox, view
 from grader.worker.limits import WorkerLimits
+from grader.worker.zygote import WARM_ENV
 
 if TYPE_CHECKING:
     from grader.worker import wire
@@ -93,11 +94,14 @@ class Zygote:
     `isolation` says what was achieved: "full", "reduced" or "none" (see `sandbox`), `missing`
     what kept it below "full", `memory` how workers' memory is counted. `hidden` adds paths
     (say SUBMISSIONS and OUT) to those the start-up self-test proves no worker can see
-    (`sandbox.must_not_see`).
+    (`sandbox.must_not_see`). `optimizers=False` says that no worker will build a torch.optim
+    optimizer: the zygote then skips importing torch._dynamo (~1.8 s of its start-up), which a
+    worker that does build one imports itself, inside its own deadline.
     """
 
     def __init__(self, *, python: str = sys.executable, scratch_root: str | None = None,
-                 isolate: bool = True, hidden=()):
+                 isolate: bool = True, hidden=(), optimizers: bool = True):
+        self.optimizers = optimizers
         self.scratch_root = scratch_root or tempfile.mkdtemp(prefix="torchgrade-")
         self._own_root = scratch_root is None
         # Workers run as other users: they may pass through this folder, not list it.
@@ -123,6 +127,8 @@ class Zygote:
 
     def _start(self) -> None:
         env = _worker_env(self.scratch_root)
+        if not self.optimizers:
+            env[WARM_ENV] = "0"
         if self.uids is not None:
             env["TORCHGRADE_UIDS"] = f"{self.uids.base}:{self.uids.count}"
         cgroup_dirs = self.cgroup.dirs if self.cgroup is not None else []
