@@ -15,7 +15,6 @@ from grader.commands.common import (UsageError, grade_one, limits_of, one_submis
 from grader.course.folder import active_course
 from grader.models import Submission, SubmissionResult
 from grader.outputs import terminal
-from grader.outputs.folder import write_submission_outputs
 from grader.worker.limits import WorkerLimits
 
 
@@ -117,6 +116,8 @@ def write_check_reports(result: SubmissionResult, out: Path, pending: list) -> l
     (the terminal's `bughunt_line`). A result without exercises (the grader failed) is written
     whole, under the submission's name."""
     from grader.course.bughunt import is_bughunt
+    # Here, not at the top: it imports jinja2 and the report, not needed before the sandbox.
+    from grader.outputs.folder import write_submission_outputs
     from grader.outputs.terminal import bughunt_line
 
     if not result.exercises:
