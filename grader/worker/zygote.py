@@ -318,6 +318,11 @@ def main() -> None:
                 for fd in fds:
                     os.close(fd)
                 send(messages.spawned(pid))
+    except ConnectionError:
+        # The grader closed the control socket while a note was being sent (typically the
+        # exit note of its last worker, killed as the grader closes): shut down as on EOF,
+        # not with a BrokenPipeError traceback (and the interpreter's slow teardown after it).
+        return
     finally:
         for pid, (_, group) in children.items():
             try:
