@@ -51,10 +51,12 @@ def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
     else:
         # The grader's own `import torch` (grader.running.runner and grader.checking.selection
         # import it) overlaps the zygote's start-up: nothing before `warm.join()` may import
-        # them in this thread, or the two imports of torch run one after the other.
+        # them in this thread, or the two imports of torch run one after the other. It starts
+        # once the zygote's process is launched: started before, it held the GIL while this
+        # thread was still preparing the launch (~0.3 s later).
         warm = threading.Thread(target=_import_grading, daemon=True)
-        warm.start()
-        with sandbox(optimizers=may_build_optimizers(submission, chosen)) as own:
+        with sandbox(optimizers=may_build_optimizers(submission, chosen),
+                     launched=warm.start) as own:
             if release is None:  # on a student's own machine the warning is only noise
                 warn_isolation(own)
             warm.join()

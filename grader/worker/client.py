@@ -96,12 +96,15 @@ class Zygote:
     (say SUBMISSIONS and OUT) to those the start-up self-test proves no worker can see
     (`sandbox.must_not_see`). `optimizers=False` says that no worker will build a torch.optim
     optimizer: the zygote then skips importing torch._dynamo (~1.8 s of its start-up), which a
-    worker that does build one imports itself, inside its own deadline.
+    worker that does build one imports itself, inside its own deadline. `launched` is called
+    once, as soon as the zygote's process has been started (before its start-up is awaited).
     """
 
     def __init__(self, *, python: str = sys.executable, scratch_root: str | None = None,
-                 isolate: bool = True, hidden=(), optimizers: bool = True):
+                 isolate: bool = True, hidden=(), optimizers: bool = True,
+                 launched: Callable[[], None] | None = None):
         self.optimizers = optimizers
+        self._launched = launched
         self.scratch_root = scratch_root or tempfile.mkdtemp(prefix="torchgrade-")
         self._own_root = scratch_root is None
         # Workers run as other users: they may pass through this folder, not list it.
@@ -147,6 +150,9 @@ class Zygote:
             cwd=self.scratch_root, start_new_session=True)
         theirs.close()
         self.ctrl = ours
+        if self._launched is not None:
+            launched, self._launched = self._launched, None
+            launched()
         from grader.worker import wire  # only now: see the comment at the top
 
         self._reader = wire.FrameReader(wire.REPLY_LIMITS)
