@@ -7,6 +7,7 @@ import argparse
 import importlib
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,11 +33,14 @@ class CheckedWork:
 
 def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
                hidden: bool = False, only: list[str] | None = None,
-               limits: WorkerLimits | None = None, zygote=None) -> CheckedWork:
+               limits: WorkerLimits | None = None, zygote=None,
+               prepare: Callable[[], None] | None = None) -> CheckedWork:
     """A student's (or self-learner's) local check: the visible checks of the exercises found
     in `path` (with `only`: the checks about those functions/classes), and, with `hidden` (the
     full package only), the hidden checks too. Hidden checks left out are listed as pending.
-    `zygote`: a running worker parent to use (a notebook's check server keeps one warm)."""
+    `zygote`: a running worker parent to use (a notebook's check server keeps one warm).
+    `prepare`: called before any check runs (the command line's proof that the course's files
+    are readable Python), while the zygote starts when there is none."""
     from grader.checking.edition import hidden_in_release, student_release
 
     release = student_release()
@@ -45,6 +49,8 @@ def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
                          "your work is graded")
     submission, chosen = one_submission(path, exercises)
     if zygote is not None:
+        if prepare is not None:
+            prepare()
         select = _selection(hidden, only)
         result = grade_one(submission, exercises=chosen, limits=limits, zygote=zygote,
                            select=select)
@@ -55,8 +61,14 @@ def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
         # once the zygote's process is launched: started before, it held the GIL while this
         # thread was still preparing the launch (~0.3 s later).
         warm = threading.Thread(target=_import_grading, daemon=True)
+
+        def launched() -> None:
+            if prepare is not None:  # first: a course refused leaves no thread importing
+                prepare()
+            warm.start()
+
         with sandbox(optimizers=may_build_optimizers(submission, chosen),
-                     launched=warm.start) as own:
+                     launched=launched) as own:
             if release is None:  # on a student's own machine the warning is only noise
                 warn_isolation(own)
             warm.join()
@@ -141,7 +153,8 @@ def write_check_reports(result: SubmissionResult, out: Path, pending: list) -> l
 
 def main(args: argparse.Namespace) -> int:
     work = check_work(args.path, out=args.out, exercises=args.exercises, hidden=args.hidden,
-                      only=args.only, limits=limits_of(args.timeout))
+                      only=args.only, limits=limits_of(args.timeout),
+                      prepare=getattr(args, "check_course_files", None))
     print(terminal.summary(work.result, pending=work.pending,
                            report=[str(r) for r in work.reports],
                            color=terminal.use_color(args.color)))

@@ -97,7 +97,8 @@ class Zygote:
     (`sandbox.must_not_see`). `optimizers=False` says that no worker will build a torch.optim
     optimizer: the zygote then skips importing torch._dynamo (~1.8 s of its start-up), which a
     worker that does build one imports itself, inside its own deadline. `launched` is called
-    once, as soon as the zygote's process has been started (before its start-up is awaited).
+    once, as soon as the zygote's process has been started (before its start-up is awaited);
+    if it raises, the zygote is ended and the exception goes on.
     """
 
     def __init__(self, *, python: str = sys.executable, scratch_root: str | None = None,
@@ -121,6 +122,8 @@ class Zygote:
             self._start()
         except BaseException:
             self._remove_cgroup()
+            if self._own_root:  # a `launched` that raised (a course refused) leaves no folder
+                shutil.rmtree(self.scratch_root, ignore_errors=True)
             raise
         layers = dict(view=self.view and not self.leaks, namespaces=self.contained,
                       uids=self.contained, memory=self.memory_cgroup is not None)
@@ -152,7 +155,16 @@ class Zygote:
         self.ctrl = ours
         if self._launched is not None:
             launched, self._launched = self._launched, None
-            launched()
+            try:
+                launched()
+            except BaseException:
+                ours.close()  # the zygote exits on EOF; killed if it does not at once
+                try:
+                    self.process.wait(timeout=1.0)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait()
+                raise
         from grader.worker import wire  # only now: see the comment at the top
 
         self._reader = wire.FrameReader(wire.REPLY_LIMITS)
