@@ -11,10 +11,13 @@ Every command takes `--course DIR` (else TORCHGRADE_COURSE, else the shipped cur
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
 import logging
+import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import grader
 from grader.course.folder import active_course, course_option
@@ -278,6 +281,28 @@ COMMANDS: dict[str, str] = {
 }
 
 
+# Commands whose main calls `args.check_course_files()` itself, before it reads the course's
+# files for anything but the exercises' names.
+CHECKS_COURSE_FILES_LATER = {"check"}
+
+# Commands that, run as the program (not `main([...])` in-process), end as soon as their
+# output is out: a student waits for `check`'s prompt to come back.
+EXITS_AT_ONCE = {"check"}
+
+
+def exit_at_once(code: int) -> NoReturn:
+    """Exit with `code` once the output is flushed and the atexit handlers (logging, temporary
+    files) have run, skipping the interpreter's teardown of every module: with torch loaded,
+    ~0.4 s that nothing needs."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more to say there
+            pass
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
 def check_course_files(args: argparse.Namespace) -> None:
     """CourseError (one line) unless the files of the active course that the command reads
     are readable Python (those of the exercises it names, if it names only known ones: an
@@ -302,9 +327,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command not in WRITES_A_COURSE:
             course_option(args.course)
-        if args.command in READS_COURSE_FILES:
+        if argv is None and args.command in CHECKS_COURSE_FILES_LATER:
+            # Run as the program, `check` proves the course's files while its zygote starts,
+            # not before launching it (~0.3 s off a cold check); a broken file is the same one
+            # line, exit 2. (In-process, `main([...])` keeps the order: nothing is started.)
+            args.check_course_files = lambda: check_course_files(args)
+        elif args.command in READS_COURSE_FILES:
             check_course_files(args)
-        return getattr(importlib.import_module(module), function)(args)
+        code = getattr(importlib.import_module(module), function)(args)
+        if argv is None and args.command in EXITS_AT_ONCE:
+            exit_at_once(code)
+        return code
     except UsageError as exc:
         print(f"torchgrade: error: {exc}", file=sys.stderr)
         return 2

@@ -146,6 +146,20 @@ class CheckInfo(BaseModel):
     reveal: Reveal = "fix"
 
 
+class PendingCheck(BaseModel):
+    """A hidden check that did not run here: it runs when the work is graded. (Here, not in
+    `grader.checking.selection`, so that the edition and the terminal, which `torchgrade check`
+    needs before its sandbox starts, can name it without importing torch and pytest.)"""
+
+    exercise: str
+    title: str
+    points: float
+    targets: list[str]
+    # A bug hunt scores the checks for the faults seeded in the copy; one for a fault it did not
+    # seed counts only if it fails. False for those, so totals shown before grading are right.
+    counted: bool = True
+
+
 class SourceChunk(BaseModel):
     """A unit of student code run in order: a whole .py file, or one notebook code cell."""
 

@@ -98,6 +98,40 @@ def test_check_prints_verdicts_and_sets_the_exit_code(tmp_path):
     assert {(c.status, c.reason) for c in stub.checks} == {("error", "not_implemented")}
 
 
+def test_check_starts_its_sandbox_before_the_grader_imports_torch():
+    """Issue 21: what `torchgrade check` imports before it launches the zygote (the command,
+    the edition, the terminal, the worker client) imports no torch, so that the grader's own
+    import of torch overlaps the zygote's instead of preceding it."""
+    code = ("import sys\n"
+            "import grader.cli, grader.commands.check, grader.checking.edition\n"
+            "import grader.outputs.terminal, grader.worker.client\n"
+            "print(sorted(m for m in ('torch', 'matplotlib', 'nbformat', 'jinja2')\n"
+            "             if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_a_check_warms_torch_dynamo_only_for_work_that_may_build_an_optimizer(tmp_path):
+    """The zygote's warm import of torch._dynamo (~1.8 s) is skipped for exercises whose stub
+    and student code name no optimizer; kept when either does."""
+    from grader.commands.check import may_build_optimizers
+    from grader.commands.common import one_submission
+
+    def warms(path, exercises=None):
+        submission, chosen = one_submission(path, exercises)
+        return may_build_optimizers(submission, chosen)
+
+    assert not warms(SOLUTIONS / f"{EXERCISE}.py")
+    assert warms(SOLUTIONS / "training_loops.py") and warms(SOLUTIONS / "parameters.py")
+    assert warms(EXERCISES / "training_loops.py")  # the stub names it, not the student
+    own = tmp_path / f"{EXERCISE}.py"
+    own.write_text((SOLUTIONS / f"{EXERCISE}.py").read_text()
+                   + "\nimport torch\nSTEP = torch.optim.SGD\n")
+    assert warms(own)
+
+
 def test_check_writes_one_report_per_exercise_titled_by_it(tmp_path):
     """Checking files one after another, or a folder of several, never overwrites another
     exercise's report: torchgrade-check/<exercise>/report.html, titled by the exercise."""

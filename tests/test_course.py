@@ -384,6 +384,25 @@ def test_every_command_names_a_broken_course_file_in_one_line(course_dir, tmp_pa
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("rel", ["checks/test_scale.py", "checks/scale_cases.py"])
+def test_check_run_as_the_program_names_a_broken_course_file_in_one_line(course_dir, tmp_path,
+                                                                         monkeypatch, rel):
+    """Run as the program, `check` proves the course's files while its zygote starts (issue
+    21): a broken one is still one line, exit 2, no report, and no sandbox folder left."""
+    forget_course_env(monkeypatch)
+    _syntax(course_dir / rel)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    proc = torchgrade(*command_line("check", course_dir, tmp_path), cwd=tmp_path,
+                      env={"TMPDIR": str(scratch)})
+    err = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2, proc.stderr
+    assert len(err) == 1 and err[0].startswith("torchgrade: error: ") and rel in err[0], err
+    assert not (tmp_path / "out").exists()
+    left = [p.name for p in scratch.iterdir() if p.name.startswith("torchgrade-")]
+    assert left in ([], ["torchgrade-uid-locks"])  # that one is shared by every grader
+
+
 @pytest.mark.fast
 def test_a_course_whose_files_are_whole_passes_the_same_check(course_dir):
     course = load_course(course_dir)

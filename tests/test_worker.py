@@ -49,6 +49,30 @@ def test_worker_sees_no_grader_internals(zygote):
         assert sub.call("cwd") == env["HOME"]  # a private scratch folder
 
 
+OPTIMIZER_STEP = ("import sys, torch\n"
+                  "def warm(): return 'torch._dynamo' in sys.modules\n"
+                  "def step():\n"
+                  "    p = torch.nn.Parameter(torch.ones(2))\n"
+                  "    opt = torch.optim.SGD([p], lr=0.5)\n"
+                  "    p.sum().backward()\n"
+                  "    opt.step()\n"
+                  "    return p.detach().tolist()\n")
+
+
+def test_a_zygote_told_no_optimizers_skips_warming_dynamo_and_its_workers_still_build_one(zygote):
+    """`Zygote(optimizers=False)` (a cold local check of exercises without optimizers) forks
+    workers without torch._dynamo imported; one that builds an optimizer anyway imports it
+    itself and trains as usual. The default zygote keeps the warm import."""
+    from grader.worker.client import Zygote
+
+    with module_of(zygote, OPTIMIZER_STEP) as sub:
+        assert sub.call("warm") is True
+    with Zygote(optimizers=False) as cold:
+        with module_of(cold, OPTIMIZER_STEP, WorkerLimits(call_timeout=60.0)) as sub:
+            assert sub.call("warm") is False
+            assert sub.call("step") == [0.5, 0.5]
+
+
 def test_a_timeout_fails_only_that_call_and_a_fresh_worker_serves_the_next(zygote):
     with module_of(zygote, "import time\nstate = []\n"
                             "def slow(): time.sleep(60)\n"

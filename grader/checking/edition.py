@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from grader.checking.selection import PendingCheck
+from grader.models import PendingCheck  # torch-free: see its docstring
 
 RELEASE_FILE = Path(__file__).resolve().parent.parent / "student_release.json"
 

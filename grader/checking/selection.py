@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from grader.models import CheckInfo
+# PendingCheck lives in grader.models (torch-free) and is re-exported here for its users.
+from grader.models import CheckInfo, PendingCheck  # noqa: F401
 from grader.checking.plugin import prepare_checks, session_args
 from grader.course.folder import active_course
 from grader.course.registry import check_files, check_id, exercise_of, info_of
@@ -29,18 +30,6 @@ def counts_before_grading(exercise: str, check_name: str) -> bool:
     from grader.course.bughunt import is_bughunt, scores_seeded_fault
 
     return not is_bughunt(exercise) or scores_seeded_fault(exercise, check_name)
-
-
-class PendingCheck(BaseModel):
-    """A hidden check that did not run here: it runs when the work is graded."""
-
-    exercise: str
-    title: str
-    points: float
-    targets: list[str]
-    # A bug hunt scores the checks for the faults seeded in the copy; one for a fault it did not
-    # seed counts only if it fails. False for those, so totals shown before grading are right.
-    counted: bool = True
 
 
 class CheckSelection:

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.commands.common import (UsageError, grade_one, limits_of, one_submission, sandbox,
                                     warn_isolation)
-from grader.models import SubmissionResult
+from grader.course.folder import active_course
+from grader.models import Submission, SubmissionResult
 from grader.outputs import terminal
-from grader.outputs.folder import write_submission_outputs
 from grader.worker.limits import WorkerLimits
 
 
@@ -31,32 +33,46 @@ class CheckedWork:
 
 def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
                hidden: bool = False, only: list[str] | None = None,
-               limits: WorkerLimits | None = None, zygote=None) -> CheckedWork:
+               limits: WorkerLimits | None = None, zygote=None,
+               prepare: Callable[[], None] | None = None) -> CheckedWork:
     """A student's (or self-learner's) local check: the visible checks of the exercises found
     in `path` (with `only`: the checks about those functions/classes), and, with `hidden` (the
     full package only), the hidden checks too. Hidden checks left out are listed as pending.
-    `zygote`: a running worker parent to use (a notebook's check server keeps one warm)."""
+    `zygote`: a running worker parent to use (a notebook's check server keeps one warm).
+    `prepare`: called before any check runs (the command line's proof that the course's files
+    are readable Python), while the zygote starts when there is none."""
     from grader.checking.edition import hidden_in_release, student_release
-    from grader.checking.selection import CheckSelection
 
     release = student_release()
     if hidden and release is not None:
         raise UsageError("the hidden checks are not part of the student release: they run when "
                          "your work is graded")
     submission, chosen = one_submission(path, exercises)
-    select = CheckSelection(hidden=hidden, targets=only)
     if zygote is not None:
+        if prepare is not None:
+            prepare()
+        select = _selection(hidden, only)
         result = grade_one(submission, exercises=chosen, limits=limits, zygote=zygote,
                            select=select)
     else:
-        # The grader's own `import torch` (in grader.running.runner) overlaps the zygote's start-up.
-        warm = threading.Thread(target=importlib.import_module, args=("grader.running.runner",),
-                                daemon=True)
-        warm.start()
-        with sandbox() as own:
+        # The grader's own `import torch` (grader.running.runner and grader.checking.selection
+        # import it) overlaps the zygote's start-up: nothing before `warm.join()` may import
+        # them in this thread, or the two imports of torch run one after the other. It starts
+        # once the zygote's process is launched: started before, it held the GIL while this
+        # thread was still preparing the launch (~0.3 s later).
+        warm = threading.Thread(target=_import_grading, daemon=True)
+
+        def launched() -> None:
+            if prepare is not None:  # first: a course refused leaves no thread importing
+                prepare()
+            warm.start()
+
+        with sandbox(optimizers=may_build_optimizers(submission, chosen),
+                     launched=launched) as own:
             if release is None:  # on a student's own machine the warning is only noise
                 warn_isolation(own)
             warm.join()
+            select = _selection(hidden, only)
             result = grade_one(submission, exercises=chosen, limits=limits, zygote=own,
                                select=select)
     if only and select.selected == 0:
@@ -68,6 +84,45 @@ def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
     return CheckedWork(result=result, report=reports[0], pending=pending, reports=reports)
 
 
+# What, in the worker, makes torch import torch._dynamo (~1.8 s): the first call of an
+# optimizer's methods (torch.optim), torch.compile, torch.export. Loose on purpose: a word
+# that matches for another reason (`re.compile`) only warms the zygote as before.
+OPTIMIZER_WORDS = re.compile(r"optim|compile|export|_dynamo")
+
+
+def may_build_optimizers(submission: Submission, exercises: list[str]) -> bool:
+    """Whether a worker checking `exercises` of `submission` may build an optimizer: if the
+    stub of one of them (which names what its checks and probes use: `parameters`,
+    `training_loops`, the bug hunts) or the student's own code mentions one. Otherwise the
+    zygote skips its warm import of torch._dynamo, which only the cold start would wait for;
+    code that builds one without naming it pays that import in its own worker (as it would
+    in a zygote of a torch without the warm import), never in another's."""
+    course = active_course()
+    for exercise in exercises:
+        try:
+            stub = course.stub(exercise).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError, ValueError):
+            return True  # unknown: keep the warm import
+        module = submission.modules.get(exercise)
+        code = [chunk.code for chunk in module.chunks] if module is not None else []
+        if any(OPTIMIZER_WORDS.search(text) for text in [stub, *code]):
+            return True
+    return False
+
+
+def _import_grading() -> None:
+    """Import what grading needs (torch, pytest, the plugin), in a thread of its own."""
+    for name in ("grader.running.runner", "grader.checking.selection"):
+        importlib.import_module(name)
+
+
+def _selection(hidden: bool, only: list[str] | None):
+    """The `CheckSelection` of a local check (imported here: its module imports torch)."""
+    from grader.checking.selection import CheckSelection
+
+    return CheckSelection(hidden=hidden, targets=only)
+
+
 def write_check_reports(result: SubmissionResult, out: Path, pending: list) -> list[Path]:
     """One report per exercise checked, `out/<exercise>/report.html` titled by the exercise
     (with its results.json and gradescope.json), so that checking one file never overwrites
@@ -75,6 +130,8 @@ def write_check_reports(result: SubmissionResult, out: Path, pending: list) -> l
     (the terminal's `bughunt_line`). A result without exercises (the grader failed) is written
     whole, under the submission's name."""
     from grader.course.bughunt import is_bughunt
+    # Here, not at the top: it imports jinja2 and the report, not needed before the sandbox.
+    from grader.outputs.folder import write_submission_outputs
     from grader.outputs.terminal import bughunt_line
 
     if not result.exercises:
@@ -96,7 +153,8 @@ def write_check_reports(result: SubmissionResult, out: Path, pending: list) -> l
 
 def main(args: argparse.Namespace) -> int:
     work = check_work(args.path, out=args.out, exercises=args.exercises, hidden=args.hidden,
-                      only=args.only, limits=limits_of(args.timeout))
+                      only=args.only, limits=limits_of(args.timeout),
+                      prepare=getattr(args, "check_course_files", None))
     print(terminal.summary(work.result, pending=work.pending,
                            report=[str(r) for r in work.reports],
                            color=terminal.use_color(args.color)))

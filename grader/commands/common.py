@@ -97,12 +97,14 @@ def grade_one(submission: Submission, *, exercises: list[str], limits: WorkerLim
         return grader_failure(submission.student, type(exc).__name__)
 
 
-def sandbox():
-    """A started worker parent, as a context manager (GraderUnavailable if it cannot start)."""
+def sandbox(*, optimizers: bool = True, launched=None):
+    """A started worker parent, as a context manager (GraderUnavailable if it cannot start).
+    `optimizers=False`: its workers will build no torch.optim optimizer; `launched`: called
+    once its process is started (see `Zygote`)."""
     from grader.worker.client import Zygote, ZygoteError
 
     try:
-        return Zygote()
+        return Zygote(optimizers=optimizers, launched=launched)
     except ZygoteError as exc:
         raise GraderUnavailable(str(exc)) from None
 

@@ -12,8 +12,8 @@ import sys
 from collections.abc import Iterable
 from typing import Literal, TextIO
 
-from grader.checking.selection import PendingCheck
-from grader.models import CheckResult, SubmissionResult, state_of
+# PendingCheck from grader.models, not grader.checking.selection: that one imports torch.
+from grader.models import CheckResult, PendingCheck, SubmissionResult, state_of
 from grader.outputs.outcomes import OUTCOMES, PENDING_WORD
 
 ColorMode = Literal["auto", "always", "never"]

@@ -21,11 +21,20 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast, overload
+from typing import TYPE_CHECKING, cast, overload
 
 import grader
-from grader.worker import cgroups, messages, sandbox, view, wire
+from grader.worker import cgroups, messages, sandbox, view
 from grader.worker.limits import WorkerLimits
+from grader.worker.zygote import WARM_ENV
+
+if TYPE_CHECKING:
+    from grader.worker import wire
+
+# `wire` imports torch (about 2 s): each function here imports it where it needs it, after
+# `Zygote._start` has launched the zygote's process, so that a cold `torchgrade check` imports
+# torch in the grader while the zygote imports its own, not one after the other. (This module
+# runs only in the grader; the worker's modules bind torch at import, see `seal`.)
 
 log = logging.getLogger("torchgrade")
 READY_TIMEOUT = 120.0
@@ -85,11 +94,18 @@ class Zygote:
     `isolation` says what was achieved: "full", "reduced" or "none" (see `sandbox`), `missing`
     what kept it below "full", `memory` how workers' memory is counted. `hidden` adds paths
     (say SUBMISSIONS and OUT) to those the start-up self-test proves no worker can see
-    (`sandbox.must_not_see`).
+    (`sandbox.must_not_see`). `optimizers=False` says that no worker will build a torch.optim
+    optimizer: the zygote then skips importing torch._dynamo (~1.8 s of its start-up), which a
+    worker that does build one imports itself, inside its own deadline. `launched` is called
+    once, as soon as the zygote's process has been started (before its start-up is awaited);
+    if it raises, the zygote is ended and the exception goes on.
     """
 
     def __init__(self, *, python: str = sys.executable, scratch_root: str | None = None,
-                 isolate: bool = True, hidden=()):
+                 isolate: bool = True, hidden=(), optimizers: bool = True,
+                 launched: Callable[[], None] | None = None):
+        self.optimizers = optimizers
+        self._launched = launched
         self.scratch_root = scratch_root or tempfile.mkdtemp(prefix="torchgrade-")
         self._own_root = scratch_root is None
         # Workers run as other users: they may pass through this folder, not list it.
@@ -106,6 +122,8 @@ class Zygote:
             self._start()
         except BaseException:
             self._remove_cgroup()
+            if self._own_root:  # a `launched` that raised (a course refused) leaves no folder
+                shutil.rmtree(self.scratch_root, ignore_errors=True)
             raise
         layers = dict(view=self.view and not self.leaks, namespaces=self.contained,
                       uids=self.contained, memory=self.memory_cgroup is not None)
@@ -115,6 +133,8 @@ class Zygote:
 
     def _start(self) -> None:
         env = _worker_env(self.scratch_root)
+        if not self.optimizers:
+            env[WARM_ENV] = "0"
         if self.uids is not None:
             env["TORCHGRADE_UIDS"] = f"{self.uids.base}:{self.uids.count}"
         cgroup_dirs = self.cgroup.dirs if self.cgroup is not None else []
@@ -133,6 +153,20 @@ class Zygote:
             cwd=self.scratch_root, start_new_session=True)
         theirs.close()
         self.ctrl = ours
+        if self._launched is not None:
+            launched, self._launched = self._launched, None
+            try:
+                launched()
+            except BaseException:
+                ours.close()  # the zygote exits on EOF; killed if it does not at once
+                try:
+                    self.process.wait(timeout=1.0)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait()
+                raise
+        from grader.worker import wire  # only now: see the comment at the top
+
         self._reader = wire.FrameReader(wire.REPLY_LIMITS)
         self._exits: dict[int, messages.Exited] = {}
         ready = self._next(lambda m: m["op"] == "ready", READY_TIMEOUT)
@@ -156,6 +190,8 @@ class Zygote:
               timeout: float) -> messages.Control | None:
         """Read control messages until one satisfies `want`; records every exit note. Skips
         what is no control message; ZygoteError for one that breaks its declaration."""
+        from grader.worker import wire
+
         deadline = time.monotonic() + timeout
         while True:
             frame = self._reader.frame()
@@ -209,6 +245,8 @@ class Zygote:
         return False
 
     def _spawn(self, limits: WorkerLimits) -> Worker:
+        from grader.worker import wire
+
         scratch = tempfile.mkdtemp(prefix="w", dir=self.scratch_root)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         out_r, out_w = os.pipe()
@@ -340,6 +378,8 @@ class Worker:
         `wire.REPLY_LIMITS` raises `ReplyRefused`, a malformed one (by the wire format, or by
         the declaration of the reply) `WorkerCrashed`.
         """
+        from grader.worker import wire
+
         if not self.alive:
             raise WorkerCrashed("the worker is no longer running")
         deadline = time.monotonic() + timeout
