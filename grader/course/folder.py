@@ -23,7 +23,7 @@ import re
 import sys
 import types
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -159,9 +159,6 @@ class Course:
     name: str
     exercises: tuple[str, ...]
     equivalent: tuple[Equivalent, ...] = ()
-    # A bug hunt's student file is `bughunt/<name>.py` (faults.toml); any other exercise's
-    # is `<exercise>.py`.
-    paths: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def exercises_dir(self) -> Path:
@@ -191,13 +188,9 @@ class Course:
         """The file name a student hands in for `exercise`, relative to the exercises folder:
         `bughunt_<name>` hands in `bughunt/<name>.py` (faults.toml's `[[bughunt]]` says so and
         is held to it), any other exercise `<exercise>.py`. Derived from the name, not read
-        from `[[bughunt]]` alone, because a student release's course has no such table (it
+        from `[[bughunt]]`, because a student release's course has no such table (it
         would say which faults a script holds) and must still find the scripts."""
-        if exercise in self.paths:
-            return self.paths[exercise]
-        if exercise.startswith(BUGHUNT_PREFIX):
-            return f"bughunt/{exercise.removeprefix(BUGHUNT_PREFIX)}.py"
-        return f"{exercise}.py"
+        return bughunt_file(exercise) if exercise.startswith(BUGHUNT_PREFIX) else f"{exercise}.py"
 
     def stub(self, exercise: str) -> Path:
         return self.exercises_dir / self.student_file(exercise)
@@ -309,7 +302,8 @@ def _load(root: Path, stamps: tuple[int, ...]) -> Course:
         raise CourseError(f"{toml}: exercises must be distinct lower-case Python names (a name "
                           "is listed twice)")
     course = Course(root=root, name=config.name, exercises=tuple(config.exercises),
-                    equivalent=tuple(config.equivalent), paths=_bughunt_paths(root))
+                    equivalent=tuple(config.equivalent))
+    _check_bughunt_paths(root)
     _require_files(course)
     _refuse_shadowing(root / "checks")
     return course
@@ -383,12 +377,19 @@ def _resolved(path: str) -> Path:
         return Path(path)
 
 
-def _bughunt_paths(root: Path) -> dict[str, str]:
-    """Student files of the course's bug hunts (`[[bughunt]]` in its faults.toml), read
-    without validating the catalogue (grader.course.faults does that)."""
+def bughunt_file(exercise: str) -> str:
+    """The script bug hunt `exercise` (`bughunt_<name>`) hands in: `bughunt/<name>.py`."""
+    return f"bughunt/{exercise.removeprefix(BUGHUNT_PREFIX)}.py"
+
+
+def _check_bughunt_paths(root: Path) -> None:
+    """CourseError unless every `[[bughunt]]` of the course's faults.toml gives its script the
+    path `bughunt_file` derives (a release, whose faults.toml has no such table, finds the
+    scripts by that rule alone). Read without validating the rest of the catalogue
+    (grader.course.faults does that)."""
     faults = root / "faults.toml"
     if not faults.is_file():
-        return {}
+        return
     try:
         data = tomllib.loads(faults.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -398,12 +399,10 @@ def _bughunt_paths(root: Path) -> dict[str, str]:
     bad = [p for p in paths.values() if not re.match(BUGHUNT_PATH, p)]
     if bad:
         raise CourseError(f"{faults}: a bug hunt's path must be bughunt/<name>.py ({bad[0]!r})")
-    for exercise, path in paths.items():  # a release finds the script by this rule alone
-        wanted = f"bughunt/{exercise.removeprefix(BUGHUNT_PREFIX)}.py"
-        if path != wanted:
+    for exercise, path in paths.items():
+        if path != (wanted := bughunt_file(exercise)):
             raise CourseError(f"{faults}: bug hunt {exercise}: its path must be {wanted!r} "
                               f"(not {path!r})")
-    return paths
 
 
 def load_course(root: Path | str) -> Course:
