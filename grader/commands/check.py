@@ -51,6 +51,8 @@ def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
     if zygote is not None:
         if prepare is not None:
             prepare()
+        if release is None:
+            warn_isolation(zygote)
         select = _selection(hidden, only)
         result = grade_one(submission, exercises=chosen, limits=limits, zygote=zygote,
                            select=select)
@@ -154,6 +156,7 @@ def write_check_reports(result: SubmissionResult, out: Path, pending: list) -> l
 def main(args: argparse.Namespace) -> int:
     work = check_work(args.path, out=args.out, exercises=args.exercises, hidden=args.hidden,
                       only=args.only, limits=limits_of(args.timeout),
+                      zygote=getattr(args, "zygote", None),  # a check server's (checkserver)
                       prepare=getattr(args, "check_course_files", None))
     print(terminal.summary(work.result, pending=work.pending,
                            report=[str(r) for r in work.reports],

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from grader.course.location import COURSE_FILE, ENV, default_root  # noqa: F401 - re-exported
 from grader.errors import UsageError
 
 try:
@@ -36,8 +37,6 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-COURSE_FILE = "course.toml"
-ENV = "TORCHGRADE_COURSE"
 NAME = r"^[a-z_][a-z0-9_]*$"  # an exercise: a Python identifier, lower case
 CHECK_NAME = r"^[A-Za-z0-9_]+$"  # a check's function name without `test_` (may start with a digit)
 BUGHUNT_PATH = r"^bughunt/[a-z0-9_]+\.py$"  # as grader.course.faults.BugHunt.path
@@ -425,14 +424,6 @@ def _stamp(path: Path) -> int:
         return path.stat().st_mtime_ns
     except OSError:
         return 0
-
-
-def default_root() -> Path:
-    """The shipped curriculum's folder: `grader/curriculum/` once installed (package data),
-    the repository's `curriculum/` in a source checkout or an editable install."""
-    package = Path(__file__).resolve().parents[1]
-    installed = package / "curriculum"
-    return installed if installed.is_dir() else package.parent / "curriculum"
 
 
 def default_course() -> Course:

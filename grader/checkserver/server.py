@@ -1,0 +1,239 @@
+"""A user's check server: `python -m grader.checkserver.server COURSE_ROOT`, started in the
+background by `client.leave_server` after a check that ran in its own process.
+
+It keeps what a cold check starts anew: torch and the checks imported, the report's templates,
+and the sandbox's worker parent (`Zygote`), which forks a fresh sandboxed worker for every
+student module of every check. Each request is `torchgrade check`'s command line, run by
+`grader.cli.run` exactly as the command would (its stdout, stderr and exit code sent back).
+
+Protocol, on the Unix socket `<runtime dir>/<name>.sock` (mode 0600 in a 0700 folder), one
+request per connection: the client sends one JSON line {"key", "argv", "cwd", "color"}; the
+server answers one JSON document {"status": "done", "code", "stdout", "stderr"}, or
+{"status": "stale"} (another installation's key: the server then exits, the client checks in
+its own process and leaves a new server), or {"status": "refused"} (another user, or a request
+that is not one). Requests are served one after another. The server exits after the idle time
+(`address.idle_seconds`), after `MAX_REQUESTS`, on SIGTERM, or when its key is stale.
+
+Only this server's user is answered (SO_PEERCRED), whatever the folder's mode says.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import io
+import json
+import logging
+import os
+import select
+import signal
+import socket
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from grader.checkserver import address
+from grader.checkserver.client import peer_uid
+
+MAX_REQUEST = 1 << 20
+REQUEST_READ_S = 5.0    # a client that connects and says nothing is dropped after this
+LOCK_WAIT_S = 20.0      # a stale server still winding down holds the lock this long at most
+MAX_REQUESTS = 1000     # then a fresh process: whatever a long-lived grader accumulates goes
+
+log = logging.getLogger("torchgrade")
+
+
+class _CurrentStderr(logging.StreamHandler):
+    """Log records go to whatever `sys.stderr` is when they are emitted: a request's buffer."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+def main(argv: list[str]) -> int:
+    course_root = Path(argv[0]).resolve()
+    folder = address.runtime_dir()
+    if folder is None:
+        return 0
+    name = address.server_name(course_root)
+    key = address.version_key(course_root)  # before anything it names is imported
+    lock = open(folder / f"{name}.lock", "a+")
+    if not _locked(lock):
+        return 0  # another server of this course is up
+    with contextlib.suppress(OSError):
+        os.ftruncate(1, 0)  # the log of this server only (stdout and stderr are the log)
+    path = folder / f"{name}.sock"
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()  # a server that died without tidying up
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    os.chmod(path, 0o600)
+    bound = path.stat()
+    listener.listen(16)  # from now on, a check waits for this server rather than start one
+    lock.seek(0)
+    lock.truncate()
+    lock.write(f"{os.getpid()}\n")
+    lock.flush()
+    signal.signal(signal.SIGTERM, _stop)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[_CurrentStderr()])
+    zygote = None
+    try:
+        zygote = _warm_up(course_root)
+        _serve(listener, key, zygote, folder)
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            now = path.stat()
+            if (now.st_ino, now.st_dev) == (bound.st_ino, bound.st_dev):  # still ours
+                path.unlink()
+        listener.close()
+        lock.close()  # the next server may start now
+        if zygote is not None:
+            zygote.close()
+    return 0
+
+
+def _locked(lock) -> bool:
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
+
+
+def _stop(signum, frame):
+    raise SystemExit(0)
+
+
+def _warm_up(course_root: Path):
+    """Import what a check needs (torch, pytest, the course's checks, the report) and start the
+    worker parent; returns it."""
+    import importlib
+
+    from grader.commands.common import sandbox
+    from grader.course.folder import default_root, import_checks_from, load_course, use_course
+    from grader.course.location import ENV
+    from grader.course.registry import check_files
+
+    course = load_course(course_root)
+    use_course(course)
+    if course_root != default_root():
+        os.environ[ENV] = str(course_root)  # as `--course`: the zygote hides this folder too
+    zygote = sandbox(optimizers=True)
+    for module in ("grader.commands.check", "grader.running.runner",
+                   "grader.checking.selection", "grader.outputs.folder", "grader.outputs.plots"):
+        importlib.import_module(module)
+    import_checks_from(course.checks_dir)
+    for check_file in check_files(list(course.exercises), checks_dir=course.checks_dir):
+        try:
+            importlib.import_module(check_file.stem)
+        except Exception:  # noqa: BLE001 - the request that needs it reports it
+            log.warning("torchgrade: %s did not import:\n%s", check_file, traceback.format_exc())
+    return zygote
+
+
+def _serve(listener: socket.socket, key: str, zygote, home: Path) -> None:
+    proven: set[tuple[str, ...]] = set()
+    for _ in range(MAX_REQUESTS):
+        ready, _, _ = select.select([listener], [], [], address.idle_seconds())
+        if not ready:
+            return
+        conn, _ = listener.accept()
+        with conn:
+            request = _read_request(conn)  # read first: a refused client hears why
+            if peer_uid(conn) != os.geteuid():
+                _reply(conn, {"status": "refused", "why": "not this server's user"})
+                continue
+            if request is None:
+                _reply(conn, {"status": "refused", "why": "not a check request"})
+                continue
+            if request["key"] != key:
+                _reply(conn, {"status": "stale"})
+                return
+            try:
+                os.chdir(request["cwd"])
+            except OSError:
+                _reply(conn, {"status": "refused", "why": "cannot enter the folder"})
+                continue
+            try:
+                _reply(conn, _check(request, zygote, proven))
+            finally:
+                os.chdir(home)
+
+
+def _read_request(conn: socket.socket) -> dict | None:
+    conn.settimeout(REQUEST_READ_S)
+    data = b""
+    try:
+        while not data.endswith(b"\n"):
+            chunk = conn.recv(1 << 16)
+            if not chunk:
+                break
+            data += chunk
+            if len(data) > MAX_REQUEST:
+                return None
+        request = json.loads(data)
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(request, dict) and isinstance(request.get("key"), str)
+            and isinstance(request.get("cwd"), str) and isinstance(request.get("color"), bool)
+            and isinstance(request.get("argv"), list)
+            and all(isinstance(word, str) for word in request["argv"])):
+        return None
+    return request
+
+
+def _check(request: dict, zygote, proven: set[tuple[str, ...]]) -> dict:
+    """Run the request's `torchgrade check` here, as the command would run it."""
+    from grader import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            args = cli.build_parser().parse_args(request["argv"])
+        except SystemExit as exc:  # the client parsed the same words: not expected
+            return {"status": "done", "code": exc.code if isinstance(exc.code, int) else 2,
+                    "stdout": out.getvalue(), "stderr": err.getvalue()}
+        if args.command != "check":
+            return {"status": "refused", "why": "only `check` is served"}
+        args.color = "always" if request["color"] else "never"
+        args.zygote = zygote
+
+        def prove() -> None:
+            # The course's files cannot change under a server (its key stamps them), so each
+            # choice of exercises is proved once.
+            chosen = tuple(args.exercises or ())
+            if chosen not in proven:
+                cli.check_course_files(args)
+                proven.add(chosen)
+
+        try:
+            code = cli.run(args, prove=prove)
+        except Exception:  # noqa: BLE001 - as the command would: the traceback, exit 1
+            traceback.print_exc()
+            code = 1
+    return {"status": "done", "code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
+
+
+def _reply(conn: socket.socket, reply: dict) -> None:
+    with contextlib.suppress(OSError):
+        conn.settimeout(None)
+        conn.sendall(json.dumps(reply).encode())
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # skip the teardown of torch's modules
