@@ -236,8 +236,10 @@ def run_baseline(subs: Path, students: list[str], kind: str, scratch: Path,
                        "--results-json", str(report)]
             cwd = scratch
         else:
-            command = [sys.executable, "-m", "grader.cli", "check", str(subs / student),
-                       "--exercises", ",".join(exercises), "--out", str(scratch / student)]
+            # A fresh Python per submission: --no-server (no warm check server answers it).
+            command = [sys.executable, "-m", "grader.cli", "check", "--no-server",
+                       str(subs / student), "--exercises", ",".join(exercises),
+                       "--out", str(scratch / student)]
             cwd = REPO
         started = time.perf_counter()
         proc = subprocess.run(command, capture_output=True, text=True, cwd=cwd)

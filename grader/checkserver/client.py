@@ -34,8 +34,6 @@ def check_warm(argv: list[str], *, course_root: Path, color: bool) -> int:
     if folder is None:
         raise NoServer("no private folder for a server")
     path = folder / (address.server_name(course_root) + ".sock")
-    request = {"key": address.version_key(course_root), "argv": argv, "cwd": os.getcwd(),
-               "color": color}
     try:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.connect(str(path))
@@ -44,6 +42,9 @@ def check_warm(argv: list[str], *, course_root: Path, color: bool) -> int:
     with conn:
         if peer_uid(conn) != os.geteuid():
             raise NoServer("the socket is not this user's server")
+        # Stamped only now: a cold check (no server) does not pay for it.
+        request = {"key": address.version_key(course_root), "argv": argv, "cwd": os.getcwd(),
+                   "color": color}
         try:
             conn.sendall(json.dumps(request).encode() + b"\n")
             reply = json.loads(_read_all(conn))
