@@ -38,6 +38,7 @@ from grader.checkserver.client import peer_uid
 
 MAX_REQUEST = 1 << 20
 REQUEST_READ_S = 5.0    # a client that connects and says nothing is dropped after this
+REPLY_SEND_S = 30.0     # a client that stops reading its answer is dropped after this
 LOCK_WAIT_S = 20.0      # a stale server still winding down holds the lock this long at most
 MAX_REQUESTS = 1000     # then a fresh process: whatever a long-lived grader accumulates goes
 
@@ -227,8 +228,10 @@ def _check(request: dict, zygote, proven: set[tuple[str, ...]]) -> dict:
 
 
 def _reply(conn: socket.socket, reply: dict) -> None:
+    """Send `reply`; a client that stopped reading (suspended, or gone) is given up on after
+    REPLY_SEND_S, so that it cannot hold up every later check."""
     with contextlib.suppress(OSError):
-        conn.settimeout(None)
+        conn.settimeout(REPLY_SEND_S)
         conn.sendall(json.dumps(reply).encode())
 
 
