@@ -118,29 +118,33 @@ def _stop(signum, frame):
 
 
 def _warm_up(course_root: Path):
-    """Import what a check needs (torch, pytest, the course's checks, the report) and start the
-    worker parent; returns it."""
+    """Import what a check needs (torch, pytest, the course's checks, the report, matplotlib
+    for its pictures), collect every check once, and start the worker parent; returns it."""
     import importlib
 
     from grader.commands.common import sandbox
-    from grader.course.folder import default_root, import_checks_from, load_course, use_course
+    from grader.course.folder import default_root, load_course, use_course
     from grader.course.location import ENV
-    from grader.course.registry import check_files
 
     course = load_course(course_root)
     use_course(course)
     if course_root != default_root():
         os.environ[ENV] = str(course_root)  # as `--course`: the zygote hides this folder too
     zygote = sandbox(optimizers=True)
-    for module in ("grader.commands.check", "grader.running.runner",
-                   "grader.checking.selection", "grader.outputs.folder", "grader.outputs.plots"):
+    for module in ("grader.commands.check", "grader.running.runner", "grader.outputs.folder",
+                   "grader.outputs.plots", "matplotlib.figure", "matplotlib.backends.backend_svg",
+                   "matplotlib.patches"):
         importlib.import_module(module)
-    import_checks_from(course.checks_dir)
-    for check_file in check_files(list(course.exercises), checks_dir=course.checks_dir):
-        try:
-            importlib.import_module(check_file.stem)
-        except Exception:  # noqa: BLE001 - the request that needs it reports it
-            log.warning("torchgrade: %s did not import:\n%s", check_file, traceback.format_exc())
+    from grader.checking.selection import collect_checks
+    from grader.outputs.report import environment
+
+    environment().get_template("report.html.j2")  # compiled once, here
+
+    try:  # every check module imported, and pytest's session machinery warm
+        collect_checks(list(course.exercises), checks_dir=course.checks_dir)
+    except Exception:  # noqa: BLE001 - the request that needs it reports it
+        log.warning("torchgrade: the course's checks did not collect:\n%s",
+                    traceback.format_exc())
     return zygote
 
 
