@@ -102,6 +102,7 @@ def test_the_first_check_leaves_a_server_and_the_next_is_answered_by_it_alike(se
         warm(["check", "strides_broadcasting.py"], work)
     cold = check("strides_broadcasting.py", cwd=work)
     assert cold.returncode == 0, cold.stdout + cold.stderr
+    assert cold.stderr.count("a check server stays up") == 1  # said once, on stderr
     pid = wait_for_server(servers)
     assert _alive(pid)
 
@@ -260,5 +261,6 @@ def test_no_server_is_used_or_left_when_turned_off(servers, tmp_path):
     off = check(str(SOLUTION), "--only", "c_strides", cwd=work,
                 env={**os.environ, address.SERVER_ENV: "0"})
     assert done.returncode == off.returncode == 0
+    assert "check server" not in done.stderr + off.stderr
     time.sleep(1.0)
     assert not list(servers.iterdir())

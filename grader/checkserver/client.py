@@ -60,8 +60,9 @@ def check_warm(argv: list[str], *, course_root: Path, color: bool) -> int:
 
 def leave_server(course_root: Path) -> None:
     """Start this user's server of `course_root` in the background (a new session, its output
-    in `<folder>/<name>.log`), for the next check; it exits at once if one is already up.
-    Never raises: without a server, the next check runs in its own process as this one did."""
+    in `<folder>/<name>.log`), for the next check, and say so in one line on stderr; it exits
+    at once if one is already up. Never raises: without a server, the next check runs in its
+    own process as this one did."""
     folder = address.runtime_dir()
     if folder is None or not (course_root / "course.toml").is_file():
         return
@@ -73,7 +74,10 @@ def leave_server(course_root: Path) -> None:
                              stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=folder,
                              start_new_session=True, close_fds=True)
     except OSError:
-        pass
+        return
+    minutes = round(address.idle_seconds() / 60)
+    print(f"torchgrade: a check server stays up for your next checks (faster; it exits after "
+          f"{minutes} idle minutes; --no-server: none)", file=sys.stderr)
 
 
 def peer_uid(conn: socket.socket) -> int:
