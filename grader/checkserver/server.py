@@ -131,14 +131,13 @@ def _warm_up(course_root: Path):
     if course_root != default_root():
         os.environ[ENV] = str(course_root)  # as `--course`: the zygote hides this folder too
     zygote = sandbox(optimizers=True)
-    for module in ("grader.commands.check", "grader.running.runner", "grader.outputs.folder",
-                   "grader.outputs.plots", "matplotlib.figure", "matplotlib.backends.backend_svg",
-                   "matplotlib.patches"):
+    for module in ("grader.running.runner", "grader.outputs.plots", "matplotlib.figure",
+                   "matplotlib.backends.backend_svg", "matplotlib.patches"):
         importlib.import_module(module)
     from grader.checking.selection import collect_checks
-    from grader.outputs.report import environment
+    from grader.commands.check import warm_report
 
-    environment().get_template("report.html.j2")  # compiled once, here
+    warm_report()
 
     try:  # every check module imported, and pytest's session machinery warm
         collect_checks(list(course.exercises), checks_dir=course.checks_dir)

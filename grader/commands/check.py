@@ -74,9 +74,14 @@ def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
             if release is None:  # on a student's own machine the warning is only noise
                 warn_isolation(own)
             warm.join()
+            # The report's writer is readied while the checks run: the main thread mostly
+            # waits on the worker then, with the GIL free (writing the reports: 0.14 -> 0.03 s).
+            report_ready = threading.Thread(target=warm_report, daemon=True)
+            report_ready.start()
             select = _selection(hidden, only)
             result = grade_one(submission, exercises=chosen, limits=limits, zygote=own,
                                select=select)
+        report_ready.join()
     if only and select.selected == 0:
         graded = ", ".join(chosen)
         raise UsageError(f"no visible check of {graded} is about {', '.join(only)} (give the "
@@ -110,6 +115,15 @@ def may_build_optimizers(submission: Submission, exercises: list[str]) -> bool:
         if any(OPTIMIZER_WORDS.search(text) for text in [stub, *code]):
             return True
     return False
+
+
+def warm_report() -> None:
+    """Import the report's writer and compile its template, ahead of the first report (a cold
+    check does it while its checks run, a check server in its warm-up)."""
+    from grader.outputs import folder  # noqa: F401 - imported for what it costs
+    from grader.outputs.report import environment
+
+    environment().get_template("report.html.j2")
 
 
 def _import_grading() -> None:
