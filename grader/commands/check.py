@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,7 +12,7 @@ from pathlib import Path
 
 from grader.commands.common import (UsageError, grade_one, limits_of, one_submission, sandbox,
                                     warn_isolation)
-from grader.course.folder import active_course
+from grader.course.folder import OPTIMIZER_WORDS, active_course
 from grader.models import Submission, SubmissionResult
 from grader.outputs import terminal
 from grader.worker.limits import WorkerLimits
@@ -91,28 +90,19 @@ def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
     return CheckedWork(result=result, report=reports[0], pending=pending, reports=reports)
 
 
-# What, in the worker, makes torch import torch._dynamo (~1.8 s): the first call of an
-# optimizer's methods (torch.optim), torch.compile, torch.export. Loose on purpose: a word
-# that matches for another reason (`re.compile`) only warms the zygote as before.
-OPTIMIZER_WORDS = re.compile(r"optim|compile|export|_dynamo")
-
-
 def may_build_optimizers(submission: Submission, exercises: list[str]) -> bool:
     """Whether a worker checking `exercises` of `submission` may build an optimizer: if the
-    stub of one of them (which names what its checks and probes use: `parameters`,
-    `training_loops`, the bug hunts) or the student's own code mentions one. Otherwise the
-    zygote skips its warm import of torch._dynamo, which only the cold start would wait for;
-    code that builds one without naming it pays that import in its own worker (as it would
-    in a zygote of a torch without the warm import), never in another's."""
-    course = active_course()
+    course says so of one of them (`Course.may_build_optimizers`: its stub names one) or the
+    student's own code mentions one. Otherwise the zygote skips its warm import of
+    torch._dynamo, which only the cold start would wait for; code that builds one without
+    naming it pays that import in its own worker (as it would in a zygote of a torch without
+    the warm import), never in another's."""
+    if active_course().may_build_optimizers(exercises):
+        return True
     for exercise in exercises:
-        try:
-            stub = course.stub(exercise).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError, ValueError):
-            return True  # unknown: keep the warm import
         module = submission.modules.get(exercise)
         code = [chunk.code for chunk in module.chunks] if module is not None else []
-        if any(OPTIMIZER_WORDS.search(text) for text in [stub, *code]):
+        if any(OPTIMIZER_WORDS.search(text) for text in code):
             return True
     return False
 

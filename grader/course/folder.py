@@ -152,6 +152,11 @@ class DeclaredMutant:
         return self.path.read_text(encoding="utf-8")
 
 
+# What, in a process, makes torch import torch._dynamo (~1.8 s): the first call of an
+# optimizer's methods (torch.optim), torch.compile, torch.export.
+OPTIMIZER_WORDS = re.compile(r"optim|compile|export|_dynamo")
+
+
 @dataclass(frozen=True)
 class Course:
     root: Path
@@ -196,6 +201,22 @@ class Course:
 
     def solution(self, exercise: str) -> Path:
         return self.solutions_dir / self.student_file(exercise)
+
+    def may_build_optimizers(self, exercises: list[str]) -> bool:
+        """Whether checking `exercises` may build a torch.optim optimizer (whose first use
+        imports torch._dynamo, ~1.8 s): if the stub of one of them, which names what its checks
+        and probes use (`parameters`, `training_loops`, the bug hunts), mentions one, or cannot
+        be read. Loose on purpose: a word that matches for another reason (`re.compile`) only
+        costs that import ahead of time, as before; a process that builds one unannounced
+        imports it then, once."""
+        for exercise in exercises:
+            try:
+                stub = self.stub(exercise).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError, ValueError):
+                return True
+            if OPTIMIZER_WORDS.search(stub):
+                return True
+        return False
 
     def check_files(self, exercises: list[str] | None = None, *,
                     checks_dir: Path | None = None) -> list[Path]:
