@@ -83,6 +83,8 @@ def course_source(path: Path) -> str:
     read, is not UTF-8 or does not compile. What every command that reads a course's files
     checks them with, so that a broken course is one clear line, not a traceback."""
     text = course_text(path)
+    if compiled_as_it_is(path):
+        return text
     try:
         with warnings.catch_warnings():  # an author's `is` with a literal is not our business
             warnings.simplefilter("ignore")
@@ -94,6 +96,26 @@ def course_source(path: Path) -> str:
         raise CourseError(f"{path}: not valid Python ({type(exc).__name__}: "
                           f"{str(exc)[:200]})") from None
     return text
+
+
+def compiled_as_it_is(path: Path) -> bool:
+    """Whether this interpreter's bytecode cache (`__pycache__`) holds `path` as it is now: a
+    timestamp-based .pyc of this Python's magic number whose header names the source's current
+    mtime and size, the test the import system itself applies before it uses one. Such a file
+    was compiled from this source, so compiling it again (a tenth of a second for a course's
+    check helpers, on every `torchgrade check`) proves nothing new. An installation has them
+    (pip compiles what it installs); without them (PYTHONDONTWRITEBYTECODE) the proof compiles."""
+    try:
+        cached = importlib.util.cache_from_source(str(path))
+        source = path.stat()
+        with open(cached, "rb") as pyc:
+            header = pyc.read(16)
+    except (OSError, NotImplementedError, ValueError):
+        return False
+    return (len(header) == 16 and header[:4] == importlib.util.MAGIC_NUMBER
+            and int.from_bytes(header[4:8], "little") == 0  # not a hash-based .pyc
+            and int.from_bytes(header[8:12], "little") == int(source.st_mtime) & 0xFFFFFFFF
+            and int.from_bytes(header[12:16], "little") == source.st_size & 0xFFFFFFFF)
 
 
 # A check is a top-level `def test_<name>` of a check file (or a name bound to one); found as
