@@ -340,13 +340,16 @@ def main(argv: list[str] | None = None) -> int:
         try:
             exit_at_once(check_warm(sys.argv[1:], course_root=warm_course,
                                     color=use_color(args.color)))
-        except NoServer:
-            pass  # checked here, as without a server; one is left for the next check
+        except NoServer as exc:  # checked here, as without a server
+            if not exc.leave:
+                warm_course = None  # a server is up; it sent this check back
         except KeyboardInterrupt:
             print(INTERRUPTED, file=sys.stderr)
             exit_at_once(130)
     code = run(args, prove=(lambda: check_course_files(args)) if as_program else None)
-    if warm_course is not None and code != 130:
+    # A server is left for the next check only where workers ran behind a private view: at
+    # isolation "none" they run as this user, unconfined, and could answer in its place.
+    if warm_course is not None and code != 130 and getattr(args, "isolation", "none") != "none":
         leave_server(warm_course)
     if as_program and args.command in EXITS_AT_ONCE:
         exit_at_once(code)

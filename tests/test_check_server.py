@@ -35,6 +35,10 @@ COURSE = default_root()
 def servers(monkeypatch):
     """The servers' folder of this test (mode 0700, in /tmp: another user can walk to it once
     it is opened); every server started in it is stopped."""
+    from grader.worker import sandbox
+
+    if not sandbox.bwrap_works():
+        pytest.skip("a check server needs the sandbox's private view (bubblewrap)")
     folder = Path(tempfile.mkdtemp(prefix="torchgrade-test-servers-", dir="/tmp"))
     monkeypatch.setenv(address.SERVER_ENV, "1")
     monkeypatch.setenv(address.DIR_ENV, str(folder))
@@ -264,3 +268,65 @@ def test_no_server_is_used_or_left_when_turned_off(servers, tmp_path):
     assert "check server" not in done.stderr + off.stderr
     time.sleep(1.0)
     assert not list(servers.iterdir())
+
+
+def test_a_signal_never_cuts_a_check_short_and_folders_workers_see_are_checked_cold(
+        servers, tmp_path):
+    """SIGINT to the server (not the student's Ctrl-C: that reaches the client) changes
+    nothing; SIGTERM during a check lets it finish with the right answer, then the server goes.
+    A check asked from a folder the workers' view holds (inside the Python installation) is sent
+    back to run in its own process, whose self-test names it; the client's umask is the one its
+    report folders get."""
+    work = tmp_path / "work"
+    work.mkdir()
+    slow = work / "strides_broadcasting.py"
+    slow.write_text(SOLUTION.read_text() + "\nimport time\ntime.sleep(1.5)\n")
+    cold = check(str(slow), "--only", "c_strides", "--no-server", cwd=work)
+    assert cold.returncode == 0, cold.stdout + cold.stderr
+    check(str(SOLUTION), "--only", "c_strides", cwd=work)
+    pid = wait_for_server(servers)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        running = subprocess.Popen([TORCHGRADE, "check", str(slow), "--only", "c_strides"],
+                                   cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+        time.sleep(0.8)  # the server is loading the module (it sleeps 1.5 s)
+        os.kill(pid, signum)
+        out, err = running.communicate(timeout=120)
+        assert (running.returncode, out) == (0, cold.stdout), err
+        assert "check server stays up" not in err  # answered by the server, not cold
+        if signum == signal.SIGINT:
+            assert _alive(pid)
+    deadline = time.monotonic() + 30
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pid), "SIGTERM ends the server once its check is answered"
+
+    check(str(SOLUTION), "--only", "c_strides", cwd=work)
+    wait_for_server(servers)
+    with pytest.raises(client.NoServer) as sent_back:
+        warm(["check", str(SOLUTION), "--only", "c_strides"], Path(sys.prefix) / "lib")
+    assert not sent_back.value.leave  # the server is fine: no second one is started
+    mask = os.umask(0o077)
+    try:
+        code, _, _ = warm(["check", str(SOLUTION), "--only", "c_strides", "--out", "private"],
+                          work)
+    finally:
+        os.umask(mask)
+    assert code == 0 and (work / "private").stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.fast
+def test_server_settings_out_of_range_fall_back_to_their_defaults(monkeypatch, tmp_path):
+    for value in ("inf", "1e300", "-5", "0", "nan", "soon"):
+        monkeypatch.setenv(address.IDLE_ENV, value)
+        assert address.idle_seconds() == address.IDLE_SECONDS, value
+    monkeypatch.setenv(address.IDLE_ENV, "20")
+    assert address.describe_idle() == "20 idle seconds"
+    monkeypatch.setenv(address.IDLE_ENV, "900")
+    assert address.describe_idle() == "15 idle minutes"
+    for off in ("0", "OFF", "False", " no "):
+        monkeypatch.setenv(address.SERVER_ENV, off)
+        assert not address.enabled(), off
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(address.DIR_ENV, "servers")  # relative: the same folder from anywhere
+    assert address.runtime_dir() == tmp_path / "servers"

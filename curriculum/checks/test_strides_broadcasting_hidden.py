@@ -12,7 +12,7 @@ from strides_broadcasting_cases import numpy_c_contiguous, strided_views
 from strides_broadcasting_verify import (BROADCAST_HINT, CENTER_HINT, CONTIGUOUS_HINT,
                                                        PAIRWISE_HINT, STRIDE_HINT, TENSOR_HINT,
                                                        VIEW_HINT, WINDOW_HINT, record_shapes)
-from strides_broadcasting_verify_hidden import expect_no_loop_run_by_c_code
+from strides_broadcasting_verify_hidden import STEP_LIMIT, expect_no_loop_run_by_c_code
 from grader import (as_bool, as_int_tuple, check, expect_array, expect_equal, expect_no_view,
                     expect_view, fail)
 
@@ -195,9 +195,6 @@ def test_pairwise_sq_dists_never_negative(sub):
         i = tuple(int(k) for k in np.argwhere(got < 0)[0])
         fail(f"{call} returned negative squared distances, e.g. {got[i]:.3g} at {list(i)}.",
              call=call, expected=">= 0", got=f"{got[i]:.3g}", hint=PAIRWISE_HINT)
-
-
-STEP_LIMIT = 50_000  # Python lines a traced pairwise_sq_dists may run before it is stopped
 
 
 @check(points=1, targets="pairwise_sq_dists", timeout=5.0)

@@ -13,11 +13,15 @@ import stat
 import sys
 from pathlib import Path
 
+from grader.course.location import ENV as COURSE_ENV
+
 SERVER_ENV = "TORCHGRADE_CHECK_SERVER"  # "0": neither use a server nor leave one
 DIR_ENV = "TORCHGRADE_CHECK_SERVER_DIR"  # the servers' folder (default: see `runtime_dir`)
 IDLE_ENV = "TORCHGRADE_CHECK_SERVER_IDLE"  # seconds without a request before a server exits
 IDLE_SECONDS = 15 * 60
-OWN_SETTINGS = {SERVER_ENV, DIR_ENV, IDLE_ENV}
+# Settings that do not change an answer: the server's own, and the course folder's variable
+# (`--course` sets it in the client; the course root is part of the key and the name already).
+OWN_SETTINGS = {SERVER_ENV, DIR_ENV, IDLE_ENV, COURSE_ENV}
 
 # What a server has imported and a client would run: a change to any of these files means the
 # server answers with other code than the client's installation holds.
@@ -26,17 +30,30 @@ DEPENDENCIES = ("torch", "numpy", "pytest", "pydantic", "jinja2", "nbformat")
 COURSE_PARTS = ("course.toml", "faults.toml", "checks", "exercises", "solutions")
 
 
+MAX_IDLE_SECONDS = 7 * 24 * 3600  # IDLE_ENV beyond this (or not a number) means the default
+
+
 def enabled() -> bool:
-    """Whether `torchgrade check` may use a server or leave one (SERVER_ENV not "0")."""
-    return os.environ.get(SERVER_ENV, "1").strip() not in ("0", "no", "off", "false")
+    """Whether `torchgrade check` may use a server or leave one (SERVER_ENV not "0", "no",
+    "off" or "false", in any case)."""
+    return os.environ.get(SERVER_ENV, "1").strip().lower() not in ("0", "no", "off", "false")
 
 
 def idle_seconds() -> float:
+    """IDLE_ENV when it is a number of seconds from 1 to MAX_IDLE_SECONDS, else IDLE_SECONDS."""
     try:
         value = float(os.environ.get(IDLE_ENV, IDLE_SECONDS))
     except ValueError:
         return IDLE_SECONDS
-    return value if value > 0 else IDLE_SECONDS
+    return value if 1 <= value <= MAX_IDLE_SECONDS else IDLE_SECONDS
+
+
+def describe_idle() -> str:
+    """The idle time in words: "15 idle minutes", "20 idle seconds"."""
+    seconds = idle_seconds()
+    if seconds < 120:
+        return f"{seconds:g} idle seconds"
+    return f"{round(seconds / 60)} idle minutes"
 
 
 def runtime_dir() -> Path | None:
@@ -45,7 +62,7 @@ def runtime_dir() -> Path | None:
     (another owner, or open to others): then no server is used or left."""
     chosen = os.environ.get(DIR_ENV)
     if chosen:
-        path = Path(chosen)
+        path = Path(os.path.abspath(chosen))  # a server runs elsewhere: the same folder
     elif os.environ.get("XDG_RUNTIME_DIR"):
         path = Path(os.environ["XDG_RUNTIME_DIR"]) / "torchgrade"
     else:

@@ -22,7 +22,12 @@ MAX_REPLY = 64 << 20  # a summary and its warnings; anything longer is not a ser
 
 class NoServer(Exception):
     """No server answered this check (none running, another installation's, or it broke off):
-    the caller checks in its own process."""
+    the caller checks in its own process, and leaves a server for the next check if `leave`
+    (not when a running server sent this check back to be run in its own process)."""
+
+    def __init__(self, reason: str, *, leave: bool = True):
+        super().__init__(reason)
+        self.leave = leave
 
 
 def check_warm(argv: list[str], *, course_root: Path, color: bool) -> int:
@@ -43,13 +48,23 @@ def check_warm(argv: list[str], *, course_root: Path, color: bool) -> int:
         if peer_uid(conn) != os.geteuid():
             raise NoServer("the socket is not this user's server")
         # Stamped only now: a cold check (no server) does not pay for it.
-        request = {"key": address.version_key(course_root), "argv": argv, "cwd": os.getcwd(),
-                   "color": color}
+        try:
+            cwd = os.getcwd()
+        except OSError as exc:  # a folder deleted under this shell: the cold check says so
+            raise NoServer(f"no working folder ({exc.strerror})", leave=False) from None
+        umask = os.umask(0o022)
+        os.umask(umask)
+        request = {"key": address.version_key(course_root), "argv": argv, "cwd": cwd,
+                   "color": color, "umask": umask}
         try:
             conn.sendall(json.dumps(request).encode() + b"\n")
             reply = json.loads(_read_all(conn))
         except (OSError, ValueError) as exc:
             raise NoServer(f"the server broke off ({exc})") from None
+    if isinstance(reply, dict) and reply.get("status") == "cold":
+        # The server is fine, but this check must run in its own process (its folder is one
+        # the server's workers could see: the cold check's self-test proves and says so).
+        raise NoServer("sent back to be checked in its own process", leave=False)
     if not isinstance(reply, dict) or reply.get("status") != "done":
         raise NoServer(str(reply.get("status") if isinstance(reply, dict) else "malformed"))
     sys.stdout.write(str(reply.get("stdout", "")))
@@ -67,17 +82,19 @@ def leave_server(course_root: Path) -> None:
     if folder is None or not (course_root / "course.toml").is_file():
         return
     name = address.server_name(course_root)
+    # The server runs in its folder: a relative DIR_ENV must name the same folder there.
+    env = {**os.environ, address.DIR_ENV: str(folder)} if address.DIR_ENV in os.environ \
+        else None
     try:
         with open(folder / f"{name}.log", "ab") as log:
             subprocess.Popen([sys.executable, "-m", "grader.checkserver.server",
                               str(course_root)],
                              stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=folder,
-                             start_new_session=True, close_fds=True)
+                             env=env, start_new_session=True, close_fds=True)
     except OSError:
         return
-    minutes = round(address.idle_seconds() / 60)
     print(f"torchgrade: a check server stays up for your next checks (faster; it exits after "
-          f"{minutes} idle minutes; --no-server: none)", file=sys.stderr)
+          f"{address.describe_idle()}; --no-server: none)", file=sys.stderr)
 
 
 def peer_uid(conn: socket.socket) -> int:

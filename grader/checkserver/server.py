@@ -41,6 +41,7 @@ REQUEST_READ_S = 5.0    # a client that connects and says nothing is dropped aft
 REPLY_SEND_S = 30.0     # a client that stops reading its answer is dropped after this
 LOCK_WAIT_S = 20.0      # a stale server still winding down holds the lock this long at most
 MAX_REQUESTS = 1000     # then a fresh process: whatever a long-lived grader accumulates goes
+SOCKET_LOOK_S = 60.0    # how often an idle server checks that its socket is still there
 
 log = logging.getLogger("torchgrade")
 
@@ -82,11 +83,20 @@ def main(argv: list[str]) -> int:
     lock.write(f"{os.getpid()}\n")
     lock.flush()
     signal.signal(signal.SIGTERM, _stop)
+    # A SIGINT (the terminal's Ctrl-C goes to the client: this is another session) must not
+    # end a check half-way; a handler, not SIG_IGN, which the zygote would inherit.
+    signal.signal(signal.SIGINT, lambda signum, frame: None)
     logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[_CurrentStderr()])
     zygote = None
     try:
         zygote = _warm_up(course_root)
-        _serve(listener, key, zygote, folder)
+        if not (zygote.view and not zygote.leaks):
+            # Without a private view a worker could reach this folder and answer in the
+            # server's place (or read what it answers): no server then.
+            log.warning("torchgrade: no check server: the sandbox has no private filesystem "
+                        "view here (%s)", zygote.missing)
+            return 0
+        _serve(listener, key, zygote, folder, bound)
     except (KeyboardInterrupt, SystemExit):
         pass
     finally:
@@ -113,7 +123,15 @@ def _locked(lock) -> bool:
             time.sleep(0.2)
 
 
+# Whether a request is being served: a SIGTERM then waits for its answer (raised in the
+# middle of a check, SystemExit would be taken by pytest as that check's failure).
+_serving = {"now": False, "stop": False}
+
+
 def _stop(signum, frame):
+    if _serving["now"]:
+        _serving["stop"] = True
+        return
     raise SystemExit(0)
 
 
@@ -147,33 +165,93 @@ def _warm_up(course_root: Path):
     return zygote
 
 
-def _serve(listener: socket.socket, key: str, zygote, home: Path) -> None:
+def _serve(listener: socket.socket, key: str, zygote, home: Path, bound: os.stat_result
+            ) -> None:
     proven: set[tuple[str, ...]] = set()
+    idle_until = time.monotonic() + address.idle_seconds()
     for _ in range(MAX_REQUESTS):
-        ready, _, _ = select.select([listener], [], [], address.idle_seconds())
+        ready, _, _ = select.select([listener], [], [], min(SOCKET_LOOK_S, max(
+            idle_until - time.monotonic(), 0.0)))
         if not ready:
-            return
+            if time.monotonic() >= idle_until or not _still_ours(listener, bound):
+                return  # idle long enough, or its socket was removed or replaced
+            continue
         conn, _ = listener.accept()
-        with conn:
-            request = _read_request(conn)  # read first: a refused client hears why
-            if peer_uid(conn) != os.geteuid():
-                _reply(conn, {"status": "refused", "why": "not this server's user"})
-                continue
-            if request is None:
-                _reply(conn, {"status": "refused", "why": "not a check request"})
-                continue
-            if request["key"] != key:
-                _reply(conn, {"status": "stale"})
+        _serving["now"] = True
+        try:
+            if not _answer(conn, key, zygote, home, proven):
                 return
-            try:
-                os.chdir(request["cwd"])
-            except OSError:
-                _reply(conn, {"status": "refused", "why": "cannot enter the folder"})
-                continue
-            try:
+        finally:
+            _serving["now"] = False
+        if _serving["stop"]:
+            return
+        idle_until = time.monotonic() + address.idle_seconds()
+
+
+def _still_ours(listener: socket.socket, bound: os.stat_result) -> bool:
+    """Whether the socket file this server bound is still at its path (a servers' folder
+    emptied by hand leaves the server unreachable: it goes, rather than idle for nothing)."""
+    try:
+        now = os.stat(listener.getsockname())
+    except OSError:
+        return False
+    return (now.st_ino, now.st_dev) == (bound.st_ino, bound.st_dev)
+
+
+def _answer(conn: socket.socket, key: str, zygote, home: Path,
+            proven: set[tuple[str, ...]]) -> bool:
+    """Answer one connection; False when this server must exit (its key is stale)."""
+    with conn:
+        request = _read_request(conn)  # read first: a refused client hears why
+        if peer_uid(conn) != os.geteuid():
+            _reply(conn, {"status": "refused", "why": "not this server's user"})
+            return True
+        if request is None:
+            _reply(conn, {"status": "refused", "why": "not a check request"})
+            return True
+        if request["key"] != key:
+            _reply(conn, {"status": "stale"})
+            return False
+        try:
+            os.chdir(request["cwd"])
+        except OSError:
+            _reply(conn, {"status": "refused", "why": "cannot enter the folder"})
+            return True
+        umask = os.umask(request["umask"])  # the client's, for the files it writes
+        try:
+            if seen_by_workers(zygote.view_spec, request["argv"]):
+                # The cold check's self-test would find these in a worker's view and say
+                # so (isolation reduced): it runs in the client's own process instead.
+                _reply(conn, {"status": "cold"})
+            else:
                 _reply(conn, _check(request, zygote, proven))
-            finally:
-                os.chdir(home)
+        finally:
+            os.umask(umask)
+            os.chdir(home)
+    return True
+
+
+def seen_by_workers(spec: dict | None, argv: list[str]) -> list[str]:
+    """The paths of a request that a worker of the server's zygote could see, by its view's
+    allowlist (`sandbox.view_spec`): the working folder and every existing path on the command
+    line, as a cold check's `sandbox.must_not_see` lists them for its self-test. Run in the
+    request's working folder. Everything, without a view."""
+    if spec is None:
+        return ["/"]
+    allowed, masks = spec["allowed"], spec["masks"]
+
+    def inside(path: str, folders: list[str]) -> bool:
+        return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+    paths = {os.getcwd()}
+    for arg in argv:
+        paths |= {part for part in (arg, arg.partition("=")[2]) if part and os.path.exists(part)}
+    seen = set()
+    for raw in paths:
+        for path in {os.path.abspath(raw), os.path.realpath(raw)}:
+            if inside(path, allowed) and not inside(path, masks):
+                seen.add(path)
+    return sorted(seen)
 
 
 def _read_request(conn: socket.socket) -> dict | None:
@@ -190,7 +268,10 @@ def _read_request(conn: socket.socket) -> dict | None:
         request = json.loads(data)
     except (OSError, ValueError):
         return None
+    if isinstance(request, dict):
+        request.setdefault("umask", 0o022)
     if not (isinstance(request, dict) and isinstance(request.get("key"), str)
+            and isinstance(request.get("umask"), int) and 0 <= request["umask"] <= 0o777
             and isinstance(request.get("cwd"), str) and isinstance(request.get("color"), bool)
             and isinstance(request.get("argv"), list)
             and all(isinstance(word, str) for word in request["argv"])):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ class CheckedWork:
     report: Path
     pending: list = field(default_factory=list)
     reports: list[Path] = field(default_factory=list)
+    unwritten: str = ""  # why the reports could not be written ("" when they were)
 
 
 def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
@@ -86,7 +88,12 @@ def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
         raise UsageError(f"no visible check of {graded} is about {', '.join(only)} (give the "
                          "name of a function or class of the exercise)")
     pending = select.pending + hidden_in_release(chosen, set(only) if only else None)
-    reports = write_check_reports(result, Path(out), pending)
+    try:
+        reports = write_check_reports(result, Path(out), pending)
+    except OSError as exc:  # a full disk, a read-only or missing folder: the verdict still shows
+        return CheckedWork(result=result, report=Path(out), pending=pending, reports=[],
+                           unwritten=f"{exc.strerror or exc}"
+                                     + (f": {exc.filename}" if exc.filename else ""))
     return CheckedWork(result=result, report=reports[0], pending=pending, reports=reports)
 
 
@@ -162,7 +169,12 @@ def main(args: argparse.Namespace) -> int:
                       only=args.only, limits=limits_of(args.timeout),
                       zygote=getattr(args, "zygote", None),  # a check server's (checkserver)
                       prepare=getattr(args, "check_course_files", None))
+    args.isolation = work.result.isolation  # `cli.main` leaves a check server only if contained
     print(terminal.summary(work.result, pending=work.pending,
-                           report=[str(r) for r in work.reports],
+                           report=[str(r) for r in work.reports] or None,
                            color=terminal.use_color(args.color)))
+    if work.unwritten:
+        print(f"torchgrade: error: the report could not be written in {args.out} "
+              f"({work.unwritten}); the results above are not saved", file=sys.stderr)
+        return 1
     return 0 if work.result.all_passed else 1

@@ -141,9 +141,13 @@ class Zygote:
         if self.cgroup is not None:
             env[cgroups.ENV] = self.cgroup.env()
         prefix = []
+        # What a worker's view holds (`sandbox.view_spec`), None without one: a check server
+        # reads it to tell which of a request's folders its workers could see.
+        self.view_spec: dict[str, list[str]] | None = None
         if self.view:
             binds = sandbox.view_binds(self.scratch_root, cgroup_dirs)
-            env[view.ENV] = json.dumps(sandbox.view_spec(binds, self.hidden))
+            self.view_spec = sandbox.view_spec(binds, self.hidden)
+            env[view.ENV] = json.dumps(self.view_spec)
             prefix = sandbox.bwrap_prefix(self.scratch_root, cgroup_dirs)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.process = subprocess.Popen(
