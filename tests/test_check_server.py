@@ -330,3 +330,31 @@ def test_server_settings_out_of_range_fall_back_to_their_defaults(monkeypatch, t
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(address.DIR_ENV, "servers")  # relative: the same folder from anywhere
     assert address.runtime_dir() == tmp_path / "servers"
+
+
+def test_a_check_whose_student_pressed_ctrl_c_stops_and_writes_nothing(servers, tmp_path):
+    """Ctrl-C in the client's terminal ends the client (exit 130); the server sees its client
+    gone, interrupts that check as Ctrl-C interrupts a check in its own process (no report),
+    and exits; the next check runs in its own process, correctly, and leaves a new server."""
+    work = tmp_path / "work"
+    work.mkdir()
+    slow = work / "strides_broadcasting.py"
+    slow.write_text(SOLUTION.read_text() + "\nimport time\ntime.sleep(3)\n")
+    check(str(SOLUTION), "--only", "c_strides", cwd=work)
+    pid = wait_for_server(servers)
+    running = subprocess.Popen([TORCHGRADE, "check", str(slow), "--only", "c_strides",
+                                "--out", "interrupted"], cwd=work, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)  # the server is loading the module (it sleeps 3 s)
+    running.send_signal(signal.SIGINT)
+    _, err = running.communicate(timeout=60)
+    assert running.returncode == 130 and "interrupted" in err
+    deadline = time.monotonic() + 30
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pid), "the server of an interrupted check goes"
+    time.sleep(3)  # what the interrupted check would have written by now, had it gone on
+    assert not (work / "interrupted").exists()
+    done = check(str(slow), "--only", "c_strides", cwd=work)
+    assert done.returncode == 0 and "check server stays up" in done.stderr, done.stderr
+    assert wait_for_server(servers) != pid

@@ -29,6 +29,7 @@ import select
 import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -42,6 +43,7 @@ REPLY_SEND_S = 30.0     # a client that stops reading its answer is dropped afte
 LOCK_WAIT_S = 20.0      # a stale server still winding down holds the lock this long at most
 MAX_REQUESTS = 1000     # then a fresh process: whatever a long-lived grader accumulates goes
 SOCKET_LOOK_S = 60.0    # how often an idle server checks that its socket is still there
+WATCH_S = 0.2           # how often a running check's client is looked at (gone: interrupted)
 
 log = logging.getLogger("torchgrade")
 
@@ -83,9 +85,11 @@ def main(argv: list[str]) -> int:
     lock.write(f"{os.getpid()}\n")
     lock.flush()
     signal.signal(signal.SIGTERM, _stop)
-    # A SIGINT (the terminal's Ctrl-C goes to the client: this is another session) must not
-    # end a check half-way; a handler, not SIG_IGN, which the zygote would inherit.
-    signal.signal(signal.SIGINT, lambda signum, frame: None)
+    # A SIGINT from outside (the terminal's Ctrl-C goes to the client: this is another
+    # session) must not end a check half-way; the server sends itself one when the client of
+    # the check under way has gone (`_watch`). A handler, not SIG_IGN, which the zygote would
+    # inherit.
+    signal.signal(signal.SIGINT, _interrupt)
     logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[_CurrentStderr()])
     zygote = None
     try:
@@ -124,8 +128,31 @@ def _locked(lock) -> bool:
 
 
 # Whether a request is being served: a SIGTERM then waits for its answer (raised in the
-# middle of a check, SystemExit would be taken by pytest as that check's failure).
-_serving = {"now": False, "stop": False}
+# middle of a check, SystemExit would be taken by pytest as that check's failure). "gone":
+# the client of the check under way closed its connection (interrupted).
+_serving = {"now": False, "stop": False, "gone": False}
+
+
+def _interrupt(signum, frame):
+    if _serving["now"] and _serving["gone"]:
+        raise KeyboardInterrupt  # as Ctrl-C would end a check in its own process
+
+
+def _watch(conn: socket.socket, done: threading.Event, checking: int) -> None:
+    """While a check runs (in the thread `checking`): if its client closes the connection (its
+    student pressed Ctrl-C), interrupt the check as Ctrl-C interrupts one in its own process
+    (no report is written)."""
+    while not done.wait(WATCH_S):
+        try:
+            readable, _, _ = select.select([conn], [], [], 0)
+            if readable and conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b"":
+                _serving["gone"] = True
+                signal.pthread_kill(checking, signal.SIGINT)
+                return
+            if readable:
+                return  # bytes after the request: not a client of ours; nothing to watch
+        except (OSError, ValueError):
+            return
 
 
 def _stop(signum, frame):
@@ -224,11 +251,20 @@ def _answer(conn: socket.socket, key: str, zygote, home: Path,
                 # so (isolation reduced): it runs in the client's own process instead.
                 _reply(conn, {"status": "cold"})
             else:
-                _reply(conn, _check(request, zygote, proven))
+                done = threading.Event()
+                threading.Thread(target=_watch, args=(conn, done, threading.get_ident()),
+                                 daemon=True).start()
+                try:
+                    answer = _check(request, zygote, proven)
+                finally:
+                    done.set()
+                _reply(conn, answer)
         finally:
             os.umask(umask)
             os.chdir(home)
-    return True
+    # An interrupted check may have left its worker parent mid-conversation: the server goes,
+    # and the next check starts afresh (cold, leaving a new server).
+    return not _serving["gone"]
 
 
 def seen_by_workers(spec: dict | None, argv: list[str]) -> list[str]:
