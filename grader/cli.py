@@ -344,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
             if not exc.leave:
                 warm_course = None  # a server is up; it sent this check back
         except KeyboardInterrupt:
-            print(INTERRUPTED, file=sys.stderr)
+            print(interrupted(args.command), file=sys.stderr)
             exit_at_once(130)
     code = run(args, prove=(lambda: check_course_files(args)) if as_program else None)
     # A server is left for the next check only where workers ran behind a private view: at
@@ -358,6 +358,13 @@ def main(argv: list[str] | None = None) -> int:
 
 INTERRUPTED = ("torchgrade: interrupted; what was graded is kept, run the same command again to "
                "finish")
+# `check` keeps nothing of an interrupted run (no report: a partial one would read as failed).
+CHECK_INTERRUPTED = "torchgrade: interrupted; nothing was written, run the check again"
+
+
+def interrupted(command: str) -> str:
+    """What an interrupted `command` says on stderr."""
+    return CHECK_INTERRUPTED if command == "check" else INTERRUPTED
 
 
 def _warm_course(args: argparse.Namespace):
@@ -394,7 +401,7 @@ def run(args: argparse.Namespace, *, prove=None) -> int:
         print(f"torchgrade: the sandbox could not start: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(INTERRUPTED, file=sys.stderr)
+        print(interrupted(args.command), file=sys.stderr)
         return 130
 
 

@@ -98,6 +98,30 @@ def warm(argv: list[str], cwd: Path) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def _descendants(pid: int) -> set[int]:
+    """Every process below `pid` (from /proc: the sandbox's pid namespaces hide nothing here)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                parents[int(entry.name)] = int(
+                    (entry / "stat").read_text().rsplit(") ", 1)[1].split()[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def until_a_worker_runs(server: int, before: set[int], timeout: float = 120.0) -> None:
+    """Return once the server has a process it did not have in `before` (the sandbox's worker
+    for the check just sent): the check is under way, whatever the machine's load."""
+    deadline = time.monotonic() + timeout
+    while not (_descendants(server) - before):
+        assert time.monotonic() < deadline, "the server never started a worker"
+        time.sleep(0.05)
+
+
 def test_the_first_check_leaves_a_server_and_the_next_is_answered_by_it_alike(servers, tmp_path):
     work = tmp_path / "work"
     work.mkdir()
@@ -286,10 +310,11 @@ def test_a_signal_never_cuts_a_check_short_and_folders_workers_see_are_checked_c
     check(str(SOLUTION), "--only", "c_strides", cwd=work)
     pid = wait_for_server(servers)
     for signum in (signal.SIGINT, signal.SIGTERM):
+        before = _descendants(pid)
         running = subprocess.Popen([TORCHGRADE, "check", str(slow), "--only", "c_strides"],
                                    cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    text=True)
-        time.sleep(0.8)  # the server is loading the module (it sleeps 1.5 s)
+        until_a_worker_runs(pid, before)  # loading the module, which sleeps 1.5 s
         os.kill(pid, signum)
         out, err = running.communicate(timeout=120)
         assert (running.returncode, out) == (0, cold.stdout), err
@@ -342,13 +367,14 @@ def test_a_check_whose_student_pressed_ctrl_c_stops_and_writes_nothing(servers, 
     slow.write_text(SOLUTION.read_text() + "\nimport time\ntime.sleep(3)\n")
     check(str(SOLUTION), "--only", "c_strides", cwd=work)
     pid = wait_for_server(servers)
+    before = _descendants(pid)
     running = subprocess.Popen([TORCHGRADE, "check", str(slow), "--only", "c_strides",
                                 "--out", "interrupted"], cwd=work, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
-    time.sleep(1.0)  # the server is loading the module (it sleeps 3 s)
+    until_a_worker_runs(pid, before)  # loading the module, which sleeps 3 s
     running.send_signal(signal.SIGINT)
     _, err = running.communicate(timeout=60)
-    assert running.returncode == 130 and "interrupted" in err
+    assert running.returncode == 130 and "interrupted; nothing was written" in err, err
     deadline = time.monotonic() + 30
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
