@@ -300,7 +300,7 @@ def test_a_signal_never_cuts_a_check_short_and_folders_workers_see_are_checked_c
     nothing; SIGTERM during a check lets it finish with the right answer, then the server goes.
     A check asked from a folder the workers' view holds (inside the Python installation) is sent
     back to run in its own process, whose self-test names it; the client's umask is the one its
-    report folders get."""
+    report folders and files get."""
     work = tmp_path / "work"
     work.mkdir()
     slow = work / "strides_broadcasting.py"
@@ -338,6 +338,8 @@ def test_a_signal_never_cuts_a_check_short_and_folders_workers_see_are_checked_c
     finally:
         os.umask(mask)
     assert code == 0 and (work / "private").stat().st_mode & 0o777 == 0o700
+    written = [p for p in (work / "private").rglob("*") if p.is_file()]
+    assert written and {p.stat().st_mode & 0o777 for p in written} == {0o600}
 
 
 @pytest.mark.fast

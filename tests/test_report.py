@@ -4,6 +4,7 @@ first, escaping. Fast (no grading); tests/test_browser.py looks at real reports 
 from __future__ import annotations
 
 import math
+import os
 import re
 
 import pytest
@@ -314,3 +315,18 @@ def test_the_learning_rate_picture_never_changes_a_verdict(grade_files, kind):
     alt = next(p.alt for p in plots.pictures_for(failed_view) if p.kind == "lr-sweep")
     first_bad = 0.01 if kind == "hangs" else 0.1
     assert f"At lr {first_bad:g}: reference ends at" in alt and "yours: " in alt
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_written_results_follow_the_umask_as_a_plain_open_would(tmp_path, umask, mode):
+    from grader.outputs.writing import current_umask, write_atomic
+
+    before = os.umask(umask)
+    try:
+        assert current_umask() == umask
+        write_atomic(tmp_path / "report.html", "<p>x</p>")
+    finally:
+        os.umask(before)
+    assert (tmp_path / "report.html").stat().st_mode & 0o777 == mode
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]

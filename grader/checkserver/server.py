@@ -36,6 +36,7 @@ from pathlib import Path
 
 from grader.checkserver import address
 from grader.checkserver.client import peer_uid
+from grader.worker.view import inside
 
 MAX_REQUEST = 1 << 20
 REQUEST_READ_S = 5.0    # a client that connects and says nothing is dropped after this
@@ -275,10 +276,6 @@ def seen_by_workers(spec: dict | None, argv: list[str]) -> list[str]:
     if spec is None:
         return ["/"]
     allowed, masks = spec["allowed"], spec["masks"]
-
-    def inside(path: str, folders: list[str]) -> bool:
-        return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
-
     paths = {os.getcwd()}
     for arg in argv:
         paths |= {part for part in (arg, arg.partition("=")[2]) if part and os.path.exists(part)}

@@ -13,11 +13,26 @@ from pathlib import Path
 from grader.models import SubmissionResult
 
 
+def current_umask() -> int:
+    """This process's umask, read without changing it (`os.umask` sets it process-wide, which a
+    thread writing a report at the same moment would see); 0o022 where /proc cannot say."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
+
+
 def write_atomic(path: Path, text: str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide reports from a web server or a TA
+    # As `open` would create it: mkstemp's 0600 would hide reports from a web server or a TA,
+    # and a fixed 0644 would show them where the user's umask says not to.
+    os.fchmod(fd, 0o666 & ~current_umask())
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)

@@ -4,9 +4,15 @@ nothing but its allowlist (`sandbox.view_spec`): runs next to student code, impo
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 ENV = "TORCHGRADE_VIEW"  # the spec, from the grader to the zygote
 WALK_LIMIT = 10_000  # folders listed at most; a view that big is no allowlist
+
+
+def inside(path: str, folders: Iterable[str]) -> bool:
+    """`path` is one of `folders` or lies in one (both normalised, absolute)."""
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
 def leaks(spec: dict) -> list[str]:
@@ -22,9 +28,6 @@ def leaks(spec: dict) -> list[str]:
     def ancestor(path: str) -> bool:
         prefix = path.rstrip("/") + "/"
         return any(p.startswith(prefix) for p in allowed | masks | private)
-
-    def inside(path: str, folders: set[str]) -> bool:  # `path` is or lies in one of them
-        return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
     def empty(path: str) -> bool:
         try:
