@@ -15,7 +15,8 @@
    `python -m pytest curriculum/checks --submission SUB`).
 4. Prints seconds per submission for both and their ratio; the per-submission overhead beyond
    the checks' own compute (from each results.json: the grading process's wall time for the
-   submission minus the sum of its checks' durations), the whole run's fixed start-up cost, and
+   submission minus the sum of its checks' durations), the whole run's fixed start-up cost
+   (and its ratio to a bare `python -c "import torch"` timed in the same run), and
    peak memory: RSS, PSS and USS (private pages, what one more process really costs) per kind of
    process, and the whole tree's PSS at its peak.
 
@@ -249,6 +250,20 @@ def run_baseline(subs: Path, students: list[str], kind: str, scratch: Path,
     return times, compute
 
 
+def bare_import_torch(times: int = 3) -> float:
+    """Median wall time of a fresh `python -c "import torch"` (the yardstick of issue 21's
+    start-up target), measured in this run, next to the grader's."""
+    seconds = []
+    for _ in range(times):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import torch"], check=True, cwd=REPO)
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds)
+
+
+STARTUP_TARGET = 1.5  # issue 21: bulk start-up <= 1.5 x a bare `import torch`
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", type=int, default=40, help="submissions (default 40)")
@@ -277,6 +292,7 @@ def main() -> None:
     print(f"{args.n} submissions ({', '.join(args.exercises)}); {args.j} grading processes; "
           f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} before")
 
+    import_torch_s = bare_import_torch()
     run = run_grader(subs, out, args.j, args.exercises, args.sample_every)
     grader_s, sampler = run.seconds, run.sampler
     results = [json.loads((out / s / "results.json").read_text()) for s in students]
@@ -318,6 +334,8 @@ def main() -> None:
           f"server, grading processes, zygotes) {startup:.2f} s; after the last result (class "
           f"index, CSV, stopping) {tail:.2f} s; together {(startup + tail) / args.n:.3f} s per "
           f"submission over {args.n}")
+    print(f"bulk start-up / a bare python -c \"import torch\" (median of 3, "
+          f"{import_torch_s:.2f} s): {startup / import_torch_s:.2f} (target <= {STARTUP_TARGET})")
     print(f"full marks: {full} of {args.n}")
 
     print("\nmemory (peak over the run, MB)     processes   RSS max   PSS max   USS max")
