@@ -107,6 +107,8 @@ class PoolSettings(BaseModel):
                                      "self-test proves that no worker can see it, nor `out`")
     course: Path = Field(default_factory=lambda: active_course().root,
                          description="the course folder whose checks grade (no worker sees it)")
+    template: Any = Field(None, description="the run's zygote template "
+                          "(grader.worker.client.TemplateLink), set by `grade_in_pool`")
 
 
 # What a grading process tells the parent, in this order: its sandbox could not start, or it
@@ -176,7 +178,8 @@ def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None
         use_course(load_course(settings.course))
         try:
             zygote = Zygote(hidden=[p for p in (settings.out, settings.submissions,
-                                                settings.course) if p])
+                                                settings.course) if p],
+                            template=settings.template)
         except ZygoteError as exc:
             conn.send(SandboxBroken(str(exc)))
             return
@@ -229,11 +232,13 @@ def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, steps: 
                   jobs: int,
                   on_result: Callable[[SubmissionResult], None] | None = None,
                   on_isolation: Callable[[str, str], None] | None = None,
-                  serve: Callable[[Connection, PoolSettings, GradingSteps], None] = serve
-                  ) -> list[SubmissionResult]:
+                  serve: Callable[[Connection, PoolSettings, GradingSteps], None] = serve,
+                  template: bool = True) -> list[SubmissionResult]:
     """Grade `tasks` in `jobs` grading processes; every result (graded, or a grader failure
     written here when a process died twice on it) goes to `on_result` as it arrives, and the
     isolation level of the first sandbox started (level, what is missing) to `on_isolation`.
+    `template`: the grading processes' zygotes are forked from one zygote template started
+    here (where the machine allows one), not each launched with its own import of torch.
 
     Raises `PoolBroken` when grading processes cannot start; KeyboardInterrupt stops every
     process before it propagates.
@@ -241,6 +246,27 @@ def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, steps: 
     pending = deque(tasks)
     if not pending:
         return []
+    zygote_template = None
+    if template:
+        from grader.worker.client import ZygoteTemplate
+
+        # First: it imports torch while the fork server imports its own.
+        zygote_template = ZygoteTemplate.start()
+    try:
+        if zygote_template is not None:
+            settings = settings.model_copy(update={"template": zygote_template.link()})
+        return _grade_in_pool(pending, settings=settings, steps=steps, jobs=jobs,
+                              on_result=on_result, on_isolation=on_isolation, serve=serve)
+    finally:
+        if zygote_template is not None:
+            zygote_template.close()
+
+
+def _grade_in_pool(pending: deque[GradeTask], *, settings: PoolSettings, steps: GradingSteps,
+                   jobs: int, on_result: Callable[[SubmissionResult], None] | None,
+                   on_isolation: Callable[[str, str], None] | None,
+                   serve: Callable[[Connection, PoolSettings, GradingSteps], None]
+                   ) -> list[SubmissionResult]:
     ctx = multiprocessing.get_context("forkserver")
     # The checks' modules by their plain names: the forkserver starts with this process's
     # sys.path, which `import_checks_from` leads with the course's checks folder.
