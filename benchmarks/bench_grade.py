@@ -141,8 +141,12 @@ class MemorySampler:
                 cmd = _cmdline(child)
                 if role in ("zygote", "worker"):  # forked by it: same command line
                     kind = "worker"
-                elif "grader.worker.zygote" in cmd and "bwrap" in cmd.split()[0]:
+                elif role == "zygote template":  # forked by it: same command line
+                    kind = "zygote"
+                elif "grader.worker." in cmd and "bwrap" in cmd.split()[0]:
                     kind = "sandbox (bwrap)"
+                elif "grader.worker.template" in cmd:
+                    kind = "zygote template"
                 elif "grader.worker.zygote" in cmd:
                     kind = "zygote"
                 elif "forkserver" in cmd and role.startswith("parent"):
@@ -343,7 +347,7 @@ def main() -> None:
     for peak in sampler.peaks.values():
         by_role.setdefault(peak.role, []).append(peak)
     for role in ("parent (torchgrade)", "forkserver", "grading process", "sandbox (bwrap)",
-                 "zygote", "worker", "other"):
+                 "zygote template", "zygote", "worker", "other"):
         peaks = by_role.get(role)
         if not peaks:
             continue

@@ -69,6 +69,7 @@ PRELOAD = ["grader.running.batch", "grader.commands.grade", "torch._dynamo", "ma
 MAX_ATTEMPTS = 2            # a submission whose grading process died twice is a grader failure
 TASK_TIMEOUT = 30 * 60.0    # a grading process busy this long on one submission is stuck
 STOP_TIMEOUT = 10.0         # seconds a stopping grading process gets before SIGKILL
+TEMPLATE_ENV = "TORCHGRADE_ZYGOTE_TEMPLATE"  # "0": every grading process launches its zygote
 
 
 class GradeTask(BaseModel):
@@ -233,12 +234,13 @@ def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, steps: 
                   on_result: Callable[[SubmissionResult], None] | None = None,
                   on_isolation: Callable[[str, str], None] | None = None,
                   serve: Callable[[Connection, PoolSettings, GradingSteps], None] = serve,
-                  template: bool = True) -> list[SubmissionResult]:
+                  template: bool | None = None) -> list[SubmissionResult]:
     """Grade `tasks` in `jobs` grading processes; every result (graded, or a grader failure
     written here when a process died twice on it) goes to `on_result` as it arrives, and the
     isolation level of the first sandbox started (level, what is missing) to `on_isolation`.
     `template`: the grading processes' zygotes are forked from one zygote template started
-    here (where the machine allows one), not each launched with its own import of torch.
+    here (where the machine allows one), not each launched with its own import of torch;
+    by default unless the environment sets TORCHGRADE_ZYGOTE_TEMPLATE=0 (to compare).
 
     Raises `PoolBroken` when grading processes cannot start; KeyboardInterrupt stops every
     process before it propagates.
@@ -247,6 +249,8 @@ def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, steps: 
     if not pending:
         return []
     zygote_template = None
+    if template is None:
+        template = os.environ.get(TEMPLATE_ENV, "1") != "0"
     if template:
         from grader.worker.client import ZygoteTemplate
 
