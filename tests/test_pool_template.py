@@ -154,7 +154,11 @@ def test_a_worker_cannot_see_another_zygotes_scratch(template):
             targets = [template.scratch_root, one.scratch_root, where, f"{where}/note.txt"]
             seen, own = reader.call("look", targets)
             assert Path(two.scratch_root) in Path(own).parents
-            assert set(seen.values()) <= {"PermissionError", "FileNotFoundError"}, seen
+            assert all(v in ("PermissionError", "FileNotFoundError") for v in seen.values()), seen
+            # Nor the pool's cgroups (the zygotes' and their workers'): unmounted in a worker.
+            if template.cgroup is not None:
+                seen, _ = reader.call("look", template.cgroup.dirs)
+                assert all(v in ([], "FileNotFoundError") for v in seen.values()), seen
         finally:
             writer.close()
             reader.close()
@@ -236,30 +240,42 @@ def pool_run(tmp_path: Path, name: str, *, template: bool, on_result=None):
                             assignment=from_exercises([EXERCISE]))
     results = grade_in_pool(tasks, settings=settings, steps=STEPS, jobs=2, on_result=on_result,
                             template=template)
-    return {r.student: (r.score, [(c.name, c.status) for c in r.checks]) for r in results}
+    return {r.student: (r.score, [(c.id, c.status, c.points, c.message) for c in r.checks])
+            for r in results}
 
 
-def test_a_template_killed_mid_run_costs_no_verdict(tmp_path, monkeypatch):
+@pytest.mark.parametrize("when", ["at once", "at the first result"])
+def test_a_killed_template_costs_no_verdict(tmp_path, monkeypatch, when):
+    """Killed before any zygote is forked, every grading process launches its own; killed
+    mid-run, the zygotes forked from it live on. Either way the verdicts are those of a run
+    without a template."""
     started: list[ZygoteTemplate] = []
+    inner: list[int] = []
     real_start = ZygoteTemplate.start
+
+    def kill(t: ZygoteTemplate) -> None:
+        inner.extend(p for p in tree(t.process.pid) if "grader.worker" in cmdline(p))
+        t.process.kill()
+        t.process.wait()
 
     def recorded(*args, **kwargs):
         t = real_start(*args, **kwargs)
         started.append(t)
+        if when == "at once":
+            kill(t)
         return t
 
     monkeypatch.setattr(ZygoteTemplate, "start", recorded)
-    inner: list[int] = []
 
-    def kill_the_template(result):
-        if not inner:  # at the first result: every grading process has its zygote by now
-            inner.extend(tree(started[0].process.pid))
-            assert any("grader.worker.template" in cmdline(p) for p in inner)
-            started[0].process.kill()
+    def at_first_result(result):
+        if when != "at once" and not inner:
+            kill(started[0])
+            assert any("-m grader.worker.template" in cmdline(p) for p in inner)
+            assert len(inner) >= 3  # the template and the zygotes forked from it
 
-    with_kill = pool_run(tmp_path, "killed", template=True, on_result=kill_the_template)
+    with_kill = pool_run(tmp_path, "killed", template=True, on_result=at_first_result)
     assert started and inner
-    assert not any(alive(p) for p in inner)
+    assert wait_until(lambda: not any(alive(p) for p in inner), 10)
     assert not os.path.exists(started[0].scratch_root)
     plain = pool_run(tmp_path, "plain", template=False)
     assert with_kill == plain and len(plain) == 4
@@ -276,11 +292,11 @@ def test_no_template_outlives_a_run(tmp_path, monkeypatch):
         return t
 
     monkeypatch.setattr(ZygoteTemplate, "start", recorded)
-    processes: list[int] = []
+    processes: dict[int, str] = {}
     results = pool_run(tmp_path, "out", template=True,
-                       on_result=lambda r: processes.extend(tree(seen[0])))
+                       on_result=lambda r: processes.update({p: cmdline(p) for p in tree(seen[0])}))
     assert len(results) == 4 and seen
-    assert any("grader.worker.template" in cmdline(p) for p in processes)
+    assert any("-m grader.worker.template" in c for c in processes.values())  # it was used
     assert wait_until(lambda: not any(alive(p) for p in processes), 10)
 
 

@@ -4,21 +4,30 @@ Processes and what they hold:
 
     torchgrade (parent)   finds and fingerprints submissions, dispatches them, shows
       |                   progress, writes the class outputs; never imports torch
+      +- zygote template  bwrap + python -m grader.worker.template, started first: imports
+      |    |              torch (and torch._dynamo, the probes) once, in the workers' view,
+      |    |              while the fork server imports its own; checks never enter it
+      |    +- zygote x N  one forked per grading process, on its request (see below)
       +- forkserver       multiprocessing's fork server: imported torch, pytest and the checks
            |              once (`PRELOAD`); each grading process is a fork of it
            +- grading process x N   one pytest session for all its submissions
                 |                   (grader.running.batch),
                 |                   its own warm worker parent; writes each submission's outputs
                 |                   (reads each submission itself: the parent parses nothing)
-                +- zygote           python -m grader.worker.zygote: imported torch once
+                +- (its zygote: forked by the template, spoken to over its control socket)
                      +- worker      one per student module, forked in ~10 ms
 
 One zygote per grading process: a zygote's control socket serves one client (its `Zygote`
 object is not process-safe), and sharing one would need a broker in front of it (passing every
-worker's socket between processes, and its exit notes back). Measured, a zygote costs ~3 s of
-CPU at start-up (torch and torch._dynamo, in parallel with the other grading processes') and
-~220 MB of private memory (USS); a grading process ~75 MB of its own beside the pages it shares
-with the fork server. A shared zygote would save (N - 1) of each.
+worker's socket between processes, and its exit notes back). Each is forked from the run's
+zygote template (`grader.worker.client.ZygoteTemplate`, where the machine gives root and
+bubblewrap): its imports are the template's, its start is its self-tests (~0.1 s), not ~3 s of
+CPU per grading process importing torch and torch._dynamo at once on few cores. It keeps its
+own session, mount namespace (/tmp, /dev/shm), uid range, cgroup folder (under the run's) and
+scratch folder (under the run's, bound once into the template's view). Without a template (not
+root, no bubblewrap, TORCHGRADE_ZYGOTE_TEMPLATE=0), or once it is gone, a grading process
+launches its zygote itself, as before. A zygote costs ~220 MB of private memory (USS); a grading
+process ~75 MB of its own beside the pages it shares with the fork server.
 
 Like any multiprocessing program, a script that calls `grade_in_pool` (or `commands.grade`)
 must guard its main module with `if __name__ == "__main__":` (the fork server imports it).
@@ -31,7 +40,9 @@ counts towards `PoolBroken`: a submission can make its grading process die only 
 Grading processes ignore SIGINT: on Ctrl-C the parent stops them with SIGTERM
 (which ends their pytest session as an interrupt; `write_atomic` removes any half-written temp
 file) and waits for them, and every process below dies with its parent (PR_SET_PDEATHSIG), so
-nothing is left behind even after a `kill -9` of the parent.
+nothing is left behind even after a `kill -9` of the parent: the template dies with the parent
+(bwrap --die-with-parent), a forked zygote when its grading process closes its socket (by dying
+too), and `grade_in_pool` ends the template when it returns.
 """
 
 from __future__ import annotations
