@@ -254,7 +254,7 @@ def test_a_killed_template_costs_no_verdict(tmp_path, monkeypatch, when):
     real_start = ZygoteTemplate.start
 
     def kill(t: ZygoteTemplate) -> None:
-        inner.extend(p for p in tree(t.process.pid) if "grader.worker" in cmdline(p))
+        inner.extend(tree(t.process.pid))  # bwrap and below (all of it the template's)
         t.process.kill()
         t.process.wait()
 
@@ -267,11 +267,17 @@ def test_a_killed_template_costs_no_verdict(tmp_path, monkeypatch, when):
 
     monkeypatch.setattr(ZygoteTemplate, "start", recorded)
 
+    launched: list[str] = []
+
     def at_first_result(result):
+        if when == "at once" and not launched:  # every grading process launched its zygote
+            launched.extend(c for c in map(cmdline, tree(os.getpid()))
+                            if "-m grader.worker.zygote" in c)
+            assert launched
         if when != "at once" and not inner:
             kill(started[0])
             assert any("-m grader.worker.template" in cmdline(p) for p in inner)
-            assert len(inner) >= 3  # the template and the zygotes forked from it
+            assert len(inner) >= 4  # bwrap, the template and the zygotes forked from it
 
     with_kill = pool_run(tmp_path, "killed", template=True, on_result=at_first_result)
     assert started and inner
