@@ -313,8 +313,11 @@ def test_no_template_outlives_a_killed_run(tmp_path):
         (subs / f"s{i}" / f"{EXERCISE}.py").write_text(SOLUTION if i % 2 else STUB)
     out = tmp_path / "out"
     before = set(template_pids())
+    tmp = tmp_path / "tmp"  # what a kill -9 leaves (empty scratch folders) stays in there
+    tmp.mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "grade", str(subs), "--out",
                              str(out), "-j", "2"], cwd=tmp_path, start_new_session=True,
+                            env={**os.environ, "TMPDIR": str(tmp)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         assert wait_until(lambda: any(out.glob("*/results.json")), 300), "no result in time"
