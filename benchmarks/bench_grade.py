@@ -11,8 +11,8 @@
 2. Grades them all with `torchgrade grade SUBS --out OUT -j J` (a fresh OUT, so nothing is
    skipped), sampling the memory of every process of its tree (/proc, every 20 ms).
 3. In the same run, grades them one after another the naive way: a fresh Python per submission
-   running the same checks (`torchgrade check SUB --exercises ...` by default, or
-   `python -m pytest curriculum/checks --submission SUB`).
+   running the same checks (by default `torchgrade check --no-server --hidden SUB --exercises
+   ...`, or `python -m pytest curriculum/checks --submission SUB`).
 4. Prints seconds per submission for both and their ratio; the per-submission overhead beyond
    the checks' own compute (from each results.json: the grading process's wall time for the
    submission minus the sum of its checks' durations), the whole run's fixed start-up cost
@@ -233,7 +233,7 @@ def run_baseline(subs: Path, students: list[str], kind: str, scratch: Path,
     """Wall time of each fresh-process grading, and the sum of its checks' durations."""
     times, compute = [], []
     for student in students:
-        report = scratch / student / student / "results.json"
+        report = scratch / student / student / "results.json"  # pytest: one for the submission
         if kind == "pytest":
             command = [sys.executable, "-m", "pytest",
                        *(str(f) for f in check_files(exercises)),
@@ -241,8 +241,11 @@ def run_baseline(subs: Path, students: list[str], kind: str, scratch: Path,
                        "--results-json", str(report)]
             cwd = scratch
         else:
-            command = [sys.executable, "-m", "grader.cli", "check", str(subs / student),
-                       "--exercises", ",".join(exercises), "--out", str(scratch / student)]
+            # A fresh Python per submission running the same checks as `grade`: the hidden
+            # ones too (--hidden), and --no-server (no warm check server answers it).
+            command = [sys.executable, "-m", "grader.cli", "check", "--no-server", "--hidden",
+                       str(subs / student), "--exercises", ",".join(exercises),
+                       "--out", str(scratch / student)]
             cwd = REPO
         started = time.perf_counter()
         proc = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
@@ -250,7 +253,14 @@ def run_baseline(subs: Path, students: list[str], kind: str, scratch: Path,
         if proc.returncode not in (0, 1):
             sys.exit(f"baseline failed on {student} ({proc.returncode}):\n"
                      f"{proc.stdout}{proc.stderr}")
-        compute.append(checks_compute(json.loads(report.read_text())) if report.exists() else 0.0)
+        # `torchgrade check` writes one results.json per exercise (OUT/<exercise>/), each with
+        # its own exercise's checks and the whole run's `checks_s`.
+        reports = ([report] if kind == "pytest"
+                   else sorted((scratch / student).glob("*/results.json")))
+        results = [json.loads(r.read_text()) for r in reports if r.exists()]
+        whole = {r["checks_s"] for r in results if r.get("checks_s")}
+        compute.append(whole.pop() if len(whole) == 1 and all(r.get("checks_s") for r in results)
+                       else sum(checks_compute(r) for r in results))
     return times, compute
 
 

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import NoReturn
 
 import grader
-from grader.course.folder import active_course, course_option
 from grader.errors import GraderUnavailable, UsageError
 
 
@@ -78,6 +77,10 @@ def build_parser() -> Parser:
                    help="run the hidden checks too (full package only; for self-learners)")
     p.add_argument("--only", metavar="NAME,NAME", type=_names,
                    help="only the checks of these functions or classes")
+    p.add_argument("--no-server", action="store_true",
+                   help="check in this process, and leave no check server running (default: "
+                        "the first check leaves one for later checks, from any terminal; it "
+                        "exits after 15 idle minutes; TORCHGRADE_CHECK_SERVER=0 turns it off)")
     _color(p)
     _common(p)
 
@@ -289,6 +292,10 @@ CHECKS_COURSE_FILES_LATER = {"check"}
 # output is out: a student waits for `check`'s prompt to come back.
 EXITS_AT_ONCE = {"check"}
 
+# Commands this user's check server answers when one is up (`grader.checkserver`), and leaves
+# behind when none was: a student repeats `check` every few minutes.
+SERVED = {"check"}
+
 
 def exit_at_once(code: int) -> NoReturn:
     """Exit with `code` once the output is flushed and the atexit handlers (logging, temporary
@@ -310,6 +317,7 @@ def check_course_files(args: argparse.Namespace) -> None:
     catalogue is valid (read later, it would fail each graded submission on its own)."""
     from grader.checking.edition import student_release
     from grader.course import faults
+    from grader.course.folder import active_course
 
     course = active_course()
     named = getattr(args, "exercises", None) or (
@@ -323,21 +331,69 @@ def check_course_files(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     args = build_parser().parse_args(argv)
+    as_program = argv is None
+    warm_course = _warm_course(args) if as_program else None
+    if warm_course is not None:
+        from grader.checkserver.client import NoServer, check_warm, leave_server
+        from grader.outputs.color import use_color
+
+        try:
+            exit_at_once(check_warm(sys.argv[1:], course_root=warm_course,
+                                    color=use_color(args.color)))
+        except NoServer as exc:  # checked here, as without a server
+            if not exc.leave:
+                warm_course = None  # a server is up; it sent this check back
+        except KeyboardInterrupt:
+            print(interrupted(args.command), file=sys.stderr)
+            exit_at_once(130)
+    code = run(args, prove=(lambda: check_course_files(args)) if as_program else None)
+    # A server is left for the next check only where workers ran behind a private view: at
+    # isolation "none" they run as this user, unconfined, and could answer in its place.
+    if warm_course is not None and code != 130 and getattr(args, "isolation", "none") != "none":
+        leave_server(warm_course)
+    if as_program and args.command in EXITS_AT_ONCE:
+        exit_at_once(code)
+    return code
+
+
+INTERRUPTED = ("torchgrade: interrupted; what was graded is kept, run the same command again to "
+               "finish")
+# `check` keeps nothing of an interrupted run (no report: a partial one would read as failed).
+CHECK_INTERRUPTED = "torchgrade: interrupted; nothing was written, run the check again"
+
+
+def interrupted(command: str) -> str:
+    """What an interrupted `command` says on stderr."""
+    return CHECK_INTERRUPTED if command == "check" else INTERRUPTED
+
+
+def _warm_course(args: argparse.Namespace):
+    """The course folder whose check server may answer this command, or None: only `check`,
+    unless `--no-server` or TORCHGRADE_CHECK_SERVER=0 says otherwise."""
+    if args.command not in SERVED or getattr(args, "no_server", False):
+        return None
+    from grader.checkserver import address
+    from grader.course.location import course_root
+
+    return course_root(args.course) if address.enabled() else None
+
+
+def run(args: argparse.Namespace, *, prove=None) -> int:
+    """Run the parsed command in this process; its exit code. `prove`: for a command of
+    CHECKS_COURSE_FILES_LATER, how it proves the course's files when it is ready to (run as the
+    program: while its zygote starts, ~0.3 s off a cold check; in a check server: once per
+    choice of exercises); without it they are proved first, like every other command's."""
+    from grader.course.folder import course_option
+
     module, function = COMMANDS[args.command].split(":")
     try:
         if args.command not in WRITES_A_COURSE:
             course_option(args.course)
-        if argv is None and args.command in CHECKS_COURSE_FILES_LATER:
-            # Run as the program, `check` proves the course's files while its zygote starts,
-            # not before launching it (~0.3 s off a cold check); a broken file is the same one
-            # line, exit 2. (In-process, `main([...])` keeps the order: nothing is started.)
-            args.check_course_files = lambda: check_course_files(args)
+        if prove is not None and args.command in CHECKS_COURSE_FILES_LATER:
+            args.check_course_files = prove
         elif args.command in READS_COURSE_FILES:
             check_course_files(args)
-        code = getattr(importlib.import_module(module), function)(args)
-        if argv is None and args.command in EXITS_AT_ONCE:
-            exit_at_once(code)
-        return code
+        return getattr(importlib.import_module(module), function)(args)
     except UsageError as exc:
         print(f"torchgrade: error: {exc}", file=sys.stderr)
         return 2
@@ -345,8 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"torchgrade: the sandbox could not start: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("torchgrade: interrupted; what was graded is kept, run the same command again to "
-              "finish", file=sys.stderr)
+        print(interrupted(args.command), file=sys.stderr)
         return 130
 
 

@@ -15,6 +15,10 @@ from grader.worker.client import Zygote
 # error) in every grading these tests do, subprocesses included
 # (grader.checking.plugin.check_evidence).
 os.environ.setdefault("TORCHGRADE_STRICT_EVIDENCE", "1")
+# `torchgrade check` run as a program leaves a check server behind (grader.checkserver): no
+# test's subprocess may, nor use a server of the developer's own. tests/test_check_server.py
+# turns it on for its own runs, in a folder of its own.
+os.environ["TORCHGRADE_CHECK_SERVER"] = "0"
 
 REPO = Path(__file__).resolve().parents[1]
 SOLUTIONS = REPO / "curriculum" / "solutions"

@@ -455,6 +455,48 @@ def test_a_dying_grading_process_costs_one_retry_not_the_batch(tmp_path, serve_f
     assert comparable(on_disk) == comparable(bob)
 
 
+def serve_noting_dynamo(conn, settings, steps):
+    """A grading process that notes, before it serves, whether its zygote is told to warm
+    torch._dynamo."""
+    import grader.worker.client as client
+    from grader.running.pool import serve
+
+    made = client.Zygote.__init__
+
+    def noting(self, *args, **kwargs):
+        (settings.out.parent / "zygote-optimizers").write_text(str(kwargs.get("optimizers")))
+        made(self, *args, **kwargs)
+
+    client.Zygote.__init__ = noting
+    serve(conn, settings, steps)
+
+
+@pytest.mark.parametrize("exercise, warm", [(EXERCISE, False), ("training_loops", True)])
+def test_torch_dynamo_is_imported_at_start_up_only_for_exercises_that_build_optimizers(
+        tmp_path, exercise, warm):
+    """The fork server preloads torch._dynamo (~1.8 s) and the zygotes warm it only when the
+    exercises graded may build a torch.optim optimizer (`Course.may_build_optimizers`): a class
+    of strides_broadcasting starts without it, one of training_loops with it."""
+    from grader.commands.grade import STEPS
+    from grader.intake.assignment import from_exercises
+    from grader.course.folder import active_course
+    from grader.running.pool import GradeTask, PoolSettings, grade_in_pool, preload
+
+    ann = tmp_path / "subs" / "ann"
+    ann.mkdir(parents=True)
+    (ann / f"{exercise}.py").write_text((EXERCISES / f"{exercise}.py").read_text())
+    tasks = [GradeTask(submission=load_submission(ann, exercises=[exercise], student="ann"))]
+    settings = PoolSettings(out=tmp_path / "out", exercises=[exercise],
+                            assignment=from_exercises([exercise]))
+    [result] = grade_in_pool(tasks, settings=settings, steps=STEPS, jobs=1,
+                             serve=serve_noting_dynamo)
+    assert result.checks and result.score == 0  # the stub, graded
+    assert (tmp_path / "zygote-optimizers").read_text() == str(warm)
+    # The fork server's imports (multiprocessing keeps the first fork server of a process, so
+    # they are read from what the pool asks of it, not from a process of this test's).
+    assert ("torch._dynamo" in preload(active_course(), [exercise])) == warm
+
+
 # --------------------------------------------------------------------------- pieces
 
 

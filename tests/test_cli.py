@@ -219,3 +219,16 @@ def test_pytest_runs_the_checks_directly(tmp_path):
                            "--submission", str(EXERCISES), "-q"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert stub.returncode == 1 and "not implemented yet" in stub.stdout
+
+
+def test_a_report_that_cannot_be_written_still_shows_the_verdict(tmp_path):
+    """--out where nothing can be written (inside a file): the summary is printed, then one
+    line saying the report is not saved, exit 1; no traceback."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    done = torchgrade("check", str(SOLUTIONS / f"{EXERCISE}.py"), "--only", "c_strides",
+                      "--out", str(blocker / "out"), cwd=tmp_path)
+    assert done.returncode == 1
+    assert "Every check passed" in done.stdout and "Traceback" not in done.stderr
+    assert "the report could not be written in" in done.stderr
+    assert "Not a directory" in done.stderr

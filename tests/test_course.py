@@ -499,3 +499,42 @@ def test_verify_reports_a_mutant_that_is_not_utf8_and_runs_the_others(course_dir
     [problem] = verdict["problems"]
     assert "mutants/scale/latin1.py: not UTF-8" in problem
     assert verdict["declared_mutants"]["as_declared"] == 1  # ignores_zero still ran
+
+
+@pytest.mark.fast
+def test_a_course_file_is_proved_by_its_fresh_bytecode_and_compiled_when_it_is_stale(
+        tmp_path, monkeypatch):
+    """`course_source` takes a .pyc that the import system would use (this Python's magic
+    number, the source's current mtime and size) as proof that the file compiles, and compiles
+    (and refuses) a file whose .pyc is stale or missing: an edit that broke it is always seen."""
+    import py_compile
+
+    from grader.course import folder
+
+    compiled = []
+    real_compile = compile
+
+    def counting(text, filename, *args, **kwargs):
+        compiled.append(Path(filename).name)
+        return real_compile(text, filename, *args, **kwargs)
+
+    monkeypatch.setattr(folder, "compile", counting, raising=False)
+    good = tmp_path / "helper.py"
+    good.write_text("VALUE = 1\n")
+    assert folder.course_source(good) == "VALUE = 1\n" and compiled == ["helper.py"]
+    py_compile.compile(str(good), doraise=True)  # what pip (or an import) leaves behind
+    assert folder.compiled_as_it_is(good)
+    compiled.clear()
+    assert folder.course_source(good) == "VALUE = 1\n" and compiled == []
+    # Broken after it was compiled (other size, later mtime): compiled again, and refused.
+    good.write_text("VALUE = (\n")
+    os.utime(good, (good.stat().st_atime, good.stat().st_mtime + 5))
+    assert not folder.compiled_as_it_is(good)
+    with pytest.raises(CourseError, match="helper.py, line 1: not valid Python"):
+        folder.course_source(good)
+    # Not UTF-8 is refused even with a fresh .pyc (a coding cookie lets Python compile it).
+    latin = tmp_path / "latin.py"
+    latin.write_bytes(b"# -*- coding: latin-1 -*-\nNAME = '\xe9'\n")
+    py_compile.compile(str(latin), doraise=True)
+    with pytest.raises(CourseError, match="latin.py: not UTF-8"):
+        folder.course_source(latin)

@@ -27,7 +27,7 @@ STAGES = [
     ("grader.release",),    # what instructors hand out
     ("grader.authoring",),  # what helps instructors write a course (new-exercise, verify)
     ("grader.commands",),   # one module per command
-    ("grader.cli", "grader.jupyter", "grader.__main__"),  # entry points
+    ("grader.cli", "grader.jupyter", "grader.checkserver", "grader.__main__"),  # entry points
 ]
 
 

@@ -6,7 +6,7 @@ earns its points whatever else is still broken, and it asks for the behaviour it
 a fix written differently passes and a "fix" that deletes the feature (the validation, the
 schedule, the normalisation, dropout, BatchNorm ...) fails. Records come from the probes in
 `grader/probes/bughunt.py`; each probe runs once per submission and its record is shared by the
-checks that read it (`shared`). References come from the fixed scripts
+checks that read it (`shared`, `grader.checking.memo`). References come from the fixed scripts
 (the course's `solutions/bughunt/*.py`), run here in the grader.
 
 Messages describe what was observed (the symptom and the evidence), not the cause: the
@@ -40,7 +40,6 @@ from __future__ import annotations
 import contextlib
 import io
 import math
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -48,7 +47,8 @@ from typing import Any, Final
 import torch
 import torch.nn.functional as F
 
-from grader import CheckFailure, StudentError, fail, short, solution_module
+from grader import StudentError, fail, short, solution_module
+from grader.checking.memo import shared
 from grader.checking.student import StudentRaised
 
 TIMEOUT = 30  # seconds per call: a worker's first optimizer imports torch._dynamo (seconds)
@@ -56,27 +56,6 @@ REVEAL: Final = "symptom"
 # A correct loop leaves p.grad equal to the sum of this step's backward gradients exactly
 # (measured: 0.0); an accumulated or doubled gradient is off by 50 % or more.
 GRAD_RTOL = 1e-4
-
-_SHARED: weakref.WeakKeyDictionary[Any, dict] = weakref.WeakKeyDictionary()
-
-
-def shared(sub, key: str, compute: Callable[[], Any]) -> Any:
-    """`compute()` once per submission (per `sub`), shared by every check that needs it; an
-    exception it raised is raised again for each of them. Each of those checks rests on the
-    probes `compute` ran (`sub.worker_records`)."""
-    store = _SHARED.setdefault(sub, {})
-    if key not in store:
-        start = len(sub.worker_records)
-        try:
-            store[key] = (True, compute(), sub.worker_records[start:])
-        except (StudentError, CheckFailure) as exc:
-            store[key] = (False, exc, sub.worker_records[start:])
-    ok, value, probes = store[key]
-    for probe in probes:
-        sub.note_worker_record(probe)
-    if not ok:
-        raise value
-    return value
 
 
 def reference(name: str):

@@ -17,19 +17,16 @@ that are not finite numbers, as "key[i]"), `output_shapes`.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
-from grader import CheckFailure, StudentError, fail
+from grader import StudentError, fail
+from grader.checking.memo import shared
 
 # The checks carry 0 points (`@check(points=0)`): a bug hunt is worth its faults (2 points each).
 RUN_TIMEOUT = 60  # seconds for run(seed=0); the fixed scripts take 1-3 s on one loaded core
 CALL = "run(seed=0)"
-
-_RECORDS: weakref.WeakKeyDictionary[Any, tuple[bool, Any]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -49,23 +46,17 @@ class Contract:
 
 def run_record(sub, contract: Contract) -> dict:
     """The probe's record of one call of `run(seed=0)`, made once per submission and shared by
-    the checks; what `run` raised (or a timeout) is raised again for each of them."""
-    if sub not in _RECORDS:
-        if not sub.has("run"):
-            _RECORDS[sub] = (False, StudentError(
-                f"{sub.filename} defines no run: the script's docstring lists the names the "
-                "grader calls; keep them.", call=CALL, reason="not_defined"))
-        else:
-            x = torch.randn(contract.input_shape, generator=torch.Generator().manual_seed(7))
-            try:
-                _RECORDS[sub] = (True, sub.probe("bughunt_run:run_report", seed=0, x=x,
-                                                 label=CALL, timeout=RUN_TIMEOUT))
-            except (StudentError, CheckFailure) as exc:
-                _RECORDS[sub] = (False, exc)
-    ok, value = _RECORDS[sub]
-    if not ok:
-        raise value
-    return value
+    the checks (`grader.checking.memo.shared`); what `run` raised (or a timeout) is raised again
+    for each of them."""
+    return shared(sub, "bughunt_run:run_report", lambda: _run_report(sub, contract))
+
+
+def _run_report(sub, contract: Contract) -> dict:
+    if not sub.has("run"):
+        raise StudentError(f"{sub.filename} defines no run: the script's docstring lists the "
+                           "names the grader calls; keep them.", call=CALL, reason="not_defined")
+    x = torch.randn(contract.input_shape, generator=torch.Generator().manual_seed(7))
+    return sub.probe("bughunt_run:run_report", seed=0, x=x, label=CALL, timeout=RUN_TIMEOUT)
 
 
 def verify_runs(sub, contract: Contract, evidence: dict) -> None:

@@ -16,6 +16,7 @@ from grader import expect_array, fail
 
 # Rows of the tall inputs that time a loop run by C code; the calibration loop makes one numpy
 # call per row; a call may use at most this share of the calibration's CPU time.
+STEP_LIMIT = 50_000  # Python lines a traced pairwise_sq_dists may run before it is stopped
 TIMED_ROWS = 100_000
 LOOP_SHARE = 0.25
 

@@ -15,6 +15,7 @@ import torch
 
 from training_loops_cases import (AccumulatedCase, CheckpointCase, EvaluateCase,
                                                 FitCase, Setup, TrainEpochCase)
+from grader.checking.memo import reference_cache
 from grader.probes.training_loops import (build_loader, build_loss, build_model,
                                           build_optimizer, build_scheduler, set_mode, state_of)
 
@@ -71,6 +72,7 @@ class EpochReference:
     edge_grads: list[torch.Tensor]  # the first and the last step's flat gradient (report)
 
 
+@reference_cache
 def train_epoch(case: TrainEpochCase) -> EpochReference:
     model, optimizer, loss_fn = _objects(case)
     set_mode(model, case.start_mode)
@@ -95,6 +97,7 @@ class EvaluateReference:
     plain_loss: float       # plain cross-entropy instead of the given loss (for messages)
 
 
+@reference_cache
 def evaluate(case: EvaluateCase) -> EvaluateReference:
     model = build_model(case.model, case.sizes, case.state)
     loss_fn = build_loss(case.loss)
@@ -127,6 +130,7 @@ class FitReference:
     margin: float              # smallest relative gap between the best val loss and any other
 
 
+@reference_cache
 def fit(case: FitCase) -> FitReference:
     model, optimizer, loss_fn = _objects(case)
     scheduler = build_scheduler(case.scheduler, optimizer)
@@ -171,6 +175,7 @@ class AccumulatedReference:
     mean_loss: float
 
 
+@reference_cache
 def train_accumulated(case: AccumulatedCase) -> AccumulatedReference:
     """One step per chunk on the chunk's batches concatenated (equal batch sizes: the mean loss
     over the concatenation is the mean of the batch losses)."""
@@ -200,6 +205,7 @@ class CheckpointReference:
     final_state: dict[str, torch.Tensor]           # after two epochs without interruption
 
 
+@reference_cache
 def checkpoint(case: CheckpointCase) -> CheckpointReference:
     model, optimizer, loss_fn = _objects(case)
     _epoch(model, case.batches, optimizer, loss_fn)

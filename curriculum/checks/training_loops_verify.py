@@ -26,6 +26,8 @@ from training_loops_cases import (AccumulatedCase, CheckpointCase, EvaluateCase,
                                                 describe_batches, describe_optimizer,
                                                 toy_batches)
 from grader.checking.compare import grad_histogram_evidence, mismatch_report
+from grader.checking.memo import shared
+from grader.checking.recorded import digest
 from grader import StudentError, expect_type, fail, short
 from grader.checking.student import StudentRaised
 from grader.probes.training_loops import build_model
@@ -226,9 +228,19 @@ def audit_steps(steps: list[dict], *, n_expected: int, call: str, evidence: dict
              got=f"{ratio:.2f}x it", hint=LOOP_HINT, evidence=evidence)
 
 
+def epoch_record(sub, case: TrainEpochCase) -> dict:
+    """The probe's record of one `train_epoch` on `case`, made once per submission and judged by
+    every verifier of that case (its steps, its weights, its returned loss): the run is the
+    same, so it is trained once (`grader.checking.memo.shared`; what it raised is raised again
+    in each check that needs it)."""
+    kwargs = case.probe_kwargs()
+    return shared(sub, ("training_loops:train_epoch_run", digest("case", (), kwargs)),
+                  lambda: probe(sub, "train_epoch_run", epoch_call(case), **kwargs))
+
+
 def verify_train_epoch_steps(sub, case: TrainEpochCase, evidence: dict) -> None:
     call = epoch_call(case)
-    record = probe(sub, "train_epoch_run", call, **case.probe_kwargs())
+    record = epoch_record(sub, case)
     ref = reference.train_epoch(case)
     evidence["loss_curve"] = rounded([c[0] for c in record["losses"]][:200])
     evidence["reference_loss_curve"] = rounded(ref.batch_losses)
@@ -256,7 +268,7 @@ def verify_train_epoch_steps(sub, case: TrainEpochCase, evidence: dict) -> None:
 
 def verify_train_epoch_loss(sub, case: TrainEpochCase, evidence: dict) -> None:
     call = epoch_call(case)
-    record = probe(sub, "train_epoch_run", call, **case.probe_kwargs())
+    record = epoch_record(sub, case)
     value = expect_float(returned(record, call), call=call, what="the epoch's loss")
     # The batch losses the student's own loop computed (one loss_fn call per batch); when the
     # loop called loss_fn some other number of times, the reference run's.

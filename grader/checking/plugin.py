@@ -128,6 +128,10 @@ class ResultCollector:
     def __init__(self, results_json: Path | None = None):
         self.results: list[CheckResult] = []
         self.results_json = results_json
+        self.interrupted = False  # a KeyboardInterrupt ended the session: its results are partial
+
+    def pytest_keyboard_interrupt(self, excinfo) -> None:
+        self.interrupted = True
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):

@@ -74,6 +74,10 @@ class StudentModule:
         self.worker_records: list[str] = []
         self._output_left = limits.output_total
         self.segments = wire.SegmentTable()
+        # What several checks judge from one run, made once (`grader.checking.memo.shared`):
+        # kept here, not in a table keyed by this object, so that a kept exception, whose
+        # traceback holds frames that hold this object, dies with it.
+        self.shared_records: dict[Any, tuple[bool, Any, list[str]]] = {}
 
     # ------------------------------------------------------------------ loading
 
@@ -341,6 +345,7 @@ class StudentModule:
 
     def close(self) -> None:
         self._retire()
+        self.shared_records = {}
         self._output = []
         self.segments.close()
 

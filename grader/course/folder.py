@@ -29,6 +29,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from grader.course.location import COURSE_FILE, ENV, default_root  # noqa: F401 - re-exported
 from grader.errors import UsageError
 
 try:
@@ -36,8 +37,6 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-COURSE_FILE = "course.toml"
-ENV = "TORCHGRADE_COURSE"
 NAME = r"^[a-z_][a-z0-9_]*$"  # an exercise: a Python identifier, lower case
 CHECK_NAME = r"^[A-Za-z0-9_]+$"  # a check's function name without `test_` (may start with a digit)
 BUGHUNT_PATH = r"^bughunt/[a-z0-9_]+\.py$"  # as grader.course.faults.BugHunt.path
@@ -84,6 +83,8 @@ def course_source(path: Path) -> str:
     read, is not UTF-8 or does not compile. What every command that reads a course's files
     checks them with, so that a broken course is one clear line, not a traceback."""
     text = course_text(path)
+    if compiled_as_it_is(path):
+        return text
     try:
         with warnings.catch_warnings():  # an author's `is` with a literal is not our business
             warnings.simplefilter("ignore")
@@ -95,6 +96,26 @@ def course_source(path: Path) -> str:
         raise CourseError(f"{path}: not valid Python ({type(exc).__name__}: "
                           f"{str(exc)[:200]})") from None
     return text
+
+
+def compiled_as_it_is(path: Path) -> bool:
+    """Whether this interpreter's bytecode cache (`__pycache__`) holds `path` as it is now: a
+    timestamp-based .pyc of this Python's magic number whose header names the source's current
+    mtime and size, the test the import system itself applies before it uses one. Such a file
+    was compiled from this source, so compiling it again (a tenth of a second for a course's
+    check helpers, on every `torchgrade check`) proves nothing new. An installation has them
+    (pip compiles what it installs); without them (PYTHONDONTWRITEBYTECODE) the proof compiles."""
+    try:
+        cached = importlib.util.cache_from_source(str(path))
+        source = path.stat()
+        with open(cached, "rb") as pyc:
+            header = pyc.read(16)
+    except (OSError, NotImplementedError, ValueError):
+        return False
+    return (len(header) == 16 and header[:4] == importlib.util.MAGIC_NUMBER
+            and int.from_bytes(header[4:8], "little") == 0  # not a hash-based .pyc
+            and int.from_bytes(header[8:12], "little") == int(source.st_mtime) & 0xFFFFFFFF
+            and int.from_bytes(header[12:16], "little") == source.st_size & 0xFFFFFFFF)
 
 
 # A check is a top-level `def test_<name>` of a check file (or a name bound to one); found as
@@ -153,6 +174,11 @@ class DeclaredMutant:
         return self.path.read_text(encoding="utf-8")
 
 
+# What, in a process, makes torch import torch._dynamo (~1.8 s): the first call of an
+# optimizer's methods (torch.optim), torch.compile, torch.export.
+OPTIMIZER_WORDS = re.compile(r"optim|compile|export|_dynamo")
+
+
 @dataclass(frozen=True)
 class Course:
     root: Path
@@ -197,6 +223,22 @@ class Course:
 
     def solution(self, exercise: str) -> Path:
         return self.solutions_dir / self.student_file(exercise)
+
+    def may_build_optimizers(self, exercises: list[str]) -> bool:
+        """Whether checking `exercises` may build a torch.optim optimizer (whose first use
+        imports torch._dynamo, ~1.8 s): if the stub of one of them, which names what its checks
+        and probes use (`parameters`, `training_loops`, the bug hunts), mentions one, or cannot
+        be read. Loose on purpose: a word that matches for another reason (`re.compile`) only
+        costs that import ahead of time, as before; a process that builds one unannounced
+        imports it then, once."""
+        for exercise in exercises:
+            try:
+                stub = self.stub(exercise).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError, ValueError):
+                return True
+            if OPTIMIZER_WORDS.search(stub):
+                return True
+        return False
 
     def check_files(self, exercises: list[str] | None = None, *,
                     checks_dir: Path | None = None) -> list[Path]:
@@ -425,14 +467,6 @@ def _stamp(path: Path) -> int:
         return path.stat().st_mtime_ns
     except OSError:
         return 0
-
-
-def default_root() -> Path:
-    """The shipped curriculum's folder: `grader/curriculum/` once installed (package data),
-    the repository's `curriculum/` in a source checkout or an editable install."""
-    package = Path(__file__).resolve().parents[1]
-    installed = package / "curriculum"
-    return installed if installed.is_dir() else package.parent / "curriculum"
 
 
 def default_course() -> Course:

@@ -7,31 +7,17 @@ eight codes do not justify a dependency students must install, and a status word
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterable
-from typing import Literal, TextIO
 
-# PendingCheck from grader.models, not grader.checking.selection: that one imports torch.
 from grader.models import CheckResult, PendingCheck, SubmissionResult, state_of
+from grader.outputs.color import ColorMode, use_color  # noqa: F401 - re-exported
 from grader.outputs.outcomes import OUTCOMES, PENDING_WORD
 
-ColorMode = Literal["auto", "always", "never"]
 MAX_MESSAGE_LINES = 14  # the rest is in the HTML report
 INDENT = " " * 14
 # Styles: one per outcome (grader.outputs.outcomes), and a few for the text around them.
 _CODES = {**{state: outcome.colour for state, outcome in OUTCOMES.items()},
           "bold": "1", "dim": "2", "heading": "1;36"}
-
-
-def use_color(mode: ColorMode, stream: TextIO | None = None) -> bool:
-    """Whether to colour: `always`, `never`, or (`auto`) when the stream is a terminal and the
-    user did not set NO_COLOR (https://no-color.org) or TERM=dumb."""
-    if mode != "auto":
-        return mode == "always"
-    stream = stream or sys.stdout
-    return (hasattr(stream, "isatty") and stream.isatty() and "NO_COLOR" not in os.environ
-            and os.environ.get("TERM") != "dumb")
 
 
 class Painter:

@@ -5,11 +5,13 @@ Processes and what they hold:
     torchgrade (parent)   finds and fingerprints submissions, dispatches them, shows
       |                   progress, writes the class outputs; never imports torch
       +- zygote template  bwrap + python -m grader.worker.template, started first: imports
-      |    |              torch (and torch._dynamo, the probes) once, in the workers' view,
+      |    |              torch (torch._dynamo when the exercises may build an optimizer, the
+      |    |              probes) once, in the workers' view,
       |    |              while the fork server imports its own; checks never enter it
       |    +- zygote x N  one forked per grading process, on its request (see below)
       +- forkserver       multiprocessing's fork server: imported torch, pytest and the checks
-           |              once (`PRELOAD`); each grading process is a fork of it
+           |              once (`PRELOAD`, with torch._dynamo only for exercises that may build
+           |              an optimizer); each grading process is a fork of it
            +- grading process x N   one pytest session for all its submissions
                 |                   (grader.running.batch),
                 |                   its own warm worker parent; writes each submission's outputs
@@ -62,7 +64,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from grader.course.folder import active_course, import_checks_from, load_course, use_course
+from grader.course.folder import (Course, active_course, import_checks_from, load_course,
+                                  use_course)
 from grader.course.registry import check_files
 from grader.intake.assignment import Assignment
 from grader.models import CheckRun, Submission, SubmissionResult
@@ -71,16 +74,27 @@ from grader.worker.limits import WorkerLimits, die_with_parent
 log = logging.getLogger("torchgrade")
 
 # Imported once in the fork server, shared copy-on-write by every grading process (the check
-# modules are added by name: pytest finds them already imported). torch._dynamo: the first
-# torch.optim optimizer a check builds imports it (2 s), as the zygote does for the workers.
-# matplotlib: the first report picture imports it (0.6 s); grader.outputs.plots imports it lazily
-# so that a `torchgrade check` without failures never pays for it.
-PRELOAD = ["grader.running.batch", "grader.commands.grade", "torch._dynamo", "matplotlib.figure",
+# modules are added by name: pytest finds them already imported). matplotlib: the first report
+# picture imports it (0.6 s); grader.outputs.plots imports it lazily so that a `torchgrade
+# check` without failures never pays for it.
+PRELOAD = ["grader.running.batch", "grader.commands.grade", "matplotlib.figure",
            "matplotlib.backends.backend_svg", "matplotlib.patches", "grader.outputs.plots"]
+# Added to PRELOAD when the exercises may build a torch.optim optimizer
+# (`Course.may_build_optimizers`): the first one a check builds imports it (~1.8 s), as the
+# zygote does for the workers. Without them, neither process waits for it at start-up.
+OPTIMIZER_PRELOAD = ["torch._dynamo"]
 MAX_ATTEMPTS = 2            # a submission whose grading process died twice is a grader failure
 TASK_TIMEOUT = 30 * 60.0    # a grading process busy this long on one submission is stuck
 STOP_TIMEOUT = 10.0         # seconds a stopping grading process gets before SIGKILL
 TEMPLATE_ENV = "TORCHGRADE_ZYGOTE_TEMPLATE"  # "0": every grading process launches its zygote
+
+
+def preload(course: Course, exercises: list[str]) -> list[str]:
+    """What the fork server imports for grading `exercises` of `course`: PRELOAD, the checks'
+    modules (by name) and, when they may build an optimizer, OPTIMIZER_PRELOAD."""
+    optimizers = OPTIMIZER_PRELOAD if course.may_build_optimizers(exercises) else []
+    return PRELOAD + optimizers + [f.stem for f in check_files(exercises,
+                                                                checks_dir=course.checks_dir)]
 
 
 class GradeTask(BaseModel):
@@ -119,7 +133,9 @@ class PoolSettings(BaseModel):
                                      "self-test proves that no worker can see it, nor `out`")
     course: Path = Field(default_factory=lambda: active_course().root,
                          description="the course folder whose checks grade (no worker sees it)")
-    template: Any = Field(None, description="the run's zygote template "
+    # A live socket, passed to the grading processes as a duplicated descriptor; never part
+    # of the settings' JSON (a dask job's key, a remote worker's settings).
+    template: Any = Field(None, exclude=True, description="the run's zygote template "
                           "(grader.worker.client.TemplateLink), set by `grade_in_pool`")
 
 
@@ -191,6 +207,7 @@ def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None
         try:
             zygote = Zygote(hidden=[p for p in (settings.out, settings.submissions,
                                                 settings.course) if p],
+                            optimizers=active_course().may_build_optimizers(settings.exercises),
                             template=settings.template)
         except ZygoteError as exc:
             conn.send(SandboxBroken(str(exc)))
@@ -266,7 +283,8 @@ def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, steps: 
         from grader.worker.client import ZygoteTemplate
 
         # First: it imports torch while the fork server imports its own.
-        zygote_template = ZygoteTemplate.start()
+        zygote_template = ZygoteTemplate.start(optimizers=load_course(
+            settings.course).may_build_optimizers(settings.exercises))
     try:
         if zygote_template is not None:
             settings = settings.model_copy(update={"template": zygote_template.link()})
@@ -285,10 +303,10 @@ def _grade_in_pool(pending: deque[GradeTask], *, settings: PoolSettings, steps: 
     ctx = multiprocessing.get_context("forkserver")
     # The checks' modules by their plain names: the forkserver starts with this process's
     # sys.path, which `import_checks_from` leads with the course's checks folder.
-    checks_dir = load_course(settings.course).checks_dir
-    import_checks_from(checks_dir)
-    ctx.set_forkserver_preload(PRELOAD + [f.stem for f in check_files(settings.exercises,
-                                                                      checks_dir=checks_dir)])
+    course = load_course(settings.course)
+    import_checks_from(course.checks_dir)
+    # Heeded only by the fork server's first start in this process (multiprocessing keeps one).
+    ctx.set_forkserver_preload(preload(course, settings.exercises))
     attempts: Counter[str] = Counter()
     results: list[SubmissionResult] = []
     slots: list[_Slot] = []       # grading, or ready to

@@ -31,7 +31,8 @@ def run_checks(submission: Submission, *, exercises: list[str],
     (`grader.scoring.results.result_of`).
 
     Student code runs only in workers forked by `zygote` (one is started when none is given).
-    Never raises for anything the submission does. `select` (a
+    Never raises for anything the submission does; KeyboardInterrupt when the session was
+    interrupted (Ctrl-C), rather than a partial run. `select` (a
     `grader.checking.selection.CheckSelection`) runs only some of the checks and records the
     hidden ones it left out; default: all.
     """
@@ -46,6 +47,10 @@ def run_checks(submission: Submission, *, exercises: list[str],
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             pytest.main(args, plugins=[session, collector] + ([select] if select else []))
+        if collector.interrupted:
+            # pytest ends the session on Ctrl-C and returns: what ran is partial, not a result
+            # to score or write (a check interrupted half-way would read as failed).
+            raise KeyboardInterrupt
         modules = session.module_runs()
     finally:
         isolation = session.isolation

@@ -123,6 +123,7 @@ class TemplateLink:
     scratch_root: str
     cgroup: cgroups.ZygoteGroup | None
     binds: list[tuple[str, str, str]]
+    optimizers: bool = True  # the template imported torch._dynamo (see `zygote.warm`)
 
     def usable(self) -> bool:
         return self.sock.fileno() >= 0
@@ -180,7 +181,7 @@ class ZygoteTemplate:
     --die-with-parent; PR_SET_PDEATHSIG in it); `close` ends it and removes the pool's scratch
     folder and cgroups (the zygotes' must be closed first)."""
 
-    def __init__(self, python: str = sys.executable):
+    def __init__(self, python: str = sys.executable, optimizers: bool = True):
         self.scratch_root = tempfile.mkdtemp(prefix="torchgrade-pool-")
         os.chmod(self.scratch_root, 0o711)  # workers pass through, never list it
         self.cgroup = cgroups.ZygoteGroup.create()
@@ -189,11 +190,15 @@ class ZygoteTemplate:
             dirs = self.cgroup.dirs if self.cgroup is not None else []
             self.binds = sandbox.view_binds(self.scratch_root, dirs)
             theirs, self.sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            env = _worker_env(self.scratch_root)
+            self.optimizers = optimizers
+            if not optimizers:
+                env[WARM_ENV] = "0"
             with theirs:
                 self.process = subprocess.Popen(
                     sandbox.bwrap_prefix(self.scratch_root, dirs)
                     + [python, "-m", "grader.worker.template", str(theirs.fileno())],
-                    pass_fds=[theirs.fileno()], env=_worker_env(self.scratch_root),
+                    pass_fds=[theirs.fileno()], env=env,
                     stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
                     cwd=self.scratch_root, start_new_session=True)
         except BaseException:
@@ -201,18 +206,20 @@ class ZygoteTemplate:
             raise
 
     @classmethod
-    def start(cls, python: str = sys.executable) -> ZygoteTemplate | None:
+    def start(cls, python: str = sys.executable, optimizers: bool = True
+              ) -> ZygoteTemplate | None:
         """A template where this machine allows one (see the class), else None."""
         if not (sandbox.is_root() and sandbox.bwrap_works()):
             return None
         try:
-            return cls(python)
+            return cls(python, optimizers)
         except OSError as exc:
             log.warning("torchgrade: no zygote template (%s)", exc)
             return None
 
     def link(self) -> TemplateLink:
-        return TemplateLink(self.sock, self.scratch_root, self.cgroup, self.binds)
+        return TemplateLink(self.sock, self.scratch_root, self.cgroup, self.binds,
+                            self.optimizers)
 
     def close(self) -> None:
         """End the template (its forked zygotes live on until their sockets close)."""
@@ -279,7 +286,7 @@ class Zygote:
         # A pool's template: this zygote is forked from it (its scratch folder and cgroups lie
         # under the pool's, which the template's view binds), else launched as ever.
         self._template = template if isolate and template is not None and template.usable() \
-            else None
+            and (template.optimizers or not optimizers) else None
         self.scratch_root = scratch_root or tempfile.mkdtemp(
             prefix="torchgrade-", dir=self._template.scratch_root if self._template else None)
         self._own_root = scratch_root is None
@@ -336,8 +343,12 @@ class Zygote:
             env["TORCHGRADE_UIDS"] = f"{self.uids.base}:{self.uids.count}"
         if self.cgroup is not None:
             env[cgroups.ENV] = cgroup_env
+        # What a worker's view holds (`sandbox.view_spec`), None without one: a check server
+        # reads it to tell which of a request's folders its workers could see.
+        self.view_spec: dict[str, list[str]] | None = None
         if self.view:
-            env[view.ENV] = json.dumps(sandbox.view_spec(binds, self.hidden))
+            self.view_spec = sandbox.view_spec(binds, self.hidden)
+            env[view.ENV] = json.dumps(self.view_spec)
         return env
 
     def _fork(self) -> None:
