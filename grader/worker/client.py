@@ -277,6 +277,8 @@ class Zygote:
     if it raises, the zygote is ended and the exception goes on.
     """
 
+    process: subprocess.Popen[bytes] | ForkedProcess  # launched, or forked by the template
+
     def __init__(self, *, python: str = sys.executable, scratch_root: str | None = None,
                  isolate: bool = True, hidden=(), optimizers: bool = True,
                  launched: Callable[[], None] | None = None,

@@ -38,6 +38,7 @@ import signal
 import socket
 import sys
 import traceback
+from collections.abc import Sequence
 
 ZYGOTE_ENV = ("HOME", "TORCHGRADE_UIDS", "TORCHGRADE_CGROUPS", "TORCHGRADE_VIEW")
 MAX_REQUEST = 1 << 18
@@ -57,7 +58,8 @@ def main() -> None:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     while True:
-        readable, _, _ = select.select([ctrl, wake_r], [], [])
+        watched: list[socket.socket | int] = [ctrl, wake_r]
+        readable, _, _ = select.select(watched, [], [])
         if wake_r in readable:
             os.read(wake_r, 4096)
         _reap()
@@ -114,7 +116,7 @@ def parse(data: bytes) -> dict:
     return request
 
 
-def _answer(reply: socket.socket, doc: dict, fds: list[int] = ()) -> None:
+def _answer(reply: socket.socket, doc: dict, fds: Sequence[int] = ()) -> None:
     try:
         socket.send_fds(reply, [json.dumps(doc).encode()], list(fds))
     except OSError:
