@@ -49,10 +49,13 @@ too), and `grade_in_pool` ends the template when it returns.
 
 from __future__ import annotations
 
+import concurrent.futures
+import importlib
 import logging
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
@@ -74,11 +77,14 @@ from grader.worker.limits import WorkerLimits, die_with_parent
 log = logging.getLogger("torchgrade")
 
 # Imported once in the fork server, shared copy-on-write by every grading process (the check
-# modules are added by name: pytest finds them already imported). matplotlib: the first report
-# picture imports it (0.6 s); grader.outputs.plots imports it lazily so that a `torchgrade
-# check` without failures never pays for it.
-PRELOAD = ["grader.running.batch", "grader.commands.grade", "matplotlib.figure",
-           "matplotlib.backends.backend_svg", "matplotlib.patches", "grader.outputs.plots"]
+# modules are added by name: pytest finds them already imported).
+PRELOAD = ["grader.running.batch", "grader.commands.grade"]
+# What the reports' pictures import (matplotlib, ~0.6 s; grader.outputs.plots imports it lazily
+# so that a `torchgrade check` without failures never pays for it): imported by each grading
+# process in a thread while it waits for its zygote, not by the fork server, whose imports every
+# run waits for before its first grading process starts.
+PICTURE_IMPORTS = ["matplotlib.figure", "matplotlib.backends.backend_svg", "matplotlib.patches",
+                   "grader.outputs.plots"]
 # Added to PRELOAD when the exercises may build a torch.optim optimizer
 # (`Course.may_build_optimizers`): the first one a check builds imports it (~1.8 s), as the
 # zygote does for the workers. Without them, neither process waits for it at start-up.
@@ -204,18 +210,34 @@ def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None
         # The course crosses into this process by its folder: a forkserver started earlier (for
         # another course) would otherwise give its own.
         use_course(load_course(settings.course))
-        try:
-            zygote = Zygote(hidden=[p for p in (settings.out, settings.submissions,
-                                                settings.course) if p],
-                            optimizers=active_course().may_build_optimizers(settings.exercises),
-                            template=settings.template)
-        except ZygoteError as exc:
-            conn.send(SandboxBroken(str(exc)))
-            return
-        conn.send(SandboxStarted(zygote.isolation, zygote.missing))
+        # The zygote starts (its self-tests: ~0.3 s) while pytest configures itself and
+        # collects the checks; the first submission waits for it. Its thread only waits on the
+        # zygote's socket, so the collection keeps the GIL.
+        starting = concurrent.futures.Future[Zygote]()
+
+        def start_zygote() -> None:
+            try:
+                starting.set_result(Zygote(
+                    hidden=[p for p in (settings.out, settings.submissions, settings.course)
+                            if p],
+                    optimizers=active_course().may_build_optimizers(settings.exercises),
+                    template=settings.template))
+            except BaseException as exc:  # noqa: BLE001 - the main thread says what it was
+                starting.set_exception(exc)
+
+        threading.Thread(target=start_zygote, daemon=True, name="torchgrade-zygote").start()
         current: list[GradeTask] = []
 
         def submissions() -> Iterable[Submission]:
+            # Before any task is read: a process whose sandbox did not start has read none.
+            try:
+                zygote = starting.result()
+            except ZygoteError as exc:
+                conn.send(SandboxBroken(str(exc)))
+                return
+            conn.send(SandboxStarted(zygote.isolation, zygote.missing))
+            threading.Thread(target=_import_all, args=(PICTURE_IMPORTS,), daemon=True,
+                             name="torchgrade-imports").start()
             while (task := conn.recv()) is not None:
                 current[:] = [task]
                 yield steps.read(task, settings)
@@ -223,20 +245,29 @@ def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None
         def finish(_submission: Submission, outcome: CheckRun | BaseException) -> None:
             conn.send(Graded(steps.finish(outcome, current[0], settings)))
 
-        with zygote:
+        try:
             grade_batch(submissions(), finish, exercises=settings.exercises,
-                        limits=settings.limits, zygote=zygote)
-            # Every worker is closed and the zygote has nothing left to do: its graceful exit
-            # is an interpreter tearing down torch (about a second, which the run's last
-            # grading process would add to every run). Its workers die with it anyway.
-            process = getattr(zygote, "process", None)
-            if process is not None:
-                process.kill()
+                        limits=settings.limits, zygote=starting.result)
+        finally:
+            if starting.done() and starting.exception() is None:
+                zygote = starting.result()
+                # Every worker is closed and the zygote has nothing left to do: its graceful
+                # exit is an interpreter tearing down torch (about a second, which the run's
+                # last grading process would add to every run). Its workers die with it anyway.
+                process = getattr(zygote, "process", None)
+                if process is not None:
+                    process.kill()
+                zygote.close()
     except (KeyboardInterrupt, EOFError, BrokenPipeError):
         pass  # stopped by the parent, or the parent is gone
     # Everything is written (atomically) and the zygote is closed: skip the interpreter's
     # teardown of torch and pytest (up to a second the parent would wait for).
     os._exit(0)
+
+
+def _import_all(names: list[str]) -> None:
+    for name in names:
+        importlib.import_module(name)
 
 
 def _interrupt(signum, frame):
