@@ -36,6 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from as_installed import add_bytecode_option, prepare_bytecode
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -78,22 +80,6 @@ def medians_alternating(first, second, runs: int, cwd: Path, env: dict[str, str]
     return medians[0], medians[1]
 
 
-def compile_as_installed() -> None:
-    """Compile the grader package and its default course to bytecode (`__pycache__`), as pip
-    does for what it installs: a student's installation has it. An editable install under
-    PYTHONDONTWRITEBYTECODE=1 (this project's CI machines) has none, and each cold check would
-    compile ~100 modules from source (~0.1 s) that no installed copy compiles."""
-    import compileall
-
-    import grader
-    from grader.course.location import default_root
-
-    for folder in (Path(grader.__file__).parent, default_root()):
-        compileall.compile_dir(str(folder), quiet=1)
-    print(f"bytecode: compiled as pip installs it ({Path(grader.__file__).parent}, "
-          f"{default_root()}); --bytecode as-is times the tree as it is", flush=True)
-
-
 def wait_until_served(cmd: list[str], cwd: Path, env: dict[str, str], folder: Path) -> None:
     """Return once the server left in `folder` answers: its socket is there and its lock names
     a live process; a check sent then waits for the server's warm-up to finish."""
@@ -122,10 +108,7 @@ def main(argv: list[str] | None = None) -> int:
                         default=REPO / "curriculum" / "solutions" / "strides_broadcasting.py",
                         help="the module to check (default: strides_broadcasting's solution)")
     parser.add_argument("--runs", type=int, default=3, help="runs of each (default 3)")
-    parser.add_argument("--bytecode", choices=("as-installed", "as-is"), default="as-installed",
-                        help="as-installed (default): compile the grader's and the course's "
-                             "modules to bytecode first, as pip does when it installs them; "
-                             "as-is: time the tree as it is")
+    add_bytecode_option(parser)
     args = parser.parse_args(argv)
     torchgrade = Path(sys.executable).with_name("torchgrade")
     if not torchgrade.exists():
@@ -133,8 +116,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     target = args.file.resolve()
-    if args.bytecode == "as-installed":
-        compile_as_installed()
+    prepare_bytecode(args.bytecode)
     with tempfile.TemporaryDirectory(prefix="bench-check-") as tmp:
         work = Path(tmp)
         servers = work / "servers"

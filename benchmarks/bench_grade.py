@@ -3,6 +3,7 @@
 
     python benchmarks/bench_grade.py [-n 40] [-j CORES] [--baseline check|pytest]
                                      [--baseline-sample K] [--workdir DIR] [--keep]
+                                     [--bytecode as-installed|as-is]
 
 1. Generates N submissions (default 40): for every exercise, each student gets the reference
    solution, one of the wrong implementations in curriculum/mutants/<exercise>/, or
@@ -20,7 +21,10 @@
    peak memory: RSS, PSS and USS (private pages, what one more process really costs) per kind of
    process, and the whole tree's PSS at its peak.
 
-Run it from the repository with the virtual environment's Python. The machine may be shared:
+First, by default, the grader's and the course's modules are compiled to bytecode as pip
+compiles what it installs (as in bench_check.py; `--bytecode as-is` skips it): both sides then
+import them as an installation does. Run it from the repository with the virtual environment's
+Python. The machine may be shared:
 run it more than once and report the spread.
 """
 
@@ -46,6 +50,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the mutants
 from grader.course import bughunt  # noqa: E402
 from grader.release.notebooks import solution_path, stub_path  # noqa: E402
 from grader.course.registry import check_files, known_exercises  # noqa: E402
+from as_installed import add_bytecode_option, prepare_bytecode  # noqa: E402
 from mutants import mutants_of  # noqa: E402
 
 
@@ -141,8 +146,12 @@ class MemorySampler:
                 cmd = _cmdline(child)
                 if role in ("zygote", "worker"):  # forked by it: same command line
                     kind = "worker"
-                elif "grader.worker.zygote" in cmd and "bwrap" in cmd.split()[0]:
+                elif role == "zygote template":  # forked by it: same command line
+                    kind = "zygote"
+                elif "grader.worker." in cmd and "bwrap" in cmd.split()[0]:
                     kind = "sandbox (bwrap)"
+                elif "grader.worker.template" in cmd:
+                    kind = "zygote template"
                 elif "grader.worker.zygote" in cmd:
                     kind = "zygote"
                 elif "forkserver" in cmd and role.startswith("parent"):
@@ -289,7 +298,9 @@ def main() -> None:
                              "smaps_rollup costs CPU the grader then lacks)")
     parser.add_argument("--workdir", type=Path, help="default: a temporary folder")
     parser.add_argument("--keep", action="store_true", help="keep the workdir")
+    add_bytecode_option(parser)
     args = parser.parse_args()
+    prepare_bytecode(args.bytecode)
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="torchgrade-bench-"))
     if work.exists() and args.workdir:
@@ -353,7 +364,7 @@ def main() -> None:
     for peak in sampler.peaks.values():
         by_role.setdefault(peak.role, []).append(peak)
     for role in ("parent (torchgrade)", "forkserver", "grading process", "sandbox (bwrap)",
-                 "zygote", "worker", "other"):
+                 "zygote template", "zygote", "worker", "other"):
         peaks = by_role.get(role)
         if not peaks:
             continue

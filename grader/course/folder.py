@@ -369,27 +369,28 @@ def _refuse_shadowing(checks_dir: Path) -> None:
     (`numpy.py`, `grader.py`, `pytest.py`, `json.py`): the checks folder goes first on sys.path
     and its helpers are imported by plain name, so the one would hide the other, in the grader
     and in every check. Every file counts, check files too."""
+    search = _search_path(checks_dir)  # once for every file: resolving it is the slow part
     for path in sorted(checks_dir.glob("*.py")):
-        where = installed_module(path.stem, checks_dir)
+        where = installed_module(path.stem, checks_dir, search)
         if where:
             raise CourseError(f"{path}: named like the installed module {path.stem} ({where}); "
                               "a check helper is imported by plain name, so one would hide "
                               "the other: rename the file")
 
 
-def installed_module(name: str, checks_dir: Path) -> str | None:
+def installed_module(name: str, checks_dir: Path,
+                     search: tuple[set[Path], list[str]] | None = None) -> str | None:
     """Where `name` is importable from as a top-level module other than `checks_dir` (the
     standard library, site-packages, an editable install), or None. Finds, never imports:
     the finders are asked with the checks folder and the working directory left out, and the
     checks folders of other courses this process graded (`import_checks_from` put them on
-    sys.path: their helpers are no installed modules)."""
+    sys.path: their helpers are no installed modules). `search`: `_search_path(checks_dir)`,
+    when the caller asks about many names."""
     if name in sys.builtin_module_names or name in sys.stdlib_module_names:
         return "the standard library"
     if name.startswith("__"):
         return None
-    leave_out = {checks_dir.resolve(), Path.cwd().resolve()}
-    paths = [p for p in sys.path if p and _resolved(p) not in leave_out
-             and not _is_checks_folder(_resolved(p))]
+    leave_out, paths = search or _search_path(checks_dir)
     for finder in sys.meta_path:
         try:
             if finder is importlib.machinery.PathFinder:
@@ -405,6 +406,14 @@ def installed_module(name: str, checks_dir: Path) -> str | None:
         if folder is None or (folder not in leave_out and not _is_checks_folder(folder)):
             return spec.origin or "a namespace package"
     return None
+
+
+def _search_path(checks_dir: Path) -> tuple[set[Path], list[str]]:
+    """The folders `installed_module` leaves out, and sys.path without them."""
+    leave_out = {checks_dir.resolve(), Path.cwd().resolve()}
+    paths = [p for p in sys.path if p and _resolved(p) not in leave_out
+             and not _is_checks_folder(_resolved(p))]
+    return leave_out, paths
 
 
 def _is_checks_folder(path: Path) -> bool:

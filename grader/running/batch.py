@@ -47,8 +47,8 @@ class BatchRunner:
     handing its result to `finish` before taking the next one."""
 
     def __init__(self, submissions: Iterable[Submission], finish: Finish, *,
-                 exercises: list[str], limits: WorkerLimits | None, zygote: Zygote,
-                 collector: ResultCollector):
+                 exercises: list[str], limits: WorkerLimits | None,
+                 zygote: Zygote | Callable[[], Zygote], collector: ResultCollector):
         self.submissions = submissions
         self.finish = finish
         self.exercises = exercises
@@ -92,7 +92,8 @@ class BatchRunner:
 
     def run_items(self, session: pytest.Session, items: list[pytest.Item],
                   submission: Submission, closer: Executor | None = None) -> list[CheckResult]:
-        grading = GradingSession(submission, limits=self.limits, zygote=self.zygote)
+        zygote = self.zygote if isinstance(self.zygote, Zygote) else self.zygote()
+        grading = GradingSession(submission, limits=self.limits, zygote=zygote)
         session.config.stash[SESSION_KEY] = grading
         self.collector.results = []
         try:
@@ -121,10 +122,12 @@ def _close_quietly(grading: GradingSession) -> None:
 
 
 def grade_batch(submissions: Iterable[Submission], finish: Finish, *, exercises: list[str],
-                limits: WorkerLimits | None, zygote: Zygote,
+                limits: WorkerLimits | None, zygote: Zygote | Callable[[], Zygote],
                 checks_dir: Path | None = None) -> int:
     """Grade every submission `submissions` yields in one pytest session (student code only in
-    workers forked by `zygote`); `finish(submission, run)` receives each run as soon as it
+    workers forked by `zygote`, or by the one it returns when it is a callable: asked for each
+    submission, once `submissions` yielded it, so that a zygote still starting can be awaited
+    there while pytest collects); `finish(submission, run)` receives each run as soon as it
     is over. Returns how many were graded. Never raises for anything a submission does."""
     torch.set_num_threads(1)  # references single-threaded, like the workers (see runner)
     collector = ResultCollector()

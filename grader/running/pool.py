@@ -4,6 +4,11 @@ Processes and what they hold:
 
     torchgrade (parent)   finds and fingerprints submissions, dispatches them, shows
       |                   progress, writes the class outputs; never imports torch
+      +- zygote template  bwrap + python -m grader.worker.template, started first: imports
+      |    |              torch (torch._dynamo when the exercises may build an optimizer, the
+      |    |              probes) once, in the workers' view,
+      |    |              while the fork server imports its own; checks never enter it
+      |    +- zygote x N  one forked per grading process, on its request (see below)
       +- forkserver       multiprocessing's fork server: imported torch, pytest and the checks
            |              once (`PRELOAD`, with torch._dynamo only for exercises that may build
            |              an optimizer); each grading process is a fork of it
@@ -11,16 +16,20 @@ Processes and what they hold:
                 |                   (grader.running.batch),
                 |                   its own warm worker parent; writes each submission's outputs
                 |                   (reads each submission itself: the parent parses nothing)
-                +- zygote           python -m grader.worker.zygote: imported torch once
-                |                   (and torch._dynamo when the exercises may build optimizers)
+                +- (its zygote: forked by the template, spoken to over its control socket)
                      +- worker      one per student module, forked in ~10 ms
 
 One zygote per grading process: a zygote's control socket serves one client (its `Zygote`
 object is not process-safe), and sharing one would need a broker in front of it (passing every
-worker's socket between processes, and its exit notes back). Measured, a zygote costs ~3 s of
-CPU at start-up (torch and torch._dynamo, in parallel with the other grading processes') and
-~220 MB of private memory (USS); a grading process ~75 MB of its own beside the pages it shares
-with the fork server. A shared zygote would save (N - 1) of each.
+worker's socket between processes, and its exit notes back). Each is forked from the run's
+zygote template (`grader.worker.client.ZygoteTemplate`, where the machine gives root and
+bubblewrap): its imports are the template's, its start is its self-tests (~0.1 s), not ~3 s of
+CPU per grading process importing torch and torch._dynamo at once on few cores. It keeps its
+own session, mount namespace (/tmp, /dev/shm), uid range, cgroup folder (under the run's) and
+scratch folder (under the run's, bound once into the template's view). Without a template (not
+root, no bubblewrap, TORCHGRADE_ZYGOTE_TEMPLATE=0), or once it is gone, a grading process
+launches its zygote itself, as before. A zygote costs ~220 MB of private memory (USS); a grading
+process ~75 MB of its own beside the pages it shares with the fork server.
 
 Like any multiprocessing program, a script that calls `grade_in_pool` (or `commands.grade`)
 must guard its main module with `if __name__ == "__main__":` (the fork server imports it).
@@ -33,15 +42,20 @@ counts towards `PoolBroken`: a submission can make its grading process die only 
 Grading processes ignore SIGINT: on Ctrl-C the parent stops them with SIGTERM
 (which ends their pytest session as an interrupt; `write_atomic` removes any half-written temp
 file) and waits for them, and every process below dies with its parent (PR_SET_PDEATHSIG), so
-nothing is left behind even after a `kill -9` of the parent.
+nothing is left behind even after a `kill -9` of the parent: the template dies with the parent
+(bwrap --die-with-parent), a forked zygote when its grading process closes its socket (by dying
+too), and `grade_in_pool` ends the template when it returns.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import importlib
 import logging
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
@@ -63,11 +77,14 @@ from grader.worker.limits import WorkerLimits, die_with_parent
 log = logging.getLogger("torchgrade")
 
 # Imported once in the fork server, shared copy-on-write by every grading process (the check
-# modules are added by name: pytest finds them already imported). matplotlib: the first report
-# picture imports it (0.6 s); grader.outputs.plots imports it lazily so that a `torchgrade
-# check` without failures never pays for it.
-PRELOAD = ["grader.running.batch", "grader.commands.grade", "matplotlib.figure",
-           "matplotlib.backends.backend_svg", "matplotlib.patches", "grader.outputs.plots"]
+# modules are added by name: pytest finds them already imported).
+PRELOAD = ["grader.running.batch", "grader.commands.grade"]
+# What the reports' pictures import (matplotlib, ~0.6 s; grader.outputs.plots imports it lazily
+# so that a `torchgrade check` without failures never pays for it): imported by each grading
+# process in a thread while it waits for its zygote, not by the fork server, whose imports every
+# run waits for before its first grading process starts.
+PICTURE_IMPORTS = ["matplotlib.figure", "matplotlib.backends.backend_svg", "matplotlib.patches",
+                   "grader.outputs.plots"]
 # Added to PRELOAD when the exercises may build a torch.optim optimizer
 # (`Course.may_build_optimizers`): the first one a check builds imports it (~1.8 s), as the
 # zygote does for the workers. Without them, neither process waits for it at start-up.
@@ -75,6 +92,7 @@ OPTIMIZER_PRELOAD = ["torch._dynamo"]
 MAX_ATTEMPTS = 2            # a submission whose grading process died twice is a grader failure
 TASK_TIMEOUT = 30 * 60.0    # a grading process busy this long on one submission is stuck
 STOP_TIMEOUT = 10.0         # seconds a stopping grading process gets before SIGKILL
+TEMPLATE_ENV = "TORCHGRADE_ZYGOTE_TEMPLATE"  # "0": every grading process launches its zygote
 
 
 def preload(course: Course, exercises: list[str]) -> list[str]:
@@ -121,6 +139,10 @@ class PoolSettings(BaseModel):
                                      "self-test proves that no worker can see it, nor `out`")
     course: Path = Field(default_factory=lambda: active_course().root,
                          description="the course folder whose checks grade (no worker sees it)")
+    # A live socket, passed to the grading processes as a duplicated descriptor; never part
+    # of the settings' JSON (a dask job's key, a remote worker's settings).
+    template: Any = Field(None, exclude=True, description="the run's zygote template "
+                          "(grader.worker.client.TemplateLink), set by `grade_in_pool`")
 
 
 # What a grading process tells the parent, in this order: its sandbox could not start, or it
@@ -188,17 +210,34 @@ def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None
         # The course crosses into this process by its folder: a forkserver started earlier (for
         # another course) would otherwise give its own.
         use_course(load_course(settings.course))
-        try:
-            zygote = Zygote(hidden=[p for p in (settings.out, settings.submissions,
-                                                settings.course) if p],
-                            optimizers=active_course().may_build_optimizers(settings.exercises))
-        except ZygoteError as exc:
-            conn.send(SandboxBroken(str(exc)))
-            return
-        conn.send(SandboxStarted(zygote.isolation, zygote.missing))
+        # The zygote starts (its self-tests: ~0.3 s) while pytest configures itself and
+        # collects the checks; the first submission waits for it. Its thread only waits on the
+        # zygote's socket, so the collection keeps the GIL.
+        starting = concurrent.futures.Future[Zygote]()
+
+        def start_zygote() -> None:
+            try:
+                starting.set_result(Zygote(
+                    hidden=[p for p in (settings.out, settings.submissions, settings.course)
+                            if p],
+                    optimizers=active_course().may_build_optimizers(settings.exercises),
+                    template=settings.template))
+            except BaseException as exc:  # noqa: BLE001 - the main thread says what it was
+                starting.set_exception(exc)
+
+        threading.Thread(target=start_zygote, daemon=True, name="torchgrade-zygote").start()
         current: list[GradeTask] = []
 
         def submissions() -> Iterable[Submission]:
+            # Before any task is read: a process whose sandbox did not start has read none.
+            try:
+                zygote = starting.result()
+            except ZygoteError as exc:
+                conn.send(SandboxBroken(str(exc)))
+                return
+            conn.send(SandboxStarted(zygote.isolation, zygote.missing))
+            threading.Thread(target=_import_all, args=(PICTURE_IMPORTS,), daemon=True,
+                             name="torchgrade-imports").start()
             while (task := conn.recv()) is not None:
                 current[:] = [task]
                 yield steps.read(task, settings)
@@ -206,20 +245,29 @@ def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None
         def finish(_submission: Submission, outcome: CheckRun | BaseException) -> None:
             conn.send(Graded(steps.finish(outcome, current[0], settings)))
 
-        with zygote:
+        try:
             grade_batch(submissions(), finish, exercises=settings.exercises,
-                        limits=settings.limits, zygote=zygote)
-            # Every worker is closed and the zygote has nothing left to do: its graceful exit
-            # is an interpreter tearing down torch (about a second, which the run's last
-            # grading process would add to every run). Its workers die with it anyway.
-            process = getattr(zygote, "process", None)
-            if process is not None:
-                process.kill()
+                        limits=settings.limits, zygote=starting.result)
+        finally:
+            if starting.done() and starting.exception() is None:
+                zygote = starting.result()
+                # Every worker is closed and the zygote has nothing left to do: its graceful
+                # exit is an interpreter tearing down torch (about a second, which the run's
+                # last grading process would add to every run). Its workers die with it anyway.
+                process = getattr(zygote, "process", None)
+                if process is not None:
+                    process.kill()
+                zygote.close()
     except (KeyboardInterrupt, EOFError, BrokenPipeError):
         pass  # stopped by the parent, or the parent is gone
     # Everything is written (atomically) and the zygote is closed: skip the interpreter's
     # teardown of torch and pytest (up to a second the parent would wait for).
     os._exit(0)
+
+
+def _import_all(names: list[str]) -> None:
+    for name in names:
+        importlib.import_module(name)
 
 
 def _interrupt(signum, frame):
@@ -244,11 +292,14 @@ def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, steps: 
                   jobs: int,
                   on_result: Callable[[SubmissionResult], None] | None = None,
                   on_isolation: Callable[[str, str], None] | None = None,
-                  serve: Callable[[Connection, PoolSettings, GradingSteps], None] = serve
-                  ) -> list[SubmissionResult]:
+                  serve: Callable[[Connection, PoolSettings, GradingSteps], None] = serve,
+                  template: bool | None = None) -> list[SubmissionResult]:
     """Grade `tasks` in `jobs` grading processes; every result (graded, or a grader failure
     written here when a process died twice on it) goes to `on_result` as it arrives, and the
     isolation level of the first sandbox started (level, what is missing) to `on_isolation`.
+    `template`: the grading processes' zygotes are forked from one zygote template started
+    here (where the machine allows one), not each launched with its own import of torch;
+    by default unless the environment sets TORCHGRADE_ZYGOTE_TEMPLATE=0 (to compare).
 
     Raises `PoolBroken` when grading processes cannot start; KeyboardInterrupt stops every
     process before it propagates.
@@ -256,6 +307,30 @@ def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, steps: 
     pending = deque(tasks)
     if not pending:
         return []
+    zygote_template = None
+    if template is None:
+        template = os.environ.get(TEMPLATE_ENV, "1") != "0"
+    if template:
+        from grader.worker.client import ZygoteTemplate
+
+        # First: it imports torch while the fork server imports its own.
+        zygote_template = ZygoteTemplate.start(optimizers=load_course(
+            settings.course).may_build_optimizers(settings.exercises))
+    try:
+        if zygote_template is not None:
+            settings = settings.model_copy(update={"template": zygote_template.link()})
+        return _grade_in_pool(pending, settings=settings, steps=steps, jobs=jobs,
+                              on_result=on_result, on_isolation=on_isolation, serve=serve)
+    finally:
+        if zygote_template is not None:
+            zygote_template.close()
+
+
+def _grade_in_pool(pending: deque[GradeTask], *, settings: PoolSettings, steps: GradingSteps,
+                   jobs: int, on_result: Callable[[SubmissionResult], None] | None,
+                   on_isolation: Callable[[str, str], None] | None,
+                   serve: Callable[[Connection, PoolSettings, GradingSteps], None]
+                   ) -> list[SubmissionResult]:
     ctx = multiprocessing.get_context("forkserver")
     # The checks' modules by their plain names: the forkserver starts with this process's
     # sys.path, which `import_checks_from` leads with the course's checks folder.

@@ -36,13 +36,23 @@ class Hierarchy:
     version: int
     controllers: tuple[str, ...]
     path: str
+    # The folder bound into the zygote's view that holds `path` ("" for `path` itself): a
+    # template's pool folder (see `ZygoteGroup.create`), which each worker unmounts.
+    mount: str = ""
 
     def to_json(self) -> dict:
-        return {"version": self.version, "controllers": list(self.controllers), "path": self.path}
+        doc = {"version": self.version, "controllers": list(self.controllers), "path": self.path}
+        return doc | ({"mount": self.mount} if self.mount else {})
 
     @classmethod
     def from_json(cls, doc: dict) -> Hierarchy:
-        return cls(int(doc["version"]), tuple(doc["controllers"]), str(doc["path"]))
+        return cls(int(doc["version"]), tuple(doc["controllers"]), str(doc["path"]),
+                   str(doc.get("mount", "")))
+
+    @property
+    def bound(self) -> str:
+        """The folder bound into the view for this hierarchy."""
+        return self.mount or self.path
 
 
 def _write(path: str, value: str) -> None:
@@ -198,9 +208,14 @@ class ZygoteGroup:
         self.hierarchies = hierarchies
 
     @classmethod
-    def create(cls) -> ZygoteGroup | None:
+    def create(cls, under: ZygoteGroup | None = None) -> ZygoteGroup | None:
+        """Folders under the cgroup this process runs in; or, `under` a pool's folders (bound
+        once into a template's view: `grader.worker.client.ZygoteTemplate`), sub-folders of
+        those, whose hierarchies name the pool's folder as their `mount`."""
         name = f"{PREFIX}{_owner_tag()}-{secrets.token_hex(4)}"
-        for option in _options():
+        options = _options() if under is None else [
+            [Hierarchy(h.version, h.controllers, h.path, h.path) for h in under.hierarchies]]
+        for option in options:
             made: list[Hierarchy] = []
             for parent in option:
                 sweep(parent.path)
@@ -212,7 +227,7 @@ class ZygoteGroup:
                 except OSError:
                     _remove_tree(path, wait=0.2)
                     continue
-                made.append(Hierarchy(parent.version, parent.controllers, path))
+                made.append(Hierarchy(parent.version, parent.controllers, path, parent.mount))
             if any("memory" in h.controllers for h in made):
                 return cls(made)
             for h in made:  # v2 without a memory controller to delegate: try the next layout
@@ -222,6 +237,11 @@ class ZygoteGroup:
     @property
     def dirs(self) -> list[str]:
         return [h.path for h in self.hierarchies]
+
+    def launched_env(self) -> str:
+        """`env()` for a zygote launched with these very folders bound into its view."""
+        return json.dumps([Hierarchy(h.version, h.controllers, h.path).to_json()
+                           for h in self.hierarchies])
 
     def env(self) -> str:
         return json.dumps([h.to_json() for h in self.hierarchies])

@@ -151,7 +151,8 @@ def confine(scratch: str, uid: int) -> None:
     from grader.worker import cgroups
 
     for hierarchy in cgroups.from_env():  # the zygote's way to the workers' cgroups
-        _libc.umount2(hierarchy.path.encode(), MNT_DETACH)  # not a mount point without bwrap
+        # (not a mount point without bwrap)
+        _libc.umount2(hierarchy.bound.encode(), MNT_DETACH)
     # The new /tmp and /dev/shm would hide whatever lives there (say, for a checkout under
     # /tmp, Python itself): hold those folders open and bind them back.
     keep = {}

@@ -20,6 +20,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast, overload
 
@@ -69,6 +70,181 @@ class ZygoteError(RuntimeError):
     """The warm parent could not be started (an installation problem, not a student's)."""
 
 
+class TemplateError(RuntimeError):
+    """The pool's zygote template could not fork a zygote (it is gone, or refused)."""
+
+
+class ForkedProcess:
+    """A zygote forked by the template: not this process's child, so it is known by its pidfd
+    (opened by the template before it could reap it). Offers what `Zygote` uses of a Popen;
+    its exit status is not ours to read (`poll` says 1 once it ended)."""
+
+    def __init__(self, pid: int, pidfd: int):
+        self.pid = pid
+        self.pidfd = pidfd
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None and self.pidfd >= 0 \
+                and select.select([self.pidfd], [], [], 0)[0]:
+            self.returncode = 1
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None and self.pidfd >= 0:
+            if not select.select([self.pidfd], [], [], timeout)[0]:
+                raise subprocess.TimeoutExpired(f"zygote {self.pid}", timeout or 0.0)
+            self.returncode = 1
+        return self.returncode if self.returncode is not None else 1
+
+    def kill(self) -> None:
+        if self.pidfd >= 0:
+            try:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def close(self) -> None:
+        if self.pidfd >= 0:
+            os.close(self.pidfd)
+            self.pidfd = -1
+
+
+TEMPLATE_REPLY_LIMIT = 4096
+
+
+@dataclass
+class TemplateLink:
+    """What a grading process needs to have zygotes forked by the pool's template: its request
+    socket (multiprocessing passes it to the grading processes as a duplicated descriptor), the
+    pool's scratch folder and cgroups, and the template's view (`sandbox.view_binds`)."""
+
+    sock: socket.socket
+    scratch_root: str
+    cgroup: cgroups.ZygoteGroup | None
+    binds: list[tuple[str, str, str]]
+    optimizers: bool = True  # the template imported torch._dynamo (see `zygote.warm`)
+
+    def usable(self) -> bool:
+        return self.sock.fileno() >= 0
+
+    def holds(self, scratch_root: str, cgroup: cgroups.ZygoteGroup | None) -> bool:
+        """`scratch_root` and `cgroup` (a zygote's) lie in what the template's view binds."""
+        if Path(self.scratch_root) not in Path(scratch_root).parents:
+            return False
+        if cgroup is None:
+            return True
+        return self.cgroup is not None and all(h.mount in self.cgroup.dirs
+                                               for h in cgroup.hierarchies)
+
+    def fork(self, scratch: str, env: dict[str, str], ctrl_fd: int, log_fd: int,
+             timeout: float = READY_TIMEOUT) -> ForkedProcess:
+        """Have the template fork a zygote on `ctrl_fd` (see `grader.worker.template`);
+        TemplateError if it cannot (gone, still importing after `timeout`, or refused)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        with ours:
+            try:
+                request = json.dumps({"op": "fork", "scratch": scratch, "env": env}).encode()
+                socket.send_fds(self.sock, [request], [ctrl_fd, log_fd, theirs.fileno()])
+            except OSError as exc:
+                raise TemplateError(f"the template is gone ({exc})") from None
+            finally:
+                theirs.close()
+            if not select.select([ours], [], [], timeout)[0]:
+                raise TemplateError(f"no answer in {timeout:g} s")
+            try:
+                data, fds, _, _ = socket.recv_fds(ours, TEMPLATE_REPLY_LIMIT, 1)
+            except OSError as exc:
+                raise TemplateError(f"no answer ({exc})") from None
+        try:
+            reply = json.loads(data) if data else None
+        except ValueError:
+            reply = None
+        pid = reply.get("pid") if isinstance(reply, dict) else None
+        if type(pid) is int and pid > 0 and len(fds) == 1:
+            return ForkedProcess(pid, fds[0])
+        for fd in fds:
+            os.close(fd)
+        why = reply.get("error") if isinstance(reply, dict) else None
+        raise TemplateError(str(why) if why else "the template is gone" if not data
+                            else "a malformed answer")
+
+
+class ZygoteTemplate:
+    """The pool's zygote template (`grader.worker.template`), started by the pool's parent at
+    the start of a run, in parallel with everything else: one bubblewrap view, one import of
+    torch; each grading process's `Zygote(template=link())` is forked from it.
+
+    `start` returns None where a template would not hold what a launched zygote holds: it needs
+    bubblewrap and root (a forked zygote's own mount namespace, with its own /tmp and /dev/shm,
+    needs CAP_SYS_ADMIN). The template dies with the process that started it (bwrap
+    --die-with-parent; PR_SET_PDEATHSIG in it); `close` ends it and removes the pool's scratch
+    folder and cgroups (the zygotes' must be closed first)."""
+
+    def __init__(self, python: str = sys.executable, optimizers: bool = True):
+        self.scratch_root = tempfile.mkdtemp(prefix="torchgrade-pool-")
+        os.chmod(self.scratch_root, 0o711)  # workers pass through, never list it
+        self.cgroup = cgroups.ZygoteGroup.create()
+        self._log = tempfile.TemporaryFile()
+        try:
+            dirs = self.cgroup.dirs if self.cgroup is not None else []
+            self.binds = sandbox.view_binds(self.scratch_root, dirs)
+            theirs, self.sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            env = _worker_env(self.scratch_root)
+            self.optimizers = optimizers
+            if not optimizers:
+                env[WARM_ENV] = "0"
+            with theirs:
+                self.process = subprocess.Popen(
+                    sandbox.bwrap_prefix(self.scratch_root, dirs)
+                    + [python, "-m", "grader.worker.template", str(theirs.fileno())],
+                    pass_fds=[theirs.fileno()], env=env,
+                    stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
+                    cwd=self.scratch_root, start_new_session=True)
+        except BaseException:
+            self._cleanup()
+            raise
+
+    @classmethod
+    def start(cls, python: str = sys.executable, optimizers: bool = True
+              ) -> ZygoteTemplate | None:
+        """A template where this machine allows one (see the class), else None."""
+        if not (sandbox.is_root() and sandbox.bwrap_works()):
+            return None
+        try:
+            return cls(python, optimizers)
+        except OSError as exc:
+            log.warning("torchgrade: no zygote template (%s)", exc)
+            return None
+
+    def link(self) -> TemplateLink:
+        return TemplateLink(self.sock, self.scratch_root, self.cgroup, self.binds,
+                            self.optimizers)
+
+    def close(self) -> None:
+        """End the template (its forked zygotes live on until their sockets close)."""
+        process = getattr(self, "process", None)
+        if process is not None:
+            process.kill()
+            process.wait()
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        sock = getattr(self, "sock", None)
+        if sock is not None:
+            sock.close()
+        self._log.close()
+        if self.cgroup is not None and not self.cgroup.remove():
+            log.warning("torchgrade: could not remove the cgroups %s", ", ".join(self.cgroup.dirs))
+        shutil.rmtree(self.scratch_root, ignore_errors=True)
+
+    def __enter__(self) -> ZygoteTemplate:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def _worker_env(scratch_root: str) -> dict[str, str]:
     """The zygote's whole environment: nothing of the grader's (no PYTHONPATH, PYTHONSTARTUP,
     PYTHONHOME, PYTHONUSERBASE, no PATH entry relative to where the grader was started); the
@@ -101,12 +277,20 @@ class Zygote:
     if it raises, the zygote is ended and the exception goes on.
     """
 
+    process: subprocess.Popen[bytes] | ForkedProcess  # launched, or forked by the template
+
     def __init__(self, *, python: str = sys.executable, scratch_root: str | None = None,
                  isolate: bool = True, hidden=(), optimizers: bool = True,
-                 launched: Callable[[], None] | None = None):
+                 launched: Callable[[], None] | None = None,
+                 template: TemplateLink | None = None):
         self.optimizers = optimizers
         self._launched = launched
-        self.scratch_root = scratch_root or tempfile.mkdtemp(prefix="torchgrade-")
+        # A pool's template: this zygote is forked from it (its scratch folder and cgroups lie
+        # under the pool's, which the template's view binds), else launched as ever.
+        self._template = template if isolate and template is not None and template.usable() \
+            and (template.optimizers or not optimizers) else None
+        self.scratch_root = scratch_root or tempfile.mkdtemp(
+            prefix="torchgrade-", dir=self._template.scratch_root if self._template else None)
         self._own_root = scratch_root is None
         # Workers run as other users: they may pass through this folder, not list it.
         os.chmod(self.scratch_root, 0o711)
@@ -114,7 +298,12 @@ class Zygote:
         self.view = isolate and sandbox.bwrap_works()
         self.hidden = sandbox.must_not_see(hidden)
         # Limits, not isolation: used wherever the machine lets us, even with isolate=False.
-        self.cgroup = cgroups.ZygoteGroup.create() if sandbox.is_root() else None
+        self.cgroup = cgroups.ZygoteGroup.create(
+            under=self._template.cgroup if self._template else None) \
+            if sandbox.is_root() else None
+        if self._template is not None and not self._template.holds(self.scratch_root,
+                                                                   self.cgroup):
+            self._template = None  # the template's view would not show them
         self.python = python
         self._log = tempfile.TemporaryFile()
         self._lock = threading.Lock()
@@ -132,23 +321,64 @@ class Zygote:
         self.memory = cgroups.describe(self.cgroups, WorkerLimits().memory)
 
     def _start(self) -> None:
-        env = _worker_env(self.scratch_root)
-        if not self.optimizers:
-            env[WARM_ENV] = "0"
+        """Start the zygote (forked from the template if there is one, else launched) and wait
+        for its `Ready`. A template that fails is given up for a launch."""
+        if self._template is not None:
+            try:
+                self._fork()
+                self._await_ready()
+                return
+            except (TemplateError, ZygoteError) as exc:
+                log.warning("torchgrade: the zygote template could not serve (%s); launching "
+                            "the worker parent instead", exc)
+                self._template = None
+                self._end_process()
+                if self.cgroup is not None:
+                    self.cgroup.empty()
+        self._launch()
+        self._await_ready()
+
+    def _settings_env(self, cgroup_env: str, binds: list) -> dict[str, str]:
+        """The zygote's own settings: its uids, its cgroups, its view's spec."""
+        env = {}
         if self.uids is not None:
             env["TORCHGRADE_UIDS"] = f"{self.uids.base}:{self.uids.count}"
-        cgroup_dirs = self.cgroup.dirs if self.cgroup is not None else []
         if self.cgroup is not None:
-            env[cgroups.ENV] = self.cgroup.env()
-        prefix = []
+            env[cgroups.ENV] = cgroup_env
         # What a worker's view holds (`sandbox.view_spec`), None without one: a check server
         # reads it to tell which of a request's folders its workers could see.
         self.view_spec: dict[str, list[str]] | None = None
         if self.view:
-            binds = sandbox.view_binds(self.scratch_root, cgroup_dirs)
             self.view_spec = sandbox.view_spec(binds, self.hidden)
             env[view.ENV] = json.dumps(self.view_spec)
-            prefix = sandbox.bwrap_prefix(self.scratch_root, cgroup_dirs)
+        return env
+
+    def _fork(self) -> None:
+        """The zygote, forked by the pool's template (`ZygoteTemplate`)."""
+        assert self._template is not None
+        env = {"HOME": self.scratch_root}
+        env.update(self._settings_env(self.cgroup.env() if self.cgroup else "",
+                                      self._template.binds))
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.process = self._template.fork(self.scratch_root, env, theirs.fileno(),
+                                               self._log.fileno())
+        except TemplateError:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        self.ctrl = ours
+
+    def _launch(self) -> None:
+        """The zygote, launched: `python -m grader.worker.zygote` (in bubblewrap's view)."""
+        env = _worker_env(self.scratch_root)
+        if not self.optimizers:
+            env[WARM_ENV] = "0"
+        cgroup_dirs = self.cgroup.dirs if self.cgroup is not None else []
+        binds = sandbox.view_binds(self.scratch_root, cgroup_dirs) if self.view else []
+        env.update(self._settings_env(self.cgroup.launched_env() if self.cgroup else "", binds))
+        prefix = sandbox.bwrap_prefix(self.scratch_root, cgroup_dirs) if self.view else []
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.process = subprocess.Popen(
             prefix + [self.python, "-m", "grader.worker.zygote", str(theirs.fileno())],
@@ -157,6 +387,21 @@ class Zygote:
             cwd=self.scratch_root, start_new_session=True)
         theirs.close()
         self.ctrl = ours
+
+    def _end_process(self) -> None:
+        """Close the control socket and make sure the zygote's process is gone."""
+        process = getattr(self, "process", None)
+        ctrl = getattr(self, "ctrl", None)
+        if ctrl is not None:
+            ctrl.close()
+        if process is not None:
+            process.kill()
+            process.wait()
+            if isinstance(process, ForkedProcess):
+                process.close()
+
+    def _await_ready(self) -> None:
+        ours = self.ctrl
         if self._launched is not None:
             launched, self._launched = self._launched, None
             try:
@@ -168,6 +413,8 @@ class Zygote:
                 except subprocess.TimeoutExpired:
                     self.process.kill()
                     self.process.wait()
+                if isinstance(self.process, ForkedProcess):
+                    self.process.close()
                 raise
         from grader.worker import wire  # only now: see the comment at the top
 
@@ -188,7 +435,11 @@ class Zygote:
     def _log_tail(self) -> str:
         self._log.seek(0)
         text = self._log.read()[-2000:].decode("utf-8", "replace").strip()
-        return text or f"exit status {self.process.poll()}"
+        if text:
+            return text
+        if isinstance(self.process, ForkedProcess):
+            return "it ended" if self.process.poll() is not None else "it is still running"
+        return f"exit status {self.process.poll()}"
 
     def _next(self, want: Callable[[messages.Control], bool],
               timeout: float) -> messages.Control | None:
@@ -236,9 +487,11 @@ class Zygote:
             log.warning("torchgrade: the worker parent died (%s); restarting it",
                         self._log_tail())
             self.ctrl.close()
+            if isinstance(self.process, ForkedProcess):
+                self.process.close()
             if self.cgroup is not None:
                 self.cgroup.empty()  # whatever the dead parent's workers left
-            self._start()
+            self._start()  # from the template while it lives, else launched
             return self._spawn(limits)
 
     def _alive(self, grace: float = 1.0) -> bool:
@@ -295,6 +548,8 @@ class Zygote:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+            if isinstance(self.process, ForkedProcess):
+                self.process.close()
             self._log.close()
             self._remove_cgroup()
             if self.uids is not None:

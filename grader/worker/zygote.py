@@ -227,10 +227,16 @@ def _child_signals(close: list[int]) -> None:
 
 def main() -> None:
     ctrl = socket.socket(fileno=int(sys.argv[1]))
-    from grader.worker import cgroups, view, wire
     from grader.worker.limits import die_with_parent
 
     die_with_parent()
+    warm()
+    run(ctrl)
+
+
+def warm() -> None:
+    """The imports every worker shares with this process (and, from a `template`, every zygote
+    forked from it): no tensor operation, no thread."""
     import numpy  # noqa: F401 - warm imports shared by every fork
     import torch
 
@@ -246,6 +252,13 @@ def main() -> None:
     from grader.worker import seal
 
     seal.resolve_probes()
+
+
+def run(ctrl: socket.socket) -> None:
+    """The zygote after its warm imports: the self-tests, `Ready`, then the spawn loop until
+    `ctrl` closes. Reads its settings from the environment (TORCHGRADE_UIDS, the cgroups, the
+    view's spec): a zygote forked from a `template` gets them there too."""
+    from grader.worker import cgroups, view, wire
 
     free_uids = uid_range()
     hierarchies = cgroups.from_env()
