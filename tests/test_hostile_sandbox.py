@@ -10,6 +10,7 @@ them. Every attack is bounded: a 1 GiB limit and 1.5 GiB tried, 200 processes at
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -24,7 +25,7 @@ from conftest import SOLUTIONS
 from grader.outputs.writing import read_json
 from grader.models import ModuleSource, SourceChunk
 from grader.checking.student import StudentError, StudentModule
-from grader.worker import cgroups, sandbox
+from grader.worker import cgroups, sandbox, syscalls
 from grader.worker.client import Zygote
 from grader.worker.limits import GiB, WorkerLimits
 
@@ -431,3 +432,41 @@ def test_no_cgroup_folder_is_left_behind():
             assert time.monotonic() < deadline, [os.listdir(f) for f in folders]
             time.sleep(0.1)
     assert not any(os.path.exists(f) for f in folders)
+
+
+# --------------------------------------------------------------------------- kernel interfaces
+
+KEYRING_WRITER = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def leave(name, note):
+    data = note.encode()
+    # add_key("user", name, data, len, KEY_SPEC_USER_KEYRING)
+    key = libc.syscall({add_key}, b"user", name.encode(), data, ctypes.c_size_t(len(data)),
+                       ctypes.c_long(-4))
+    return [key, ctypes.get_errno()]
+def find(name):
+    try:
+        with open("/proc/keys") as f:
+            return [line for line in f if name in line]
+    except OSError:
+        return []
+def new_user_namespace():
+    return [libc.unshare(0x10000000), ctypes.get_errno()]  # CLONE_NEWUSER
+"""
+
+
+@pytest.mark.skipif(not syscalls.available(), reason="libseccomp is not installed")
+@pytest.mark.skipif(os.uname().machine not in ("x86_64", "aarch64"), reason="syscall numbers")
+def test_no_worker_reaches_the_kernel_keyrings_or_makes_a_user_namespace(zygote):
+    """A key one submission leaves in its uid's keyring (not namespaced; uids repeat) was read
+    by a later submission: workers may not use the keyrings at all, nor make user namespaces."""
+    code = KEYRING_WRITER.format(add_key=248 if os.uname().machine == "x86_64" else 217)
+    name = f"torchgrade-note-{os.getpid()}-{time.monotonic_ns()}"
+    with module_of(zygote, code) as writer:
+        key, err = writer.call("leave", name, "the answer is 42")
+        assert (key, err) == (-1, errno.EPERM)
+        assert writer.call("new_user_namespace") == [-1, errno.EPERM]
+    with module_of(zygote, code) as reader:
+        assert reader.call("find", name) == []

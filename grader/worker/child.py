@@ -30,7 +30,7 @@ import types
 import typing
 from collections.abc import Callable
 
-from grader.worker import messages, seal, wire
+from grader.worker import messages, seal, syscalls, wire
 from grader.worker.limits import WorkerLimits, apply_limits, die_with_parent
 
 FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, name).compiler_flag
@@ -100,6 +100,7 @@ def start(sock_fd: int, out_fd: int, scratch: str, limits: dict, uid: int | None
         import torch
 
         torch.set_num_threads(1)
+        syscalls.load()  # no kernel keyrings, no user namespaces (see syscalls.py)
         # Last step before the socket opens: from here on student code may run.
         serve(socket.socket(fileno=sock_fd), seal.seal())
     except BaseException:  # noqa: BLE001 - the worker must exit, whatever happened
