@@ -13,8 +13,10 @@ They fail with EPERM. clone3 fails with ENOSYS, since a filter cannot read its f
 library then falls back to clone, whose flags it can. The filter is built once, when the zygote
 imports this module (libseccomp resolves each name for the machine's architecture), and each
 worker loads it as its last step before student code runs (`load`). Where libseccomp is not
-installed (Debian: libseccomp2, which nearly every system has), workers run without it
-(`available` says so).
+installed (Debian: libseccomp2, which nearly every system has), or the kernel refuses the filter
+(one built without seccomp filters), workers run without it, as before: a layer on top of the
+isolation level's, never a reason for a worker not to start (`available` says whether it is
+built here).
 """
 
 from __future__ import annotations
@@ -75,12 +77,10 @@ def available() -> bool:
     return _FILTER is not None
 
 
-def load() -> None:
-    """Deny this process and every process it starts the calls above; nothing where libseccomp
-    is missing. OSError if the kernel refuses the filter."""
+def load() -> bool:
+    """Deny this process and every process it starts the calls above. False, and nothing done,
+    where libseccomp is missing or the kernel refuses the filter."""
     if _FILTER is None:
-        return
+        return False
     lib, ctx = _FILTER
-    result = lib.seccomp_load(ctx)
-    if result != 0:
-        raise OSError(-result, f"seccomp_load: {errno.errorcode.get(-result, result)}")
+    return lib.seccomp_load(ctx) == 0
