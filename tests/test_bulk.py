@@ -595,3 +595,35 @@ def test_benchmark_script_is_documented_and_runs_its_help():
                           capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 0 and "--baseline" in proc.stdout
     assert "benchmarks/bench_grade.py" in (REPO / "README.md").read_text()
+
+
+def serve_with_a_broken_installation(conn, settings, steps):
+    """A grading process whose zygote fails as no installation should: not a ZygoteError."""
+    import grader.worker.client as client
+    from grader.running.pool import serve
+
+    def broken(self, *args, **kwargs):
+        raise PermissionError("[Errno 13] Permission denied: '/usr/lib/python3/fake'")
+
+    client.Zygote.__init__ = broken
+    serve(conn, settings, steps)
+
+
+def test_a_zygote_failing_unexpectedly_is_said_not_a_silent_early_death(tmp_path):
+    """The zygote starts in a thread while pytest collects; whatever it raises reaches the
+    parent as the sandbox's failure, with its message (raised in the run loop instead, it would
+    be pytest's internal error on the grading process's discarded stdout)."""
+    from grader.intake.assignment import from_exercises
+    from grader.commands.grade import STEPS
+    from grader.running.pool import GradeTask, PoolBroken, PoolSettings, grade_in_pool
+
+    subs = write_class(tmp_path / "subs", {"ann": SOLUTION})
+    tasks = [GradeTask(submission=load_submission(subs / "ann", exercises=[EXERCISE],
+                                                  student="ann"), fingerprint="fp-ann")]
+    settings = PoolSettings(out=tmp_path / "out", exercises=[EXERCISE],
+                            assignment=from_exercises([EXERCISE]))
+    with pytest.raises(PoolBroken) as broken:
+        grade_in_pool(tasks, settings=settings, steps=STEPS, jobs=1,
+                      serve=serve_with_a_broken_installation, template=False)
+    assert "PermissionError" in str(broken.value) and "/usr/lib/python3/fake" in str(broken.value)
+    assert not (tmp_path / "out" / "ann").exists()

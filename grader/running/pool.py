@@ -232,8 +232,11 @@ def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None
             # Before any task is read: a process whose sandbox did not start has read none.
             try:
                 zygote = starting.result()
-            except ZygoteError as exc:
-                conn.send(SandboxBroken(str(exc)))
+            except Exception as exc:  # noqa: BLE001 - said to the parent, never lost
+                # Raised here, it would be pytest's internal error, printed to this process's
+                # discarded stdout: the parent would only see a process that ended early.
+                conn.send(SandboxBroken(str(exc) if isinstance(exc, ZygoteError)
+                                        else f"{type(exc).__name__}: {exc}"))
                 return
             conn.send(SandboxStarted(zygote.isolation, zygote.missing))
             threading.Thread(target=_import_all, args=(PICTURE_IMPORTS,), daemon=True,
