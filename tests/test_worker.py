@@ -73,6 +73,29 @@ def test_a_zygote_told_no_optimizers_skips_warming_dynamo_and_its_workers_still_
             assert sub.call("step") == [0.5, 0.5]
 
 
+def test_a_zygote_started_from_a_thread_that_ends_outlives_the_thread(caplog):
+    """A grading process starts its zygote in a thread while pytest collects. The zygote asks
+    to die with its parent, which the kernel reads as the thread that started it: it was
+    killed as soon as that thread ended, and the next spawn had to start another ("the worker
+    parent died ... restarting it")."""
+    import threading
+
+    from grader.worker.client import Zygote
+
+    started: list[Zygote] = []
+    thread = threading.Thread(target=lambda: started.append(Zygote(optimizers=False)))
+    thread.start()
+    thread.join()
+    with started[0] as z:
+        first = z.process.pid
+        time.sleep(0.5)  # the kernel's SIGKILL is not synchronous with the thread's end
+        assert z.process.poll() is None
+        with module_of(z, "def f(): return 7\n") as sub:
+            assert sub.call("f") == 7
+        assert z.process.pid == first
+        assert "died" not in caplog.text
+
+
 def test_a_timeout_fails_only_that_call_and_a_fresh_worker_serves_the_next(zygote):
     with module_of(zygote, "import time\nstate = []\n"
                             "def slow(): time.sleep(60)\n"

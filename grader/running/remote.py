@@ -31,13 +31,13 @@ import sys
 import tempfile
 import threading
 import zipfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 from grader.running.pool import (MAX_ATTEMPTS, TASK_TIMEOUT, GradeTask, Graded, GradingSteps,
                                  PoolSettings, SandboxBroken, SandboxStarted, describe_exit)
+from grader.worker import launch
 
 log = logging.getLogger("torchgrade")
 
@@ -180,14 +180,12 @@ class GradingProcess:
         ours, theirs = socket.socketpair()
         env = dict(os.environ, TORCHGRADE_COURSE=str(settings.course))
         try:
-            # Started from one long-lived thread: the process asks to die with its parent
-            # (PR_SET_PDEATHSIG), which the kernel ties to the thread that started it.
-            self.process = _spawner.submit(
-                subprocess.Popen, [sys.executable, "-m", "grader.running.remote",
-                                   str(theirs.fileno())],
+            # It asks to die with its parent (PR_SET_PDEATHSIG): see `launch`.
+            self.process = launch.popen(
+                [sys.executable, "-m", "grader.running.remote", str(theirs.fileno())],
                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, env=env, close_fds=True,
-                cwd=settings.course.parent).result()  # the station's private folder
+                cwd=settings.course.parent)  # the station's private folder
         finally:
             theirs.close()
         self.conn = Connection(ours.detach())
@@ -243,9 +241,6 @@ class GradingProcess:
 
 class ProcessDied(RuntimeError):
     pass
-
-
-_spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchgrade-spawner")
 
 
 class Station:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast, overload
 
 import grader
-from grader.worker import cgroups, messages, sandbox, view
+from grader.worker import cgroups, launch, messages, sandbox, view
 from grader.worker.limits import WorkerLimits
 from grader.worker.zygote import WARM_ENV
 
@@ -195,7 +195,7 @@ class ZygoteTemplate:
             if not optimizers:
                 env[WARM_ENV] = "0"
             with theirs:
-                self.process = subprocess.Popen(
+                self.process = launch.popen(
                     sandbox.bwrap_prefix(self.scratch_root, dirs)
                     + [python, "-m", "grader.worker.template", str(theirs.fileno())],
                     pass_fds=[theirs.fileno()], env=env,
@@ -380,7 +380,7 @@ class Zygote:
         env.update(self._settings_env(self.cgroup.launched_env() if self.cgroup else "", binds))
         prefix = sandbox.bwrap_prefix(self.scratch_root, cgroup_dirs) if self.view else []
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.process = subprocess.Popen(
+        self.process = launch.popen(
             prefix + [self.python, "-m", "grader.worker.zygote", str(theirs.fileno())],
             pass_fds=[theirs.fileno()], env=env,
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
