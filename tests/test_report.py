@@ -330,3 +330,20 @@ def test_written_results_follow_the_umask_as_a_plain_open_would(tmp_path, umask,
         os.umask(before)
     assert (tmp_path / "report.html").stat().st_mode & 0o777 == mode
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
+
+
+@pytest.mark.fast
+def test_class_statistics_come_from_exact_percents_not_rounded_rows():
+    """5/7 and 7/7: the median is 85.714...%, shown 85.71; averaging the rows' rounded 71.43
+    and 100.0 gave 85.715, shown 85.72. The rows still show two decimals."""
+    from grader.outputs.summary import summarize
+
+    def scored(student: str, score: float) -> SubmissionResult:
+        return SubmissionResult(student=student, grader_version="test",
+                                checks=[failed(points=score, max_points=7, status="passed")],
+                                exercises=[ExerciseResult(exercise="ex", score=score,
+                                                          max_score=7)])
+
+    summary = summarize([scored("a", 5), scored("b", 7)], ["ex"])
+    assert summary.median_percent == 85.71 and summary.mean_percent == 85.71
+    assert [row.percent for row in summary.rows] == [71.43, 100.0]

@@ -132,6 +132,12 @@ def exercise_state(result: SubmissionResult, part: ExerciseResult) -> str:
     return "graded"
 
 
+def percent_of(result: SubmissionResult) -> float:
+    """The final score as a percent of the maximum, unrounded: class statistics are taken
+    from these (a median of rounded percents can differ from the rounded median)."""
+    return 100 * result.final_score / result.max_score if result.max_score else 0.0
+
+
 def student_row(result: SubmissionResult, exercises: list[str]) -> StudentRow:
     per = {e.exercise: e for e in result.exercises}
     final = result.final_score
@@ -142,7 +148,7 @@ def student_row(result: SubmissionResult, exercises: list[str]) -> StudentRow:
                    else ExerciseCell() for e in exercises],
         score=result.score, max_score=result.max_score, late_penalty=result.late_penalty,
         final=round(final, 6),
-        percent=round(100 * final / result.max_score, 2) if result.max_score else 0.0,
+        percent=round(percent_of(result), 2),
         not_passed=sum(c.status != "passed" for c in result.checks),
         broken=sum(is_broken(c) for c in result.checks),
         grader_failure=is_grader_failure(result), notes=list(result.notes))
@@ -214,7 +220,7 @@ def summarize(results: list[SubmissionResult], exercises: list[str], *,
     results = sorted(results, key=lambda r: r.student)
     rows = [student_row(r, exercises) for r in results]
     graded = [row for row in rows if not row.grader_failure]
-    percents = [row.percent for row in graded]
+    percents = [percent_of(r) for r, row in zip(results, rows) if not row.grader_failure]
     return ClassSummary(
         title=title, assignment=assignment, exercises=exercises, rows=rows,
         histogram=histogram(percents),
