@@ -470,3 +470,37 @@ def test_no_worker_reaches_the_kernel_keyrings_or_makes_a_user_namespace(zygote)
         assert writer.call("new_user_namespace") == [-1, errno.EPERM]
     with module_of(zygote, code) as reader:
         assert reader.call("find", name) == []
+
+
+CPU_HOG = """
+import os, time
+
+def hog(seconds, n):
+    kids = []
+    for _ in range(n):
+        pid = os.fork()
+        if pid == 0:
+            os.setsid()  # a session of its own: an autogroup of its own, an equal share each
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                pass
+            os._exit(0)
+        kids.append(pid)
+    for pid in kids:
+        os.waitpid(pid, 0)
+    t = os.times()
+    return t.children_user + t.children_system
+"""
+
+
+@needs_root
+@pytest.mark.skipif("cpu" not in MACHINE_CGROUPS, reason="no cpu cgroup on this machine")
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: nothing to take")
+def test_a_worker_gets_one_core_however_many_processes_it_starts(zygote):
+    """Busy processes in sessions of their own took most of the machine from the other grading
+    processes' workers (an attack slowed them 25-50x): a worker's cgroup has one core. Three
+    hogs for 1.5 s would use 3 CPU-seconds on two free cores; capped, 1.5."""
+    assert zygote.cgroups.get("cpu")
+    with module_of(zygote, CPU_HOG) as sub:
+        used = sub.call("hog", 1.5, 3)
+    assert 0.5 < used < 2.1

@@ -181,9 +181,9 @@ def as_sent(value):
 @pytest.mark.parametrize("built, literal", [
     (messages.spawn("/s/w1", {"memory": 5}), {"op": "spawn", "scratch": "/s/w1",
                                               "limits": {"memory": 5}}),
-    (messages.ready(7, 1, True, ["/x"], memory=2, pids=None),
+    (messages.ready(7, 1, True, ["/x"], memory=2, pids=None, cpu=1),
      {"op": "ready", "pid": 7, "threads": 1, "contained": True, "leaks": ["/x"],
-      "cgroup": {"memory": 2, "pids": None}}),
+      "cgroup": {"memory": 2, "pids": None, "cpu": 1}}),
     (messages.spawned(9), {"op": "spawned", "pid": 9}),
     (messages.not_spawned("no uid"), {"op": "spawned", "pid": None, "error": "no uid"}),
     (messages.exited(9, code=None, signal=9, memory=True),
@@ -210,20 +210,21 @@ def test_each_message_is_built_as_the_wire_format_has_it(built, literal):
 
 
 def test_control_messages_round_trip_through_their_parsers():
-    for msg in (messages.ready(7, 1, False, [], memory=None, pids=1), messages.spawned(3),
-                messages.not_spawned("why"), messages.exited(3, 0, None, False)):
+    for msg in (messages.ready(7, 1, False, [], memory=None, pids=1, cpu=None),
+                messages.spawned(3), messages.not_spawned("why"),
+                messages.exited(3, 0, None, False)):
         assert messages.parse_control(as_sent(msg)) == msg
 
 
 @pytest.mark.parametrize("msg, field", [
     ({"op": "ready", "threads": 1, "contained": True, "leaks": [],
-      "cgroup": {"memory": None, "pids": None}}, "pid"),
-    ({**messages.ready(1, 1, True, [], None, None), "threads": True}, "threads"),
-    ({**messages.ready(1, 1, True, [], None, None), "contained": 1}, "contained"),
-    ({**messages.ready(1, 1, True, [], None, None), "leaks": "/etc"}, "leaks"),
-    ({**messages.ready(1, 1, True, [], None, None), "leaks": [1]}, "leaks"),
-    ({**messages.ready(1, 1, True, [], None, None), "cgroup": {"memory": 1}}, "cgroup"),
-    ({**messages.ready(1, 1, True, [], None, None), "cgroup": {"memory": "1", "pids": 1}},
+      "cgroup": {"memory": None, "pids": None, "cpu": None}}, "pid"),
+    ({**messages.ready(1, 1, True, [], None, None, None), "threads": True}, "threads"),
+    ({**messages.ready(1, 1, True, [], None, None, None), "contained": 1}, "contained"),
+    ({**messages.ready(1, 1, True, [], None, None, None), "leaks": "/etc"}, "leaks"),
+    ({**messages.ready(1, 1, True, [], None, None, None), "leaks": [1]}, "leaks"),
+    ({**messages.ready(1, 1, True, [], None, None, None), "cgroup": {"memory": 1}}, "cgroup"),
+    ({**messages.ready(1, 1, True, [], None, None, None), "cgroup": {"memory": "1", "pids": 1}},
      "cgroup"),
     ({"op": "spawned", "pid": "12"}, "pid"),
     ({"op": "spawned", "pid": None}, "error"),

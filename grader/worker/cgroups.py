@@ -1,11 +1,13 @@
-"""A memory limit that counts everything a worker allocates, and a process limit: cgroups.
+"""A memory limit that counts everything a worker allocates, a process limit and a CPU cap:
+cgroups.
 
 RLIMIT_AS counts address space only: what a worker writes into a memfd, a tmpfs (/tmp, /dev/shm)
 or a shared mapping lives outside it. A memory cgroup charges all of it to the worker.
 
 Layout. The grader (`ZygoteGroup`, outside the sandbox) makes one folder per zygote under the
 cgroup it runs in, in each hierarchy it can write (cgroup v2 with the memory controller; else
-the v1 `memory` and `pids` hierarchies), and binds those folders into the zygote's view. The
+the v1 `memory`, `pids` and `cpu` hierarchies; the CPU cap only where the machine gives one),
+and binds those folders into the zygote's view. The
 zygote (`WorkerGroup`, root inside the sandbox) makes one sub-folder per worker with the limits,
 the worker's first process moves itself in before anything else runs (its children inherit
 it), and the zygote removes the folder when it reaps that process. The grader removes the
@@ -27,6 +29,12 @@ from dataclasses import dataclass
 ENV = "TORCHGRADE_CGROUPS"
 PREFIX = "torchgrade-"
 PIDS_HEADROOM = 8  # keeper, init, worker and the worker's own threads, besides `processes`
+# A worker runs single-threaded (OMP_NUM_THREADS=1, torch.set_num_threads(1)): one core is all
+# it needs. The cap is for what it starts: busy processes, each in its own session (an
+# autogroup of its own: the scheduler's equal share per session), took 25-50x the CPU of the
+# other grading processes' workers and could make an innocent submission's checks time out.
+WORKER_CPUS = 1
+CFS_PERIOD_US = 100_000
 
 
 @dataclass(frozen=True)
@@ -101,7 +109,8 @@ def _folder(root: str, mount: str, path: str) -> str | None:
 
 
 def available() -> set[str]:
-    """The controllers ("memory", "pids") some layout here offers (whether writable or not)."""
+    """The controllers ("memory", "pids", "cpu") some layout here offers (whether writable or
+    not)."""
     return {c for option in _options() for h in option for c in h.controllers}
 
 
@@ -113,16 +122,19 @@ def _options() -> list[list[Hierarchy]]:
     for root, mount, fstype, options_ in _mounts():
         if fstype == "cgroup2" and "" in own:
             folder = _folder(root, mount, own[""])
-            if folder and "memory" in _read(os.path.join(folder, "cgroup.controllers")).split():
-                options.append([Hierarchy(2, ("memory", "pids"), folder)])
+            offered = _read(os.path.join(folder, "cgroup.controllers")).split() \
+                if folder else []
+            if folder and "memory" in offered:
+                options.append([Hierarchy(2, ("memory", "pids")
+                                          + (("cpu",) if "cpu" in offered else ()), folder)])
         elif fstype == "cgroup":
-            for name in ("memory", "pids"):
+            for name in ("memory", "pids", "cpu"):
                 if name in options_ and name in own:
                     folder = _folder(root, mount, own[name])
                     if folder:
                         v1[name] = folder
     if "memory" in v1:
-        options.append([Hierarchy(1, (name,), v1[name]) for name in ("memory", "pids")
+        options.append([Hierarchy(1, (name,), v1[name]) for name in ("memory", "pids", "cpu")
                         if name in v1])
     return options
 
@@ -220,14 +232,15 @@ class ZygoteGroup:
             for parent in option:
                 sweep(parent.path)
                 path = os.path.join(parent.path, name)
+                controllers = parent.controllers
                 try:
                     os.mkdir(path, 0o755)
                     if parent.version == 2:
-                        _enable_v2(parent.path, path)
+                        controllers = _enable_v2(parent.path, path, controllers)
                 except OSError:
                     _remove_tree(path, wait=0.2)
                     continue
-                made.append(Hierarchy(parent.version, parent.controllers, path, parent.mount))
+                made.append(Hierarchy(parent.version, controllers, path, parent.mount))
             if any("memory" in h.controllers for h in made):
                 return cls(made)
             for h in made:  # v2 without a memory controller to delegate: try the next layout
@@ -260,14 +273,26 @@ class ZygoteGroup:
         return all([_remove_tree(h.path) for h in self.hierarchies])
 
 
-def _enable_v2(parent: str, path: str) -> None:
-    """Delegate memory and pids to `path`'s children (a v2 folder with processes cannot)."""
-    wanted = {"memory", "pids"}
-    have = set(_read(os.path.join(parent, "cgroup.subtree_control")).split())
-    if not wanted <= have:
-        _write(os.path.join(parent, "cgroup.subtree_control"),
-               " ".join(f"+{c}" for c in wanted - have))
-    _write(os.path.join(path, "cgroup.subtree_control"), "+memory +pids")
+def _enable_v2(parent: str, path: str, controllers: tuple[str, ...]) -> tuple[str, ...]:
+    """Delegate memory and pids to `path`'s children (a v2 folder with processes cannot), and
+    cpu where it can be; returns the controllers delegated (OSError without memory and pids)."""
+    enabled: tuple[str, ...] = ()
+    for wanted in ({"memory", "pids"}, {"cpu"} & set(controllers)):
+        if not wanted:
+            continue
+        try:
+            have = set(_read(os.path.join(parent, "cgroup.subtree_control")).split())
+            if not wanted <= have:
+                _write(os.path.join(parent, "cgroup.subtree_control"),
+                       " ".join(f"+{c}" for c in sorted(wanted - have)))
+            _write(os.path.join(path, "cgroup.subtree_control"),
+                   " ".join(f"+{c}" for c in sorted(wanted)))
+        except OSError:
+            if "memory" in wanted:
+                raise
+            continue  # no CPU cap: a layer on top, never a reason to lose the memory limit
+        enabled += tuple(sorted(wanted))
+    return enabled
 
 
 # ----------------------------------------------------------------------------- zygote side
@@ -341,6 +366,10 @@ def _limits(h: Hierarchy, memory: int, processes: int) -> list[tuple[str, str]]:
                     ("memory.oom.group?", "1")]
     if "pids" in h.controllers:
         out.append(("pids.max", str(processes + PIDS_HEADROOM)))
+    if "cpu" in h.controllers:  # optional: a kernel without CFS bandwidth control has none
+        quota = str(WORKER_CPUS * CFS_PERIOD_US)
+        out += ([("cpu.cfs_period_us?", str(CFS_PERIOD_US)), ("cpu.cfs_quota_us?", quota)]
+                if h.version == 1 else [("cpu.max?", f"{quota} {CFS_PERIOD_US}")])
     return out
 
 
@@ -364,4 +393,6 @@ def describe(kinds: dict[str, int], memory: int | None = None) -> str:
         return "memory: address space only"
     amount = f" {memory / 2**30:g} GiB" if memory else ""
     text = f"memory: cgroup v{kinds['memory']}{amount}"
-    return text + (f", processes: cgroup v{kinds['pids']}" if kinds.get("pids") else "")
+    text += f", processes: cgroup v{kinds['pids']}" if kinds.get("pids") else ""
+    return text + (f", CPU: {WORKER_CPUS} core, cgroup v{kinds['cpu']}" if kinds.get("cpu")
+                   else "")

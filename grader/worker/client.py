@@ -429,7 +429,8 @@ class Zygote:
         self.leaks = list(ready["leaks"])
         kinds = ready["cgroup"]
         self.cgroups: dict[str, int] = {k: v for k, v in (("memory", kinds["memory"]),
-                                                          ("pids", kinds["pids"])) if v}
+                                                          ("pids", kinds["pids"]),
+                                                          ("cpu", kinds["cpu"])) if v}
         self.memory_cgroup = self.cgroups.get("memory")
 
     def _log_tail(self) -> str:

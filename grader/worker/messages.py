@@ -60,10 +60,11 @@ def is_spawn(msg: Any) -> bool:
 
 
 class CgroupKinds(TypedDict):
-    """Which cgroup version (1 or 2) limits a worker's memory and processes; None: none."""
+    """Which cgroup version (1 or 2) limits a worker's memory, processes and CPU; None: none."""
 
     memory: int | None
     pids: int | None
+    cpu: int | None
 
 
 class Ready(TypedDict):
@@ -78,9 +79,9 @@ class Ready(TypedDict):
 
 
 def ready(pid: int, threads: int, contained: bool, leaks: list[str], memory: int | None,
-          pids: int | None) -> Ready:
+          pids: int | None, cpu: int | None) -> Ready:
     return {"op": "ready", "pid": pid, "threads": threads, "contained": contained,
-            "leaks": leaks, "cgroup": {"memory": memory, "pids": pids}}
+            "leaks": leaks, "cgroup": {"memory": memory, "pids": pids, "cpu": cpu}}
 
 
 class _SpawnedFields(TypedDict):
@@ -140,7 +141,7 @@ def parse_ready(msg: Any) -> Ready:
     _fields(msg, "ready", {
         "pid": _is_int, "threads": _is_int, "contained": lambda v: type(v) is bool,
         "leaks": lambda v: type(v) is list and all(type(p) is str for p in v),
-        "cgroup": lambda v: type(v) is dict and set(v) == {"memory", "pids"}
+        "cgroup": lambda v: type(v) is dict and set(v) == {"memory", "pids", "cpu"}
         and all(_is_int_or_none(k) for k in v.values())})
     return msg
 

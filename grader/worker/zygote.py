@@ -288,7 +288,7 @@ def run(ctrl: socket.socket) -> None:
 
     kinds = {c: h.version for h in hierarchies for c in h.controllers}
     send(messages.ready(os.getpid(), _thread_count(), contained, leaks,
-                        memory=kinds.get("memory"), pids=kinds.get("pids")))
+                        memory=kinds.get("memory"), pids=kinds.get("pids"), cpu=kinds.get("cpu")))
     try:
         while True:
             watched: list[socket.socket | int] = [ctrl, wake_r]
