@@ -114,9 +114,11 @@ def writes(path: Path) -> tuple[dict[str, list[int]], list[str]]:
 
     def copies(node: ast.AST) -> bool:
         """A value made from another evidence dict (the plumbing that carries evidence from
-        a check to its result), or a model's field declaration: no key is made there."""
+        a check to its result; the dict a check's `evidence` fixture gave it, read from the
+        item's stash by EVIDENCE_KEY, whose keys were written, and scanned, in the check), or a
+        model's field declaration: no key is made there."""
         return any(_is_evidence(n, names) or (isinstance(n, ast.Constant) and n.value ==
-                   "evidence") or (isinstance(n, ast.Name) and n.id == "Field")
+                   "evidence") or (isinstance(n, ast.Name) and n.id in ("Field", "EVIDENCE_KEY"))
                    for n in ast.walk(node))
 
     def add(keys: list[str] | None, node: ast.AST, value: ast.AST | None = None) -> None:

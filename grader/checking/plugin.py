@@ -146,11 +146,10 @@ class ResultCollector:
         module = item.funcargs.get("sub") if hasattr(item, "funcargs") else None
         records = list(module.worker_records) if isinstance(module, StudentModule) else []
         output = module.end_check() if isinstance(module, StudentModule) else ""
-        result = make_result(item, call, output)
-        result.worker_records = records
-        recorded = item.stash.get(EVIDENCE_KEY, {})
-        result.evidence = {**recorded, **result.evidence}
-        result = check_evidence(result)
+        # Built and validated once (assigning a field of a result validates it again: ~0.1 ms
+        # for each of ~200 checks per submission).
+        result = check_evidence(make_result(item, call, output, worker_records=records,
+                                            evidence=item.stash.get(EVIDENCE_KEY, {})))
         self.results.append(result)
         passed = result.status == "passed"
         return pytest.TestReport(
@@ -192,21 +191,26 @@ def check_evidence(result: CheckResult) -> CheckResult:
         message=INTERNAL_ERROR.format(f"undeclared evidence {', '.join(missing)}")))
 
 
-def make_result(item: pytest.Item, call: pytest.CallInfo, output: str) -> CheckResult:
+def make_result(item: pytest.Item, call: pytest.CallInfo, output: str, *,
+                worker_records: list[str] | None = None,
+                evidence: dict | None = None) -> CheckResult:
+    """The result of a check's `call`: `evidence` is what the check recorded as it ran, to
+    which a failure's own evidence is added (it wins on a shared key)."""
     info = info_of(item)
     assert info is not None  # pytest_runtest_makereport hands over checks' items only
     fields = dict(id=check_id(item), exercise=exercise_of(item.path), title=info.title,
                   targets=info.targets, visibility=info.visibility, reveal=info.reveal,
                   max_points=info.points,
-                  points=0.0, duration_s=round(call.duration, 4), output=output)
+                  points=0.0, duration_s=round(call.duration, 4), output=output,
+                  worker_records=worker_records or [], evidence=dict(evidence or {}))
     exc = call.excinfo.value if call.excinfo is not None else None
     if exc is None:
         return CheckResult(status="passed", **{**fields, "points": info.points})
     if isinstance(exc, CheckFailure):
         return CheckResult(status="failed", message=str(exc), call=exc.call,
                            expected=exc.expected, got=exc.got, hint=exc.hint,
-                           evidence=exc.evidence, diagnoses=[exc.fault] if exc.fault else [],
-                           **fields)
+                           diagnoses=[exc.fault] if exc.fault else [],
+                           **{**fields, "evidence": {**(evidence or {}), **exc.evidence}})
     if isinstance(exc, StudentError):
         return CheckResult(status=exc.status, reason=exc.reason, message=str(exc),
                            call=exc.call, **fields)
