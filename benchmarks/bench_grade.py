@@ -49,6 +49,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the mutants
 
 from grader.course import bughunt  # noqa: E402
 from grader.release.notebooks import solution_path, stub_path  # noqa: E402
+from grader.worker.client import children  # noqa: E402
 from grader.course.registry import check_files, known_exercises  # noqa: E402
 from as_installed import add_bytecode_option, prepare_bytecode  # noqa: E402
 from mutants import mutants_of  # noqa: E402
@@ -142,7 +143,7 @@ class MemorySampler:
         while stack:
             pid, role = stack.pop()
             out.append((pid, role))
-            for child in _children(pid):
+            for child in children(pid):
                 cmd = _cmdline(child)
                 if role in ("zygote", "worker"):  # forked by it: same command line
                     kind = "worker"
@@ -162,17 +163,6 @@ class MemorySampler:
                     kind = "other"
                 stack.append((child, kind))
         return out
-
-
-def _children(pid: int) -> list[int]:
-    kids = []
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                kids += [int(x) for x in f.read().split()]
-    except OSError:
-        pass
-    return kids
 
 
 def _cmdline(pid: int) -> str:

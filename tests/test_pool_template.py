@@ -20,7 +20,7 @@ from grader.models import ModuleSource, SourceChunk
 from grader.checking.student import StudentModule
 from grader.intake.submission import load_submission
 from grader.worker import sandbox
-from grader.worker.client import ForkedProcess, Zygote, ZygoteTemplate
+from grader.worker.client import ForkedProcess, Zygote, ZygoteTemplate, children
 from grader.worker.limits import WorkerLimits
 from mutants import mutants_of
 
@@ -56,16 +56,6 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
 
-
-def children(pid: int) -> list[int]:
-    kids = []
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                kids += [int(x) for x in f.read().split()]
-    except OSError:
-        pass
-    return kids
 
 
 def tree(pid: int) -> list[int]:

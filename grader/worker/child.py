@@ -31,7 +31,7 @@ import typing
 from collections.abc import Callable
 
 from grader.worker import messages, seal, syscalls, wire
-from grader.worker.limits import WorkerLimits, apply_limits, die_with_parent
+from grader.worker.limits import WorkerLimits, apply_limits, die_with_parent, exit_now
 
 FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, name).compiler_flag
                                                for name in __future__.all_feature_names))
@@ -106,12 +106,7 @@ def start(sock_fd: int, out_fd: int, scratch: str, limits: dict, uid: int | None
     except BaseException:  # noqa: BLE001 - the worker must exit, whatever happened
         code = 70
     finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except BaseException:  # noqa: BLE001
-            pass
-        os._exit(code)
+        exit_now(code)
 
 
 CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000

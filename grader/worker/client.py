@@ -767,7 +767,6 @@ def tree_cpu_seconds(root: int) -> float | None:
     Per process: the larger of the summed `schedstat` run times of its live threads (exact, in
     ns) and its `stat` utime + stime (clock ticks, but counting threads that already ended)."""
     total, todo, seen = 0.0, [root], set()
-    parents: dict[int, list[int]] | None = None  # built only if /proc has no `children` files
     while todo:
         pid = todo.pop()
         if pid in seen:
@@ -790,17 +789,28 @@ def tree_cpu_seconds(root: int) -> float | None:
                     exact += int(f.read().split()[0]) / 1e9
             except (OSError, ValueError, IndexError):
                 pass
-            try:
-                with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
-                    todo.extend(int(c) for c in f.read().split())
-            except FileNotFoundError:
-                if parents is None:
-                    parents = _children_by_parent()
-                todo.extend(parents.get(pid, []))
-            except (OSError, ValueError):
-                pass
+        todo.extend(children(pid))
         total += max(exact, (utime + stime) / CLOCK_TICKS) + (cutime + cstime) / CLOCK_TICKS
     return total
+
+
+def children(pid: int) -> list[int]:
+    """The pids of the live children of process `pid` (started by any of its threads); [] when
+    it is gone. From /proc's `task/*/children`, or a scan of /proc where the kernel lacks them."""
+    kids: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return kids
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                kids.extend(int(c) for c in f.read().split())
+        except FileNotFoundError:
+            return _children_by_parent().get(pid, [])
+        except (OSError, ValueError):
+            pass
+    return kids
 
 
 def _children_by_parent() -> dict[int, list[int]]:

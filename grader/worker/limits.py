@@ -6,6 +6,8 @@ import ctypes
 import os
 import resource
 import signal
+import sys
+from typing import NoReturn
 
 from pydantic import BaseModel, Field
 
@@ -73,6 +75,18 @@ def apply_limits(limits: WorkerLimits) -> None:
 
 
 PR_SET_PDEATHSIG = 1
+
+
+def exit_now(code: int) -> NoReturn:
+    """End this forked process at once with `code`, its output flushed: never the
+    interpreter's exit (atexit handlers, finalizers, threads joined), which belongs to the
+    process it was forked from."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:  # noqa: BLE001 - streams a student's code may have replaced
+        pass
+    os._exit(code)
 
 
 def die_with_parent() -> None:

@@ -125,6 +125,8 @@ def _answer(reply: socket.socket, doc: dict, fds: Sequence[int] = ()) -> None:
 
 def _zygote(request: dict, ctrl_fd: int, log_fd: int, close: list[int]) -> None:
     """In the forked child: become the zygote `request` describes; never returns."""
+    from grader.worker.limits import exit_now  # already imported by `main`
+
     code = 0
     try:
         signal.set_wakeup_fd(-1)
@@ -149,12 +151,7 @@ def _zygote(request: dict, ctrl_fd: int, log_fd: int, close: list[int]) -> None:
         except BaseException:  # noqa: BLE001
             pass
     finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except BaseException:  # noqa: BLE001
-            pass
-        os._exit(code)
+        exit_now(code)
 
 
 def private_tmp() -> None:
@@ -216,6 +213,6 @@ def _reap() -> None:
 
 if __name__ == "__main__":
     main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    from grader.worker.limits import exit_now
+
+    exit_now(0)
