@@ -490,6 +490,16 @@ def hog(seconds, n):
         os.waitpid(pid, 0)
     t = os.times()
     return t.children_user + t.children_system
+
+def background(seconds, n):
+    for _ in range(n):
+        if os.fork() == 0:
+            os.setsid()
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                pass
+            os._exit(0)
+    return n
 """
 
 
@@ -504,3 +514,29 @@ def test_a_worker_gets_one_core_however_many_processes_it_starts(zygote):
     with module_of(zygote, CPU_HOG) as sub:
         used = sub.call("hog", 1.5, 3)
     assert 0.5 < used < 2.1
+
+
+@needs_root
+@pytest.mark.skipif("cpu" not in MACHINE_CGROUPS, reason="no cpu cgroup on this machine")
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: nothing to take")
+def test_a_submissions_workers_share_one_core_however_many_exercises_it_has(zygote):
+    """A submission's workers live until it is done: one per exercise file, each capped at a
+    core, let a two-file attack hold both cores. The zygote's workers share one: three hogs
+    left running by one worker and three of the next share it (0.75 CPU-seconds each over
+    1.5 s), where a core each would give the second 1.5."""
+    with module_of(zygote, CPU_HOG) as first, module_of(zygote, CPU_HOG) as second:
+        assert first.call("background", 3.0, 3) == 3
+        used = second.call("hog", 1.5, 3)
+    assert 0.3 < used < 1.15
+
+
+@needs_root
+def test_a_worker_reads_no_grader_folder_or_pid_in_its_cgroups(zygote):
+    """/proc/self/cgroup named the grader's cgroup folders, which carry its pid (an attack
+    read them): a worker sees its own cgroup as the root of each hierarchy."""
+    if not zygote.contained:
+        pytest.skip("workers run without their own namespaces here")
+    with module_of(zygote, "def groups():\n    return open('/proc/self/cgroup').read()\n") as sub:
+        text = sub.call("groups")
+    paths = [line.split(":", 2)[2] for line in text.splitlines()]
+    assert paths and all(p == "/" for p in paths), text

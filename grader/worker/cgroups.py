@@ -33,6 +33,9 @@ PIDS_HEADROOM = 8  # keeper, init, worker and the worker's own threads, besides 
 # it needs. The cap is for what it starts: busy processes, each in its own session (an
 # autogroup of its own: the scheduler's equal share per session), took 25-50x the CPU of the
 # other grading processes' workers and could make an innocent submission's checks time out.
+# The same cap holds for all the workers of one zygote together (a grading process grades one
+# submission at a time, one call at a time): a submission's earlier exercises' workers live
+# until it is done, and each would otherwise have had a core of its own.
 WORKER_CPUS = 1
 CFS_PERIOD_US = 100_000
 
@@ -220,10 +223,12 @@ class ZygoteGroup:
         self.hierarchies = hierarchies
 
     @classmethod
-    def create(cls, under: ZygoteGroup | None = None) -> ZygoteGroup | None:
+    def create(cls, under: ZygoteGroup | None = None,
+               cpus: int | None = None) -> ZygoteGroup | None:
         """Folders under the cgroup this process runs in; or, `under` a pool's folders (bound
         once into a template's view: `grader.worker.client.ZygoteTemplate`), sub-folders of
-        those, whose hierarchies name the pool's folder as their `mount`."""
+        those, whose hierarchies name the pool's folder as their `mount`. `cpus`: a CPU cap on
+        the folder, for all its workers together (where the machine gives a cpu controller)."""
         name = f"{PREFIX}{_owner_tag()}-{secrets.token_hex(4)}"
         options = _options() if under is None else [
             [Hierarchy(h.version, h.controllers, h.path, h.path) for h in under.hierarchies]]
@@ -242,6 +247,10 @@ class ZygoteGroup:
                     continue
                 made.append(Hierarchy(parent.version, controllers, path, parent.mount))
             if any("memory" in h.controllers for h in made):
+                if cpus is not None:
+                    for h in made:
+                        for file, value in _cpu_limits(h, cpus):
+                            _write_limit(os.path.join(h.path, file), value)
                 return cls(made)
             for h in made:  # v2 without a memory controller to delegate: try the next layout
                 _remove_tree(h.path, wait=0.2)
@@ -366,11 +375,16 @@ def _limits(h: Hierarchy, memory: int, processes: int) -> list[tuple[str, str]]:
                     ("memory.oom.group?", "1")]
     if "pids" in h.controllers:
         out.append(("pids.max", str(processes + PIDS_HEADROOM)))
-    if "cpu" in h.controllers:  # optional: a kernel without CFS bandwidth control has none
-        quota = str(WORKER_CPUS * CFS_PERIOD_US)
-        out += ([("cpu.cfs_period_us?", str(CFS_PERIOD_US)), ("cpu.cfs_quota_us?", quota)]
-                if h.version == 1 else [("cpu.max?", f"{quota} {CFS_PERIOD_US}")])
-    return out
+    return out + _cpu_limits(h, WORKER_CPUS)
+
+
+def _cpu_limits(h: Hierarchy, cpus: int) -> list[tuple[str, str]]:
+    """A cap of `cpus` cores; optional: a kernel without CFS bandwidth control has none."""
+    if "cpu" not in h.controllers:
+        return []
+    quota = str(cpus * CFS_PERIOD_US)
+    return ([("cpu.cfs_period_us?", str(CFS_PERIOD_US)), ("cpu.cfs_quota_us?", quota)]
+            if h.version == 1 else [("cpu.max?", f"{quota} {CFS_PERIOD_US}")])
 
 
 def _write_limit(path: str, value: str) -> None:

@@ -299,8 +299,8 @@ class Zygote:
         self.hidden = sandbox.must_not_see(hidden)
         # Limits, not isolation: used wherever the machine lets us, even with isolate=False.
         self.cgroup = cgroups.ZygoteGroup.create(
-            under=self._template.cgroup if self._template else None) \
-            if sandbox.is_root() else None
+            under=self._template.cgroup if self._template else None,
+            cpus=cgroups.WORKER_CPUS) if sandbox.is_root() else None
         if self._template is not None and not self._template.holds(self.scratch_root,
                                                                    self.cgroup):
             self._template = None  # the template's view would not show them
