@@ -92,6 +92,22 @@ def test_stub_scores_zero_with_a_message_on_every_check(grade_files, exercise):
         assert (c.status, c.reason) == ("error", "not_implemented"), c  # shown as "todo"
 
 
+@pytest.mark.parametrize("exercise", [e for e in ALL if not is_bughunt(e)])
+def test_a_missing_function_is_said_missing_by_every_check(grade_files, exercise):
+    """The solution with every top-level function and class renamed: each check says the file
+    defines no such name (`not_defined`), also the checks that reach it through a probe in the
+    worker (which met an AttributeError and said the student's code raised it)."""
+    tree = ast.parse((SOLUTIONS / f"{exercise}.py").read_text())
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+            node.name += "_renamed"
+    result = grade_files({f"{exercise}.py": ast.unparse(tree)}, exercises=[exercise])
+    assert result.score == 0 and result.checks
+    for c in result.checks:
+        assert "has no attribute" not in c.message, c
+        assert (c.status, c.reason) == ("error", "not_defined"), c
+
+
 @pytest.mark.parametrize("exercise", [e for e in ALL if is_bughunt(e)])
 def test_bughunt_stub_fails_exactly_its_seeded_faults(grade_files, exercise):
     """A bug hunt's stub is its faulty script: it scores zero, failing exactly the checks of

@@ -240,6 +240,9 @@ def test_not_implemented_is_its_own_state_not_an_error():
     text = summary(r)
     assert "[  TODO   ] title of ex.todo" in text and "[  ERROR  ] title of ex.broken" in text
     assert student_row(r, ["ex"]).broken == 1
+    missing = failed("ex.missing", status="error", reason="not_defined",
+                     message="m.py defines no f: check its spelling.")
+    assert student_row(result(todo, broken, missing), ["ex"]).broken == 1  # not started: no crash
     old = r.model_dump(mode="json")
     for c in old["checks"]:
         c.pop("reason")

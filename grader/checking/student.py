@@ -13,6 +13,7 @@ messages, tracebacks) is clipped here, whatever the worker claims to have clippe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -32,6 +33,8 @@ from grader.worker.text import valid_text
 TYPE_CHARS = 200  # a type name, and each MRO entry
 MRO_ENTRIES = 64
 MESSAGE_CHARS = 2000
+# Python's own words for a module lacking a name (AttributeError, since 3.7).
+MISSING_ATTRIBUTE = re.compile(r"module '(?P<module>[^']+)' has no attribute '(?P<name>[^']+)'")
 TRACEBACK_CHARS = 4000  # the last characters: the innermost frames
 
 
@@ -161,11 +164,24 @@ class StudentModule:
         text = lambda: format_call(name, args, kwargs)  # noqa: E731
         worker = self._load()
         if name not in self.names:
-            raise StudentError(f"{self.filename} defines no {name}: check its spelling and that "
-                               "it is defined at the top level of the file.", call=text(),
-                               reason="not_defined")
+            raise self._not_defined(name, text())
         return self._request(worker, messages.call_request(name, list(args), kwargs), text,
                              timeout)
+
+    def _not_defined(self, name: str, call: str) -> StudentError:
+        return StudentError(f"{self.filename} defines no {name}: check its spelling and that "
+                            "it is defined at the top level of the file.", call=call,
+                            reason="not_defined")
+
+    def _missing_name(self, error: dict) -> str | None:
+        """The name a probe looked up in the student's module and did not find (its
+        AttributeError names this module and a name it does not define), else None."""
+        if error.get("type") != "AttributeError":
+            return None
+        found = MISSING_ATTRIBUTE.fullmatch(str(error.get("message", "")))
+        if found is None or found["module"] != self.exercise or found["name"] in self.names:
+            return None
+        return found["name"]
 
     def timed_call(self, name: str, *args: Any, timeout: float | None = None,
                    **kwargs: Any) -> tuple[Any, float | None]:
@@ -250,6 +266,11 @@ class StudentModule:
                                f"{self.limits.address_space / 2**30:g} GiB).", status="crashed",
                                call=text)
         if kind == "raised":
+            # A probe that looks a function up by name meets a missing one as an AttributeError:
+            # said as `call` says it, not as an error the student's code raised.
+            missing = self._missing_name(error)
+            if missing is not None:
+                raise self._not_defined(missing, text)
             raise StudentRaised(text, error)
         if kind == "not_plain":
             raise StudentError(f"{text} {_text(error.get('message'), MESSAGE_CHARS)}: return the "

@@ -14,7 +14,8 @@ from datetime import datetime, timezone
 from pydantic import BaseModel, Field
 
 import grader
-from grader.models import CheckResult, ExerciseResult, SubmissionResult, Visibility, state_of
+from grader.models import (NOT_STARTED, CheckResult, ExerciseResult, SubmissionResult, Visibility,
+                           state_of)
 from grader.outputs.exports import remarks
 from grader.outputs.outcomes import OUTCOMES
 
@@ -108,8 +109,9 @@ def is_grader_failure(result: SubmissionResult) -> bool:
 
 
 def is_broken(check: CheckResult) -> bool:
-    """The check's code raised, timed out or crashed; a stub not implemented yet is no error."""
-    return OUTCOMES[state_of(check)].broken
+    """The student's code raised, timed out or crashed; work not started (a stub not
+    implemented yet, a file not submitted, a function not defined) is no such error."""
+    return OUTCOMES[state_of(check)].broken and check.reason not in NOT_STARTED
 
 
 SYNTAX = re.compile(r"^(SyntaxError|IndentationError|TabError) in ", re.M)
