@@ -252,6 +252,11 @@ def test_a_killed_template_costs_no_verdict(tmp_path, monkeypatch, when):
         t = real_start(*args, **kwargs)
         started.append(t)
         if when == "at once":
+            # Once the template runs (bwrap's child has made the view and asked to die with
+            # bwrap): killed earlier, while bwrap makes that child, the child may not have
+            # asked yet (see `ZygoteTemplate.close`), which is bwrap's race, not the pool's.
+            assert wait_until(lambda: any("-m grader.worker.template" in cmdline(p)
+                                          for p in tree(t.process.pid)), 30)
             kill(t)
         return t
 

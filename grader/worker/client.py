@@ -225,6 +225,14 @@ class ZygoteTemplate:
         """End the template (its forked zygotes live on until their sockets close)."""
         process = getattr(self, "process", None)
         if process is not None:
+            # bwrap's group too: a run that ends at once (nothing to grade) may close it while
+            # bwrap is still making its child, which has not yet asked to die with it (and
+            # would then outlive it, stuck). The template and its zygotes have sessions and
+            # groups of their own: this reaches neither.
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except OSError:
+                pass
             process.kill()
             process.wait()
         self._cleanup()
