@@ -455,46 +455,37 @@ def test_a_dying_grading_process_costs_one_retry_not_the_batch(tmp_path, serve_f
     assert comparable(on_disk) == comparable(bob)
 
 
-def serve_noting_dynamo(conn, settings, steps):
-    """A grading process that notes, before it serves, whether its zygote is told to warm
-    torch._dynamo."""
-    import grader.worker.client as client
-    from grader.running.pool import serve
+def finish_noting_dynamo(outcome, task, settings):
+    """A grading process's finish step that notes, once the checks ran, what torch._dynamo is
+    in it."""
+    from grader.commands.grade import finish_task
 
-    made = client.Zygote.__init__
-
-    def noting(self, *args, **kwargs):
-        (settings.out.parent / "zygote-optimizers").write_text(str(kwargs.get("optimizers")))
-        made(self, *args, **kwargs)
-
-    client.Zygote.__init__ = noting
-    serve(conn, settings, steps)
+    (settings.out.parent / "dynamo").write_text(type(sys.modules.get("torch._dynamo")).__name__)
+    return finish_task(outcome, task, settings)
 
 
-@pytest.mark.parametrize("exercise, warm", [(EXERCISE, False), ("training_loops", True)])
-def test_torch_dynamo_is_imported_at_start_up_only_for_exercises_that_build_optimizers(
-        tmp_path, exercise, warm):
-    """The fork server preloads torch._dynamo (~1.8 s) and the zygotes warm it only when the
-    exercises graded may build a torch.optim optimizer (`Course.may_build_optimizers`): a class
-    of strides_broadcasting starts without it, one of training_loops with it."""
+def test_a_class_that_trains_is_graded_without_importing_torch_dynamo(tmp_path):
+    """Neither the fork server nor a grading process imports torch._dynamo (~1.8 s at start-up,
+    which the first optimizer step would import): the checks of training_loops run with it
+    deferred (`grader.worker.deferred_dynamo`), and the solution gets full marks."""
     from grader.commands.grade import STEPS
     from grader.intake.assignment import from_exercises
     from grader.course.folder import active_course
-    from grader.running.pool import GradeTask, PoolSettings, grade_in_pool, preload
+    from grader.running.pool import (GradeTask, GradingSteps, PoolSettings, grade_in_pool,
+                                     preload)
 
+    exercise = "training_loops"
     ann = tmp_path / "subs" / "ann"
     ann.mkdir(parents=True)
-    (ann / f"{exercise}.py").write_text((EXERCISES / f"{exercise}.py").read_text())
+    (ann / f"{exercise}.py").write_text((SOLUTIONS / f"{exercise}.py").read_text())
     tasks = [GradeTask(submission=load_submission(ann, exercises=[exercise], student="ann"))]
     settings = PoolSettings(out=tmp_path / "out", exercises=[exercise],
                             assignment=from_exercises([exercise]))
-    [result] = grade_in_pool(tasks, settings=settings, steps=STEPS, jobs=1,
-                             serve=serve_noting_dynamo)
-    assert result.checks and result.score == 0  # the stub, graded
-    assert (tmp_path / "zygote-optimizers").read_text() == str(warm)
-    # The fork server's imports (multiprocessing keeps the first fork server of a process, so
-    # they are read from what the pool asks of it, not from a process of this test's).
-    assert ("torch._dynamo" in preload(active_course(), [exercise])) == warm
+    steps = GradingSteps(read=STEPS.read, finish=finish_noting_dynamo, fail=STEPS.fail)
+    [result] = grade_in_pool(tasks, settings=settings, steps=steps, jobs=1)
+    assert result.checks and result.score == result.max_score
+    assert (tmp_path / "dynamo").read_text() == "DeferredDynamo"
+    assert not any("dynamo" in name for name in preload(active_course(), [exercise]))
 
 
 # --------------------------------------------------------------------------- pieces

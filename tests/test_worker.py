@@ -50,26 +50,37 @@ def test_worker_sees_no_grader_internals(zygote):
 
 
 OPTIMIZER_STEP = ("import sys, torch\n"
-                  "def warm(): return 'torch._dynamo' in sys.modules\n"
+                  "def dynamo(): return type(sys.modules.get('torch._dynamo')).__name__\n"
                   "def step():\n"
                   "    p = torch.nn.Parameter(torch.ones(2))\n"
-                  "    opt = torch.optim.SGD([p], lr=0.5)\n"
-                  "    p.sum().backward()\n"
-                  "    opt.step()\n"
-                  "    return p.detach().tolist()\n")
+                  "    opt = torch.optim.SGD([p], lr=0.25)\n"
+                  "    for _ in range(2):\n"
+                  "        opt.zero_grad()\n"
+                  "        p.sum().backward()\n"
+                  "        opt.step()\n"
+                  "    return p.detach().tolist()\n"
+                  "def compiled():\n"
+                  "    f = torch.compile(lambda x: x * 2 + 1, backend='eager')\n"
+                  "    return f(torch.ones(2)).tolist()\n")
 
 
-def test_a_zygote_told_no_optimizers_skips_warming_dynamo_and_its_workers_still_build_one(zygote):
+def test_a_zygote_told_no_optimizers_defers_dynamo_and_its_workers_still_train_and_compile(
+        zygote):
     """`Zygote(optimizers=False)` (a cold local check of exercises without optimizers) forks
-    workers without torch._dynamo imported; one that builds an optimizer anyway imports it
-    itself and trains as usual. The default zygote keeps the warm import."""
+    workers with torch._dynamo deferred (`grader.worker.deferred_dynamo`): one that steps an
+    optimizer anyway trains as usual without importing it; one that compiles gets the real
+    module. The default zygote keeps the warm import of the real one."""
     from grader.worker.client import Zygote
 
     with module_of(zygote, OPTIMIZER_STEP) as sub:
-        assert sub.call("warm") is True
+        assert sub.call("dynamo") == "module"
     with Zygote(optimizers=False) as cold:
         with module_of(cold, OPTIMIZER_STEP, WorkerLimits(call_timeout=60.0)) as sub:
-            assert sub.call("warm") is False
+            assert sub.call("dynamo") == "DeferredDynamo"
+            assert sub.call("step") == [0.5, 0.5]  # two steps of 0.25
+            assert sub.call("dynamo") == "DeferredDynamo"
+            assert sub.call("compiled") == [3.0, 3.0]
+            assert sub.call("dynamo") == "module"
             assert sub.call("step") == [0.5, 0.5]
 
 

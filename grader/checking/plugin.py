@@ -30,6 +30,7 @@ from grader.evidence import problems as evidence_problems
 from grader.evidence import undeclared
 from grader.models import CheckResult, ModuleRun, Submission
 from grader.worker.client import Zygote
+from grader.worker.deferred_dynamo import defer as defer_dynamo
 from grader.worker.limits import WorkerLimits
 
 log = logging.getLogger("torchgrade")
@@ -244,6 +245,7 @@ def pytest_configure(config: pytest.Config) -> None:
     import torch
 
     torch.set_num_threads(1)
+    defer_dynamo()  # as the workers do (see grader.running.runner)
     # Imported here: only a grading run needs them.
     from grader.course.registry import known_exercises
     from grader.intake.submission import load_submission

@@ -33,6 +33,7 @@ from grader.checking.plugin import (EVIDENCE_KEY, SESSION_KEY, GradingSession, R
 from grader.course.folder import active_course
 from grader.course.registry import check_files
 from grader.worker.client import Zygote
+from grader.worker.deferred_dynamo import defer as defer_dynamo
 from grader.worker.limits import WorkerLimits
 
 
@@ -130,6 +131,7 @@ def grade_batch(submissions: Iterable[Submission], finish: Finish, *, exercises:
     there while pytest collects); `finish(submission, run)` receives each run as soon as it
     is over. Returns how many were graded. Never raises for anything a submission does."""
     torch.set_num_threads(1)  # references single-threaded, like the workers (see runner)
+    defer_dynamo()
     collector = ResultCollector()
     runner = BatchRunner(submissions, finish, exercises=exercises, limits=limits,
                          zygote=zygote, collector=collector)

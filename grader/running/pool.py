@@ -10,8 +10,9 @@ Processes and what they hold:
       |    |              while the fork server imports its own; checks never enter it
       |    +- zygote x N  one forked per grading process, on its request (see below)
       +- forkserver       multiprocessing's fork server: imported torch, pytest and the checks
-           |              once (`PRELOAD`, with torch._dynamo only for exercises that may build
-           |              an optimizer); each grading process is a fork of it
+           |              once (`PRELOAD`; never torch._dynamo: the checks run with it
+           |              deferred, `grader.worker.deferred_dynamo`); each grading process is a
+           |              fork of it
            +- grading process x N   one pytest session for all its submissions
                 |                   (grader.running.batch),
                 |                   its own warm worker parent; writes each submission's outputs
@@ -85,10 +86,6 @@ PRELOAD = ["grader.running.batch", "grader.commands.grade"]
 # run waits for before its first grading process starts.
 PICTURE_IMPORTS = ["matplotlib.figure", "matplotlib.backends.backend_svg", "matplotlib.patches",
                    "grader.outputs.plots"]
-# Added to PRELOAD when the exercises may build a torch.optim optimizer
-# (`Course.may_build_optimizers`): the first one a check builds imports it (~1.8 s), as the
-# zygote does for the workers. Without them, neither process waits for it at start-up.
-OPTIMIZER_PRELOAD = ["torch._dynamo"]
 MAX_ATTEMPTS = 2            # a submission whose grading process died twice is a grader failure
 TASK_TIMEOUT = 30 * 60.0    # a grading process busy this long on one submission is stuck
 STOP_TIMEOUT = 10.0         # seconds a stopping grading process gets before SIGKILL
@@ -97,10 +94,9 @@ TEMPLATE_ENV = "TORCHGRADE_ZYGOTE_TEMPLATE"  # "0": every grading process launch
 
 def preload(course: Course, exercises: list[str]) -> list[str]:
     """What the fork server imports for grading `exercises` of `course`: PRELOAD, the checks'
-    modules (by name) and, when they may build an optimizer, OPTIMIZER_PRELOAD."""
-    optimizers = OPTIMIZER_PRELOAD if course.may_build_optimizers(exercises) else []
-    return PRELOAD + optimizers + [f.stem for f in check_files(exercises,
-                                                                checks_dir=course.checks_dir)]
+    modules (by name). Not torch._dynamo, which the first optimizer step would import: the
+    checks run with it deferred (`grader.worker.deferred_dynamo`)."""
+    return PRELOAD + [f.stem for f in check_files(exercises, checks_dir=course.checks_dir)]
 
 
 class GradeTask(BaseModel):

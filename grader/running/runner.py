@@ -17,6 +17,7 @@ from grader.course.folder import active_course
 from grader.course.registry import check_files
 from grader.models import CheckRun, Submission
 from grader.worker.client import Zygote
+from grader.worker.deferred_dynamo import defer as defer_dynamo
 from grader.worker.limits import WorkerLimits
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ def run_checks(submission: Submission, *, exercises: list[str],
     """
     # References are computed single-threaded, like the workers, so that seeded runs agree.
     torch.set_num_threads(1)
+    defer_dynamo()  # as in the workers: an optimizer step need not import torch._dynamo
     session = GradingSession(submission, limits=limits, zygote=zygote)
     collector = ResultCollector()
     checks_dir = checks_dir or active_course().checks_dir

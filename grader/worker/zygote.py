@@ -242,11 +242,18 @@ def warm() -> None:
 
     torch.set_num_threads(1)
     # The first optimizer a process builds (or zero_grads) imports torch._dynamo: 2-3 s, with
-    # sympy. Imported once here (no tensor operation, no thread), not in every worker's deadline;
-    # unless the grader said that its workers will build none (WARM_ENV "0": a local check of
-    # exercises that use no optimizer, whose cold start would wait for it).
+    # sympy. Imported once here (no tensor operation, no thread), not in every worker's deadline:
+    # student code that trains may need more of it than the deferred stand-in answers
+    # (`torch.use_deterministic_algorithms` imports torch._inductor, which imports it). Unless
+    # the grader said that its workers will build no optimizer (WARM_ENV "0": a local check of
+    # exercises that use none, whose cold start would wait for it): then deferred, so that a
+    # worker stepping one anyway does not import it (`grader.worker.deferred_dynamo`).
     if os.environ.pop(WARM_ENV, "1") != "0":
         import torch._dynamo  # noqa: F401
+    else:
+        from grader.worker.deferred_dynamo import defer
+
+        defer()
     # Every probe module, imported once here (each worker resolves and seals them before any
     # student code runs: `seal.py`).
     from grader.worker import seal
