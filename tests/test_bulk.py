@@ -92,6 +92,43 @@ def test_one_session_grades_like_fresh_sessions(tmp_path, zygote):
     assert {c.status for c in batch["loop"].checks} >= {"timeout", "passed"}
 
 
+# Every public function of a solution, made to sleep `NAP` before it answers.
+NAPPING = """
+import functools as _functools, inspect as _inspect, time as _time
+NAP = 0.45
+def _napping(function):
+    @_functools.wraps(function)
+    def slow(*args, **kwargs):
+        _time.sleep(NAP)
+        return function(*args, **kwargs)
+    return slow
+for _name, _value in list(globals().items()):
+    if _inspect.isfunction(_value) and not _name.startswith("_") and _value.__module__ == __name__:
+        globals()[_name] = _napping(_value)
+"""
+
+
+def test_code_that_ends_every_call_just_under_its_deadline_is_stopped_by_the_budgets(
+        tmp_path, zygote):
+    """Right answers, each just under the call deadline: every check that calls often is
+    stopped at its budget, and once the submission's budget is spent the remaining checks are
+    not run, each saying why, in about that budget, not in minutes."""
+    from grader.worker.limits import WorkerLimits
+
+    write_class(tmp_path, {"napper": SOLUTION + NAPPING})
+    sub = load_submission(tmp_path / "napper", exercises=[EXERCISE], student="napper")
+    limits = WorkerLimits(call_timeout=0.5, check_budget=1.0, submission_budget=4.0)
+    started = time.monotonic()
+    result = run_and_score(sub, exercises=[EXERCISE], zygote=zygote, limits=limits)
+    took = time.monotonic() - started
+    messages = [c.message for c in result.checks]
+    assert any("this check's calls into your code took 1 s in all" in m for m in messages)
+    not_run = [c for c in result.checks if "not run: your code has used the 4 s" in c.message]
+    assert not_run and all(c.status == "timeout" for c in not_run)
+    assert result.checks[-len(not_run):] == not_run  # every check after the budget was spent
+    assert took < 20  # without the budgets: ~50 s (each call 0.45 s)
+
+
 def test_one_session_grades_every_exercise_like_fresh_sessions(tmp_path, zygote):
     """Every exercise's checks (fixtures, probes, evidence) reused across submissions."""
     from grader.course.bughunt import is_bughunt, student_path

@@ -107,6 +107,66 @@ def test_a_zygote_started_from_a_thread_that_ends_outlives_the_thread(caplog):
         assert "died" not in caplog.text
 
 
+SLOW = "import time\ndef slow(s):\n    time.sleep(s)\n    return 1\ndef fast():\n    return 2\n"
+
+
+def test_a_check_whose_calls_spend_its_budget_is_stopped_and_the_next_check_has_its_own(zygote):
+    """Calls that each end just under their deadline cannot keep one check busy for minutes:
+    all of a check's calls share `check_budget` (at least twice the longest deadline it gave),
+    and the call that would pass it is cut there."""
+    limits = FAST.model_copy(update={"call_timeout": 1.0, "check_budget": 2.0})
+    with module_of(zygote, SLOW, limits) as sub:
+        assert sub.call("slow", 0.7) == 1 and sub.call("slow", 0.7) == 1  # 1.4 s of 2
+        started = time.monotonic()
+        with pytest.raises(StudentError) as caught:
+            sub.call("slow", 0.9)  # within its own deadline (1 s), not within what is left
+        assert time.monotonic() - started < 0.85
+        assert caught.value.status == "timeout"
+        assert "this check's calls into your code took 2 s in all" in str(caught.value)
+        sub.end_check()
+        assert sub.call("slow", 0.9) == 1  # a new check, a new budget
+        # A call given a longer deadline than the budget still gets all of it.
+        assert sub.call("slow", 2.5, timeout=3.0) == 1
+
+
+def test_a_submission_that_spent_its_budget_is_stopped_and_its_other_checks_are_not_run(
+        zygote):
+    """All the modules of a submission share one budget (`GradingSession`): once it is spent,
+    the call that passes it is cut, and no other call or import is even started."""
+    from grader.checking.plugin import GradingSession
+    from grader.models import Submission
+
+    session = GradingSession(Submission(student="s", root="."), limits=FAST, zygote=zygote)
+    assert session.module("a").budget is session.module("b").budget
+    budget = session.budget
+    with module_of(zygote, SLOW) as first:
+        first.budget = budget
+        assert first.call("fast") == 2
+        assert budget.spent > 0  # the import and the call are counted
+        budget.spent = budget.seconds - 0.3  # as if the submission had run that long
+        with pytest.raises(StudentError) as caught:
+            first.call("slow", 0.9)
+        assert caught.value.status == "timeout"
+        assert str(caught.value).startswith("slow(0.9) was stopped: your code has used the "
+                                            f"{budget.seconds:g} s that all the checks")
+        with module_of(zygote, SLOW) as second:
+            second.budget = budget
+            started = time.monotonic()
+            with pytest.raises(StudentError) as caught:
+                second.call("fast")
+            assert time.monotonic() - started < 0.1 and second._worker is None  # not spawned
+            assert str(caught.value).startswith("This check was not run: your code has used")
+
+
+def test_a_longer_timeout_makes_the_submissions_budget_longer():
+    """`--timeout 60` (slow exercises of a course) must not cut honest submissions at the
+    default 15 min: the budget is 180 deadlines at least."""
+    from grader.commands.common import limits_of
+
+    assert limits_of(None).submission_budget == limits_of(2.0).submission_budget == 900
+    assert limits_of(60.0).submission_budget == 180 * 60.0
+
+
 def test_a_timeout_fails_only_that_call_and_a_fresh_worker_serves_the_next(zygote):
     with module_of(zygote, "import time\nstate = []\n"
                             "def slow(): time.sleep(60)\n"

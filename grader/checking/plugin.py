@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from grader.checking.compare import CheckFailure
-from grader.checking.student import StudentError, StudentModule
+from grader.checking.student import StudentError, StudentModule, TimeBudget
 from grader.checking.recorded import install as install_recorded
 from grader.course.folder import import_checks_from
 from grader.course.registry import MARK, check_id, exercise_of, info_of
@@ -88,6 +88,7 @@ class GradingSession:
         self._zygote = zygote
         self._own_zygote = zygote is None
         self.modules: dict[str, StudentModule] = {}
+        self.budget = TimeBudget(self.limits.submission_budget)  # shared by its modules
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.stash[SESSION_KEY] = self
@@ -101,7 +102,8 @@ class GradingSession:
         if exercise not in self.modules:
             self.modules[exercise] = StudentModule(
                 exercise, self.submission.modules.get(exercise),
-                spawn=lambda limits: self.zygote().spawn(limits), limits=self.limits)
+                spawn=lambda limits: self.zygote().spawn(limits), limits=self.limits,
+                budget=self.budget)
         return self.modules[exercise]
 
     def module_runs(self) -> dict[str, ModuleRun]:

@@ -14,6 +14,7 @@ messages, tracebacks) is clipped here, whatever the worker claims to have clippe
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -57,13 +58,31 @@ class ModuleUnavailable(StudentError):
     """The module was not submitted, does not compile, or failed to import."""
 
 
+class TimeBudget:
+    """Seconds that student code may still take, spent by every call into it (and import)."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.spent = 0.0
+
+    def left(self) -> float:
+        return self.seconds - self.spent
+
+
 class StudentModule:
+    """`budget`: the submission's time budget, shared by all its modules (default: one of
+    `limits.submission_budget` for this module alone)."""
+
     def __init__(self, exercise: str, source: ModuleSource | None, *,
-                 spawn: Callable[[WorkerLimits], Worker], limits: WorkerLimits):
+                 spawn: Callable[[WorkerLimits], Worker], limits: WorkerLimits,
+                 budget: TimeBudget | None = None):
         self.exercise = exercise
         self.source = source
         self.limits = limits
         self.default_timeout = limits.call_timeout
+        self.budget = budget or TimeBudget(limits.submission_budget)
+        self._check_spent = 0.0  # seconds the current check's calls took (`end_check` resets)
+        self._check_longest = 0.0  # the longest deadline one of them was given
         self.names: dict[str, str] = {}
         self.notes: list[str] = []  # notebook cells that raised, for the report
         self.import_output = ""
@@ -100,6 +119,16 @@ class StudentModule:
             raise self._failure
         if self._worker is not None and self._worker.alive:
             return self._worker
+        if self.budget.left() <= 0:
+            raise self._over_submission_budget()
+        started = time.monotonic()
+        try:
+            return self._start_worker()
+        finally:
+            self.budget.spent += time.monotonic() - started
+
+    def _start_worker(self) -> Worker:
+        assert self.source is not None  # `_load` said so
         worker = self._spawn(self.limits)
         request = messages.load_request(
             self.exercise, [cast(messages.Chunk, c.model_dump()) for c in self.source.chunks])
@@ -231,16 +260,53 @@ class StudentModule:
                            f"{expected.__name__}.", call=text, expected=expected.__name__,
                            got=short(value), hint=hint)
 
+    @property
+    def check_budget(self) -> float:
+        """Seconds all the calls of the current check may take together: at least twice the
+        longest deadline the check gives a call, so that a call always gets its own."""
+        return max(self.limits.check_budget,
+                   2 * max(self.default_timeout, self._check_longest))
+
+    def _over_submission_budget(self, text: str | None = None, *,
+                                stopped: bool = False) -> StudentError:
+        budget = self.budget.seconds
+        what = f"{text} was {'stopped' if stopped else 'not run'}" if text else \
+            "This check was not run"
+        return StudentError(
+            f"{what}: your code has used the "
+            f"{budget:g} s that all the checks of a submission may spend in it together (the "
+            "checks that ran before have their verdicts). Something in it is far too slow.",
+            status="timeout", call=text)
+
+    def _over_check_budget(self, text: str) -> StudentError:
+        return StudentError(
+            f"{text} was stopped: this check's calls into your code took {self.check_budget:g} "
+            "s in all, the most one check may spend in it (more than each call's own "
+            "deadline). Something in it is far too slow.",
+            status="timeout", call=text)
+
     def _request(self, worker: Worker, message: messages.CallRequest | messages.ProbeRequest,
                  describe: Callable[[], str], timeout: float | None) -> Any:
         seconds = timeout or self.default_timeout
+        self._check_longest = max(self._check_longest, seconds)
+        # The call's deadline, or less: what is left of the check's and the submission's budgets.
+        check_left = self.check_budget - self._check_spent
+        deadline = min(seconds, check_left, self.budget.left())
+        if deadline <= 0:
+            text = describe()
+            raise (self._over_check_budget(text) if check_left <= 0
+                   else self._over_submission_budget(text))
         self.segments.publish()
+        started = time.monotonic()
         try:
-            reply = worker.request(message, seconds, self.segments)
+            reply = worker.request(message, deadline, self.segments)
         except WorkerTimeout:
             self.segments.settle()  # no verdict on them: the call already failed
             self._retire()
             text = describe()
+            if deadline < seconds:
+                raise (self._over_check_budget(text) if check_left <= self.budget.left()
+                       else self._over_submission_budget(text, stopped=True)) from None
             raise StudentError(f"{text} timed out after {seconds:g} s (an endless loop, or far "
                                "too slow).", status="timeout", call=text) from None
         except WorkerCrashed as exc:
@@ -254,6 +320,10 @@ class StudentModule:
             text = describe()
             raise StudentError(f"{text} failed: {exc}. Return the kind of value the contract "
                                "names, of the size it names.", call=text) from None
+        finally:
+            spent = time.monotonic() - started
+            self._check_spent += spent
+            self.budget.spent += spent
         self._check_shared(self.segments.settle(), message, describe)
         if reply.error is None:
             return reply.value
@@ -350,8 +420,9 @@ class StudentModule:
     def end_check(self) -> str:
         """Output printed since the last call of this method (within what is left of
         `limits.output_total`); frees this check's shared memory and starts a new list of
-        `worker_records`."""
+        `worker_records` and a new check's budget."""
         self.worker_records = []
+        self._check_spent = self._check_longest = 0.0
         if self._worker is not None:
             self._output.append(self._worker.output.take())
         text = "".join(self._output)

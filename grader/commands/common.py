@@ -25,14 +25,20 @@ if TYPE_CHECKING:
 # torch's import (~1.5 s of CPU) is paid by the grading processes' fork server instead.
 
 log = logging.getLogger("torchgrade")
+SUBMISSION_CALLS = 180  # a submission's budget, in deadlines of `--timeout` (at least)
 
 
 
 def limits_of(timeout: float | None) -> WorkerLimits:
-    """The worker limits of a command's `--timeout` (default deadline of each call)."""
+    """The worker limits of a command's `--timeout` (default deadline of each call): a longer
+    deadline than the default makes the submission's budget longer by as much (180 calls'
+    worth at least: 15 min for the default 5 s)."""
     if timeout is not None and timeout <= 0:
         raise UsageError("--timeout must be positive")
-    return WorkerLimits(call_timeout=timeout) if timeout else WorkerLimits()
+    if not timeout:
+        return WorkerLimits()
+    return WorkerLimits(call_timeout=timeout, submission_budget=max(
+        WorkerLimits().submission_budget, SUBMISSION_CALLS * timeout))
 
 
 def default_jobs() -> int:

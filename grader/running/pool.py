@@ -87,7 +87,10 @@ PRELOAD = ["grader.running.batch", "grader.commands.grade"]
 PICTURE_IMPORTS = ["matplotlib.figure", "matplotlib.backends.backend_svg", "matplotlib.patches",
                    "grader.outputs.plots"]
 MAX_ATTEMPTS = 2            # a submission whose grading process died twice is a grader failure
-TASK_TIMEOUT = 30 * 60.0    # a grading process busy this long on one submission is stuck
+# A grading process busy this long on one submission is stuck (or twice the submission's budget,
+# if longer): student code cannot take it (WorkerLimits.submission_budget, 15 min by default,
+# ends it with its verdicts).
+TASK_TIMEOUT = 30 * 60.0
 STOP_TIMEOUT = 10.0         # seconds a stopping grading process gets before SIGKILL
 TEMPLATE_ENV = "TORCHGRADE_ZYGOTE_TEMPLATE"  # "0": every grading process launches its zygote
 
@@ -382,6 +385,7 @@ def _grade_in_pool(pending: deque[GradeTask], *, settings: PoolSettings, steps: 
         if pending and len(slots) < jobs:
             slots.append(start())
 
+    stuck_after = max(TASK_TIMEOUT, 2 * (settings.limits or WorkerLimits()).submission_budget)
     try:
         for _ in range(min(jobs, len(pending))):
             slots.append(start())
@@ -397,7 +401,7 @@ def _grade_in_pool(pending: deque[GradeTask], *, settings: PoolSettings, steps: 
                     slots.remove(slot)
                     finishing.append(slot)
             now = time.monotonic()
-            busy = [s.since + TASK_TIMEOUT - now for s in slots if s.task is not None]
+            busy = [s.since + stuck_after - now for s in slots if s.task is not None]
             ready = wait([s.conn for s in slots] + [s.process.sentinel for s in slots],
                          timeout=max(min(busy), 0.0) if busy else None)
             for slot in list(slots):
@@ -419,9 +423,9 @@ def _grade_in_pool(pending: deque[GradeTask], *, settings: PoolSettings, steps: 
                     deliver(message.result)
                 elif slot.process.sentinel in ready:
                     lost(slot, _death(slot.process))
-                elif slot.task is not None and time.monotonic() - slot.since > TASK_TIMEOUT:
+                elif slot.task is not None and time.monotonic() - slot.since > stuck_after:
                     slot.process.kill()
-                    lost(slot, f"stuck for {TASK_TIMEOUT:g} s")
+                    lost(slot, f"stuck for {stuck_after:g} s")
     except BaseException:
         _stop(slots + finishing, interrupt=True)
         raise

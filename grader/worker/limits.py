@@ -23,6 +23,14 @@ class WorkerLimits(BaseModel):
     call_timeout: float = Field(5.0, gt=0, description="seconds per call unless a check says "
                                 "otherwise")
     load_timeout: float = Field(10.0, gt=0, description="seconds to import the student's module")
+    # Budgets over many calls (enforced by the grader, `grader.checking.student`): deadlines
+    # alone let code that runs just under them on every call keep one check busy for minutes,
+    # and a submission for hours, until the pool gave up on it as a grader failure. The
+    # reference solutions take about a second per check and ten per submission.
+    check_budget: float = Field(30.0, gt=0, description="seconds all the calls of one check "
+                                "may take together (at least twice its call deadline)")
+    submission_budget: float = Field(900.0, gt=0, description="seconds all the calls and "
+                                     "imports of one submission may take together")
     address_space: int = Field(4 * GiB, ge=GiB,
                                description="RLIMIT_AS in bytes (torch maps ~0.7 GB)")
     # 1.5 GiB: every reference solution and style grades with full marks at 512 MiB (the
