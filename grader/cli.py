@@ -347,9 +347,11 @@ def main(argv: list[str] | None = None) -> int:
             print(interrupted(args.command), file=sys.stderr)
             exit_at_once(130)
     code = run(args, prove=(lambda: check_course_files(args)) if as_program else None)
-    # A server is left for the next check only where workers ran behind a private view: at
-    # isolation "none" they run as this user, unconfined, and could answer in its place.
-    if warm_course is not None and code != 130 and getattr(args, "isolation", "none") != "none":
+    # A server is left for the next check only where workers ran behind a view proven private,
+    # as the server itself demands: without one they could answer in its place (at isolation
+    # "none" they run as this user; a check from a folder they can see, such as a release's
+    # own source folder, made a server that exited at once, announced at every check).
+    if warm_course is not None and code != 130 and getattr(args, "private_view", False):
         leave_server(warm_course)
     if as_program and args.command in EXITS_AT_ONCE:
         exit_at_once(code)

@@ -551,6 +551,23 @@ def test_assignment_rescales_points_and_charges_lateness(tmp_path):
     assert late_penalty(due + timedelta(minutes=11), plan, 10) == 1  # one started day
     assert late_penalty(due + timedelta(days=1, minutes=11), plan, 10) == 2
     assert late_penalty(None, plan, 10) == 0
+    # 35 checks of 1 point (and one of 2) rescaled to 20: the exports add up to 20, not
+    # 20.000005 (each check rounded to 6 decimals alone); a check's share of its points kept.
+    many = [CheckResult(id=f"e.c{i}", exercise=EXERCISE, targets=["f"], visibility="visible",
+                        points=p, max_points=m, status="passed" if p == m else "failed")
+            for i, (p, m) in enumerate([(1, 1)] * 34 + [(0, 1), (1, 2)])]
+    whole = SubmissionResult(student="s", grader_version="0", checks=many,
+                             exercises=[ExerciseResult(exercise=EXERCISE, score=35,
+                                                       max_score=37)])
+    twenty = apply_assignment(whole, plan.model_copy(update={"exercises": [
+        e.model_copy(update={"points": 20.0}) for e in plan.exercises]}))
+    assert twenty.max_score == twenty.exercises[0].max_score == 20
+    assert twenty.checks[-1].points * 2 == pytest.approx(twenty.checks[-1].max_points)
+    assert twenty.score == twenty.exercises[0].score == pytest.approx(20 * 35 / 37, abs=1e-5)
+    full = whole.model_copy(update={"checks": [c.model_copy(update={"points": c.max_points})
+                                               for c in many]})
+    assert apply_assignment(full, plan.model_copy(update={"exercises": [
+        e.model_copy(update={"points": 20.0}) for e in plan.exercises]})).score == 20
     assert parse_timestamp("not a time") is None
     assert parse_timestamp("2026-03-01T10:00:00Z") == datetime(2026, 3, 1, 10, tzinfo=timezone.utc)
     with pytest.raises(AssignmentError, match="unknown field"):

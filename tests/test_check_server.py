@@ -159,6 +159,40 @@ def test_the_first_check_leaves_a_server_and_the_next_is_answered_by_it_alike(se
     assert code == 2 and err == "torchgrade: error: missing.py: no such file or folder\n"
 
 
+def test_a_check_made_while_the_server_warms_up_does_not_wait_for_it(servers, tmp_path):
+    """A server refuses checks until its warm-up is done: a check made a few seconds after the
+    first runs in its own process at once (waiting for the warm-up took longer than a cold
+    check), and the server is there for the checks after."""
+    work = tmp_path / "work"
+    work.mkdir()
+    client.leave_server(COURSE)
+    sock = servers / (address.server_name(COURSE) + ".sock")
+    deadline = time.monotonic() + 60
+    while not sock.exists():  # bound: the server is warming up (importing torch, its sandbox)
+        assert time.monotonic() < deadline, "the server never bound its socket"
+        time.sleep(0.01)
+    started = time.monotonic()
+    with pytest.raises(client.NoServer, match="no server listens"):
+        warm(["check", str(SOLUTION), "--only", "c_strides"], work)
+    assert time.monotonic() - started < 1.0  # not after its warm-up (seconds)
+    pid = wait_for_server(servers)
+    code, out, _ = warm(["check", str(SOLUTION), "--only", "c_strides"], work)
+    assert code == 0 and "PASSED" in out
+    assert _pid(servers / (address.server_name(COURSE) + ".lock")) == pid
+
+
+def test_a_cold_check_whose_workers_could_see_its_folder_leaves_no_server(servers, tmp_path):
+    """A server refuses to serve where the workers' view is not private; a cold check whose
+    self-test found its folder visible to them (inside the Python installation, or a student
+    release's own source folder) leaves none, instead of announcing one at every check."""
+    out = tmp_path / "out"
+    cold = check(str(SOLUTION), "--only", "c_strides", "--out", str(out),
+                 cwd=Path(sys.prefix) / "lib")
+    assert cold.returncode == 0, cold.stdout + cold.stderr
+    assert "check server stays up" not in cold.stderr
+    assert not list(servers.glob("*.lock"))  # none was even started
+
+
 def test_a_server_answers_only_its_own_user(servers, tmp_path):
     if os.geteuid() != 0:
         pytest.skip("needs root to connect as another user")

@@ -232,3 +232,16 @@ def test_a_report_that_cannot_be_written_still_shows_the_verdict(tmp_path):
     assert "Every check passed" in done.stdout and "Traceback" not in done.stderr
     assert "the report could not be written in" in done.stderr
     assert "Not a directory" in done.stderr
+
+
+@pytest.mark.fast
+def test_a_check_of_what_a_student_has_does_not_list_what_they_lack():
+    """`torchgrade check strides_broadcasting.py` checks that file: a note naming the nine
+    other exercises' missing files is noise in its output and report. Asked for by name
+    (`--exercises`), a missing one is still said."""
+    from grader.commands.common import one_submission
+
+    submission, chosen = one_submission(SOLUTIONS / f"{EXERCISE}.py", None)
+    assert chosen == [EXERCISE] and not [n for n in submission.notes if "no file for" in n]
+    submission, _ = one_submission(SOLUTIONS / f"{EXERCISE}.py", [EXERCISE, "parameters"])
+    assert [n for n in submission.notes if n.startswith("no file for parameters")]

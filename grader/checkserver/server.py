@@ -80,7 +80,6 @@ def main(argv: list[str]) -> int:
     listener.bind(str(path))
     os.chmod(path, 0o600)
     bound = path.stat()
-    listener.listen(16)  # from now on, a check waits for this server rather than start one
     lock.seek(0)
     lock.truncate()
     lock.write(f"{os.getpid()}\n")
@@ -101,6 +100,11 @@ def main(argv: list[str]) -> int:
             log.warning("torchgrade: no check server: the sandbox has no private filesystem "
                         "view here (%s)", zygote.missing)
             return 0
+        # Only now: a check made while this server warms up is refused at once and runs in its
+        # own process, as the first did. Waiting here for the warm-up (more than a cold check
+        # imports, beside a first check still finishing) took a quick second check 11 s where
+        # a cold one took 7.
+        listener.listen(16)
         _serve(listener, key, zygote, folder, bound)
     except (KeyboardInterrupt, SystemExit):
         pass

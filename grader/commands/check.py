@@ -30,6 +30,9 @@ class CheckedWork:
     pending: list = field(default_factory=list)
     reports: list[Path] = field(default_factory=list)
     unwritten: str = ""  # why the reports could not be written ("" when they were)
+    # The workers had a filesystem view proven private: a check server, which refuses to serve
+    # without one, may be left for the next check (False when a given zygote served this one).
+    private_view: bool = False
 
 
 def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
@@ -49,6 +52,7 @@ def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
         raise UsageError("the hidden checks are not part of the student release: they run when "
                          "your work is graded")
     submission, chosen = one_submission(path, exercises)
+    private_view = False
     if zygote is not None:
         if prepare is not None:
             prepare()
@@ -82,6 +86,7 @@ def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
             select = _selection(hidden, only)
             result = grade_one(submission, exercises=chosen, limits=limits, zygote=own,
                                select=select)
+            private_view = bool(own.view and not own.leaks)
         report_ready.join()
     if only and select.selected == 0:
         graded = ", ".join(chosen)
@@ -92,9 +97,11 @@ def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
         reports = write_check_reports(result, Path(out), pending)
     except OSError as exc:  # a full disk, a read-only or missing folder: the verdict still shows
         return CheckedWork(result=result, report=Path(out), pending=pending, reports=[],
+                           private_view=private_view,
                            unwritten=f"{exc.strerror or exc}"
                                      + (f": {exc.filename}" if exc.filename else ""))
-    return CheckedWork(result=result, report=reports[0], pending=pending, reports=reports)
+    return CheckedWork(result=result, report=reports[0], pending=pending, reports=reports,
+                       private_view=private_view)
 
 
 def may_build_optimizers(submission: Submission, exercises: list[str]) -> bool:
@@ -169,7 +176,8 @@ def main(args: argparse.Namespace) -> int:
                       only=args.only, limits=limits_of(args.timeout),
                       zygote=getattr(args, "zygote", None),  # a check server's (checkserver)
                       prepare=getattr(args, "check_course_files", None))
-    args.isolation = work.result.isolation  # `cli.main` leaves a check server only if contained
+    # `cli.main` leaves a check server only where one would serve (`CheckedWork.private_view`).
+    args.private_view = work.private_view
     print(terminal.summary(work.result, pending=work.pending,
                            report=[str(r) for r in work.reports] or None,
                            color=terminal.use_color(args.color)))

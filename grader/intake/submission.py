@@ -172,13 +172,14 @@ def expected_names(wanted: Iterable[str]) -> str:
 # --------------------------------------------------------------------------- loading
 
 
-def load_submission(path: Path, *, exercises: Iterable[str], student: str | None = None
-                    ) -> Submission:
+def load_submission(path: Path, *, exercises: Iterable[str], student: str | None = None,
+                    note_missing: bool = True) -> Submission:
     """Read every exercise module of `exercises` found under `path`.
 
     A module not found is simply absent from `Submission.modules`; the caller decides what a
-    missing file costs. Only regular files are read (see `grader.intake.files`); what was skipped is
-    in the notes.
+    missing file costs, and, unless `note_missing` is False (a local check of whatever the
+    student has), a note names the files expected and those found. Only regular files are read
+    (see `grader.intake.files`); what was skipped is in the notes.
     """
     path = Path(path)
     wanted = list(exercises)
@@ -208,7 +209,7 @@ def load_submission(path: Path, *, exercises: Iterable[str], student: str | None
             module.notes.append(f"graded {chosen.relpath}; also found {others} (ignored)")
         sub.modules[exercise] = module
     missing = [e for e in wanted if e not in sub.modules]
-    if missing:
+    if missing and note_missing:
         sub.notes.append(files_found_note(path, candidates, missing))
     return sub
 

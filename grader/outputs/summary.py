@@ -26,8 +26,8 @@ DIAGNOSIS_EXAMPLES = 5  # students named (and linked) per diagnosis in the index
 class ExerciseCell(BaseModel):
     score: float | None = Field(None, description="None: the exercise was not graded")
     max_score: float = 0.0
-    state: str = Field("", description="graded, not handed in, syntax error, not started or "
-                       "crashed (`exercise_state`)")
+    state: str = Field("", description="graded, not handed in, syntax error, not started, "
+                       "crashed or timed out (`exercise_state`)")
 
 
 class StudentRow(BaseModel):
@@ -120,7 +120,9 @@ SYNTAX = re.compile(r"^(SyntaxError|IndentationError|TabError) in ", re.M)
 def exercise_state(result: SubmissionResult, part: ExerciseResult) -> str:
     """What happened to one exercise, in words: "not handed in" (no file), "syntax error" (it
     does not compile), "not started" (every check met code not implemented yet), "crashed"
-    (a check crashed or ran out of time, or every check's call raised), else "graded"."""
+    (a check crashed, or every check's call raised), "timed out" (a check ran out of time:
+    code far too slow or looping, which a crash tag sent instructors looking for the wrong
+    thing), else "graded"."""
     checks = [c for c in result.checks if c.exercise == part.exercise]
     if part.path is None or any(c.reason == "not_submitted" for c in checks):
         return "not handed in"
@@ -128,9 +130,11 @@ def exercise_state(result: SubmissionResult, part: ExerciseResult) -> str:
         return "syntax error"
     if checks and all(state_of(c) == "todo" for c in checks):
         return "not started"
-    if any(c.status in ("crashed", "timeout") for c in checks) or (
+    if any(c.status == "crashed" for c in checks) or (
             checks and all(c.status == "error" and state_of(c) != "todo" for c in checks)):
         return "crashed"
+    if any(c.status == "timeout" for c in checks):
+        return "timed out"
     return "graded"
 
 

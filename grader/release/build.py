@@ -398,9 +398,13 @@ def _dependencies() -> list[str]:
 
 
 def _write_project(out: Path, exercises: list[str]) -> None:
-    packages = sorted([".".join(p.parent.relative_to(out).parts)
-                       for p in (out / "grader").rglob("__init__.py")]
-                      + [f"grader.{RELEASED_COURSE}"])
+    # Every folder of the grader's code that holds a module, with or without an __init__.py (a
+    # folder without one was left out of the wheel: an installed release failed on its first
+    # check); the course's files are package data of grader.curriculum.
+    course = out / "grader" / RELEASED_COURSE
+    packages = sorted({".".join(p.parent.relative_to(out).parts)
+                       for p in (out / "grader").rglob("*.py")
+                       if course not in p.parents} | {f"grader.{RELEASED_COURSE}"})
     deps = "".join(f"    {json.dumps(d)},\n" for d in _dependencies())
     (out / "pyproject.toml").write_text(f'''# The student release of \
 torchgrade {grader.__version__}, built by `torchgrade release`.
