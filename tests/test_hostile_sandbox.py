@@ -540,3 +540,50 @@ def test_a_worker_reads_no_grader_folder_or_pid_in_its_cgroups(zygote):
         text = sub.call("groups")
     paths = [line.split(":", 2)[2] for line in text.splitlines()]
     assert paths and all(p == "/" for p in paths), text
+
+
+@pytest.mark.fast
+def test_an_installed_torchgrade_keeps_its_site_packages_in_the_workers_view(
+        tmp_path, monkeypatch):
+    """pip-installed (a student release in a venv), torchgrade sits in the site-packages that
+    holds torch and pydantic: the folders holding it are bound (`view_binds` masks all of the
+    package but the worker's parts). They were left out as if they held a source checkout, and
+    no zygote could start from such an install. A checkout's own folder still stays out."""
+    import site
+
+    import grader
+
+    venv = tmp_path / "release" / ".venv"
+    packages = venv / "lib" / "python3.11" / "site-packages"
+    (packages / "grader").mkdir(parents=True)
+    (venv / "bin").mkdir()
+    monkeypatch.setattr(grader, "__file__", str(packages / "grader" / "__init__.py"))
+    monkeypatch.setattr(site, "getsitepackages", lambda: [str(packages)])
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    monkeypatch.setattr(sys, "exec_prefix", str(venv))
+    assert str(venv / "lib") in sandbox._python_dirs()
+    checkout = tmp_path / "checkout"
+    (checkout / "grader").mkdir(parents=True)
+    monkeypatch.setattr(grader, "__file__", str(checkout / "grader" / "__init__.py"))
+    monkeypatch.setattr(sys, "prefix", str(checkout))  # a venv made in the checkout itself
+    monkeypatch.setattr(site, "getsitepackages", lambda: [str(checkout / "lib")])
+    (checkout / "lib").mkdir()
+    dirs = sandbox._python_dirs()
+    assert str(checkout / "lib") in dirs and str(checkout) not in dirs
+
+
+@pytest.mark.fast
+def test_an_installed_course_masked_in_the_workers_view_is_no_leak(tmp_path):
+    """An installed torchgrade's course lies in the bound site-packages under an empty mask:
+    the self-test must accept the mask (it reported a leak, and no check server could run
+    for a student release), and still report the course if the mask shows anything."""
+    from grader.worker.view import leaks
+
+    lib = tmp_path / "lib"
+    course = lib / "site-packages" / "grader" / "curriculum"
+    course.mkdir(parents=True)
+    spec = {"allowed": [str(lib)], "masks": [str(course)], "private": [],
+            "hidden": [str(course)]}
+    assert str(course) not in leaks(spec)
+    (course / "test_hidden.py").write_text("SECRET = 1\n")
+    assert str(course) in leaks(spec)

@@ -6,10 +6,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import zipfile
@@ -365,3 +368,46 @@ def test_release_gives_the_full_graders_visible_verdicts_on_every_mutant(
         if got != fails:
             wrong[student] = (sorted(got), sorted(fails))
     assert wrong == {}
+
+
+def test_the_release_installed_in_a_venv_as_its_readme_says_checks_a_file(student_release,
+                                                                          tmp_path):
+    """The student's set-up, literally: a venv inside the release folder, `pip install -c
+    constraints.txt .`, then `torchgrade check` there, cold and then warm. Each of its steps
+    broke once while every other test passed (they install with --target and import what the
+    release lacks from the development package): the wheel lacked `grader.commands`, and the
+    venv's site-packages was left out of the workers' view, so no zygote could start."""
+    from grader.worker import sandbox
+
+    if not (sandbox.is_root() and sandbox.bwrap_works()):
+        pytest.skip("a full view needs root and bubblewrap")
+    release = tmp_path / "release"
+    shutil.copytree(student_release, release)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", ".venv"], cwd=release,
+                   check=True, timeout=120)
+    venv_python = release / ".venv" / "bin" / "python"
+    installed = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv_python),
+                                "install", "-q", "-c", "constraints.txt", "."], cwd=release,
+                               capture_output=True, text=True, timeout=900)
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    work = release / "exercises" / "strides_broadcasting.py"
+    work.write_text((SOLUTIONS / "strides_broadcasting.py").read_text())
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    (tmp_path / "servers").mkdir(mode=0o700)
+    env["TORCHGRADE_CHECK_SERVER_DIR"] = str(tmp_path / "servers")
+    env["TORCHGRADE_CHECK_SERVER_IDLE"] = "5"  # the server it leaves goes by itself
+    env["TORCHGRADE_CHECK_SERVER"] = "1"  # the suite turns servers off (conftest)
+    command = [str(release / ".venv" / "bin" / "torchgrade"), "check",
+               "exercises/strides_broadcasting.py"]
+    try:
+        cold = subprocess.run(command, cwd=release, env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert cold.returncode == 0, cold.stdout[-2000:] + cold.stderr[-2000:]
+        assert "Every check passed" in cold.stdout and "warning" not in cold.stderr
+        assert "a check server stays up" in cold.stderr  # the view is private: full isolation
+    finally:
+        for lock in (tmp_path / "servers").glob("*.lock"):
+            pid = lock.read_text().strip()
+            if pid.isdigit():
+                with contextlib.suppress(OSError):
+                    os.kill(int(pid), signal.SIGTERM)

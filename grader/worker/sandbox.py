@@ -129,6 +129,13 @@ def _python_dirs() -> list[str]:
         p = Path(entry).resolve()
         if p.is_dir() and not _inside(p, keep) and not _inside(p, [Path(d) for d in SYSTEM_DIRS]):
             keep.add(p)
+    # Installed (pip, not editable), the package sits in a site-packages that must be bound
+    # with the folders holding it (`view_binds` masks all of it but the worker's parts); only a
+    # source checkout's folders are left out. Leaving out the folders holding the package
+    # either way hid a venv's whole site-packages from the zygote (pydantic, torch: it could
+    # not start) for every non-editable install, a student release included.
+    if package_root in {Path(s).resolve() for s in sites}:
+        return sorted(str(p) for p in keep if p != Path("/"))
     return sorted(str(p) for p in keep
                   if p != Path("/") and p != package_root and p not in package_root.parents)
 
