@@ -235,6 +235,25 @@ def test_timestamps_are_read_as_nbgrader_writes_them(text, expected):
         assert moment.utcoffset() is not None
 
 
+def test_the_submission_time_is_found_in_nbgraders_layout_and_an_unreadable_one_is_said(
+        tmp_path):
+    """nbgrader's exchange keeps `<student>/<assignment>/timestamp.txt`: a late submission
+    there was graded on time in silence, as was a top-level file that reads as no time."""
+    from grader.intake.assignment import submission_time
+
+    nested = folder(tmp_path / "ann", {"hw1/timestamp.txt": "2026-03-05 00:00:00 UTC\n",
+                                       "hw1/strides_broadcasting.py": "x = 1\n"})
+    assert submission_time(nested) == (datetime(2026, 3, 5, tzinfo=timezone.utc), None)
+    top = folder(tmp_path / "bob", {"timestamp.txt": "2026-03-04T00:00:00Z",
+                                    "hw1/timestamp.txt": "2026-03-09T00:00:00Z"})
+    assert submission_time(top)[0] == datetime(2026, 3, 4, tzinfo=timezone.utc)  # its own
+    garbage = folder(tmp_path / "cy", {"timestamp.txt": "garbage"})
+    moment, note = submission_time(garbage)
+    assert moment is None and note is not None and "timestamp.txt does not read as a time" in note
+    assert "not counted late" in note
+    assert submission_time(folder(tmp_path / "dee", {"x.py": ""})) == (None, None)
+
+
 def test_a_timestamp_file_is_read_if_it_is_one(tmp_path):
     sub = folder(tmp_path / "ann", {"timestamp.txt": "2026-03-01 12:00:00 UTC\n"})
     assert read_timestamp(sub) == datetime(2026, 3, 1, 12, tzinfo=timezone.utc)

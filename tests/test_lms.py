@@ -631,3 +631,36 @@ def test_an_assignment_timezone_places_blackboard_times_and_naive_due_dates():
     assert ann.submitted_at == datetime(2026, 7, 1, 8, 0, tzinfo=timezone.utc)  # CEST
     assert parse(entries(names), "blackboard")[0].submitted_at == \
         datetime(2026, 7, 1, 10, 0).astimezone()  # without it: this machine's local time
+
+
+def test_a_bug_hunt_part_broken_costs_a_share_of_the_copys_points_not_a_larger_maximum():
+    """A check of what worked counts when it fails (the student broke it), as a share of the
+    points the copy's faults are worth: the maximum stays theirs. It was added to the maximum,
+    so an LMS column gave the breaker a perfect fix's points and raised the class's Points
+    Possible for everyone."""
+    from grader.course.bughunt import hunt, scored_checks, slots
+    from grader.models import CheckRun, ModuleSource, Submission
+    from grader.scoring.results import result_of
+
+    exercise = "bughunt_regression"
+    owed = scored_checks(exercise, hunt(exercise).seeded)
+    other = next(f"{exercise}.{name}" for name in slots(exercise)
+                 if f"{exercise}.{name}" not in owed)
+
+    def graded(broken: bool) -> SubmissionResult:
+        checks = [CheckResult(id=i, exercise=exercise, targets=["run"], visibility="hidden",
+                              points=2, max_points=2, status="passed") for i in sorted(owed)]
+        checks.append(CheckResult(id=other, exercise=exercise, targets=["run"],
+                                  visibility="hidden", points=0 if broken else 2, max_points=2,
+                                  status="failed" if broken else "passed"))
+        module = ModuleSource(exercise=exercise, path="bughunt/regression.py", kind="py")
+        run = CheckRun(submission=Submission(student="s", root=".",
+                                             modules={exercise: module}),
+                       exercises=[exercise], checks=checks)
+        return result_of(run)
+
+    perfect, breaker = graded(False), graded(True)
+    worth = 2 * len(owed)
+    assert perfect.max_score == breaker.max_score == worth == perfect.score
+    assert breaker.score == pytest.approx(worth * worth / (worth + 2), abs=1e-5)
+    assert canvas_csv([perfect, breaker], assignment="hw").splitlines()[1].endswith(f",{worth}")

@@ -350,3 +350,24 @@ def test_class_statistics_come_from_exact_percents_not_rounded_rows():
     summary = summarize([scored("a", 5), scored("b", 7)], ["ex"])
     assert summary.median_percent == 85.71 and summary.mean_percent == 85.71
     assert [row.percent for row in summary.rows] == [71.43, 100.0]
+
+
+@pytest.mark.fast
+def test_the_terminal_summary_shows_control_characters_from_student_code_escaped():
+    """An exception's message (and a file name) comes from the student: escape sequences in it
+    must not clear, retitle or overwrite the student's terminal, colour or not."""
+    from grader.outputs import terminal
+
+    nasty = "\x1b[2J\x1b]0;pwned\x07\rfake [ PASSED ]\x9b"
+    check = CheckResult(id="e.c", exercise="e", targets=["f"], visibility="visible",
+                        points=0, max_points=1, status="error", message=f"f() raised {nasty}")
+    result = SubmissionResult(student="s", grader_version="0", checks=[check],
+                              exercises=[ExerciseResult(exercise="e", path=f"e{nasty}.py",
+                                                        score=0, max_score=1,
+                                                        notes=[nasty])],
+                              notes=[nasty])
+    for text in (terminal.summary(result, color=False), terminal.checks_text(result)):
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", text)
+        assert "\\x1b[2J" in text and "\\x0dfake" in text
+    coloured = terminal.summary(result, color=True)
+    assert "\x1b[2J" not in coloured and "\x07" not in coloured and "\r" not in coloured

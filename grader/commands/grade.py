@@ -23,7 +23,7 @@ from grader.commands.common import (GraderUnavailable, UsageError, default_jobs,
 from grader.commands.variants import read_variants
 from grader.course.bughunt import apply_variants
 from grader.course.registry import known_exercises
-from grader.intake.assignment import Assignment, from_exercises, read_timestamp, roster_aliases
+from grader.intake.assignment import Assignment, from_exercises, roster_aliases, submission_time
 from grader.intake.files import Inode, class_hard_links, own_links
 from grader.intake.fingerprint import fingerprint, grading_digest, submission_digest
 from grader.intake.lms import STAGING, read_sidecar
@@ -317,9 +317,10 @@ def task_for(student: str, mark: str, path: Path, links: set[Inode], *,
     said), which gives its notes and late marker (a student's own folder is never asked:
     a sidecar there would be the student's word)."""
     sidecar = read_sidecar(path) if staged else None
+    submitted_at, note = submission_time(path) if path.is_dir() else (None, None)
     return GradeTask(student=student, path=path, fingerprint=mark, own_links=sorted(links),
-                     submitted_at=read_timestamp(path) if path.is_dir() else None,
-                     notes=list(sidecar.notes) if sidecar else [],
+                     submitted_at=submitted_at,
+                     notes=(list(sidecar.notes) if sidecar else []) + ([note] if note else []),
                      late_marker=bool(sidecar and sidecar.late_marker))
 
 

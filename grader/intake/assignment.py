@@ -324,6 +324,31 @@ def read_timestamp(student_path: Path) -> datetime | None:
     return parse_timestamp(text)
 
 
+def submission_time(student_path: Path) -> tuple[datetime | None, str | None]:
+    """When the student submitted, and a note for the instructor when it cannot be told: from
+    `timestamp.txt` in their folder, else from one in a folder of it (nbgrader's exchange keeps
+    `<student>/<assignment>/timestamp.txt`; several: the latest). A file that is there but does
+    not read as a time is said, not taken as on time in silence (a student's own folder may
+    hold one)."""
+    folder = Path(student_path)
+    found = [folder / "timestamp.txt"]
+    if not found[0].is_file():
+        try:
+            found = sorted(p for p in folder.glob("*/timestamp.txt") if p.is_file())
+        except OSError:
+            found = []
+    times = [(read_timestamp(p.parent), p) for p in found]
+    known = [moment for moment, _ in times if moment is not None]
+    unread = [p for moment, p in times if moment is None]
+    note = None
+    if unread:
+        names = ", ".join(str(p.relative_to(folder)) for p in unread)
+        note = (f"{names} does not read as a time (ISO 8601, as nbgrader writes it): "
+                + ("the other one was used" if known else
+                   "not counted late; check when this was submitted"))
+    return (max(known) if known else None), note
+
+
 def parse_timestamp(text: str) -> datetime | None:
     text = text.strip()
     if text.endswith((" UTC", " utc")):

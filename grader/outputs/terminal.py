@@ -7,6 +7,7 @@ eight codes do not justify a dependency students must install, and a status word
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from grader.models import CheckResult, PendingCheck, SubmissionResult, state_of
@@ -18,6 +19,17 @@ INDENT = " " * 14
 # Styles: one per outcome (grader.outputs.outcomes), and a few for the text around them.
 _CODES = {**{state: outcome.colour for state, outcome in OUTCOMES.items()},
           "bold": "1", "dim": "2", "heading": "1;36"}
+
+
+# Control characters but newline and tab (C0, DEL, C1): text from student code or files (an
+# exception's message, a file name) must not drive the terminal (clear it, retitle it, move the
+# cursor over the verdict lines); shown escaped instead.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def plain(text: str) -> str:
+    """`text` with every control character but newline and tab shown as an escape (\\x1b)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 class Painter:
@@ -37,17 +49,17 @@ def summary(result: SubmissionResult, *, pending: Iterable[PendingCheck] = (),
     pending = list(pending)
     lines: list[str] = []
     for note in result.notes:
-        lines.append(f"note: {note}")
+        lines.append(f"note: {plain(note)}")
     for part in result.exercises:
         checks = [c for c in result.checks if c.exercise == part.exercise]
         later = [p for p in pending if p.exercise == part.exercise]
-        where = f"  ({part.path})" if part.path else ""
+        where = f"  ({plain(part.path)})" if part.path else ""
         passed = sum(c.status == "passed" for c in checks)
         lines.append("")
         lines.append(paint(f"{part.exercise}: {part.score:g} / {part.max_score:g} points, "
                            f"{passed} of {len(checks)} checks passed", "heading") + where)
         for note in part.notes:
-            lines.append(f"  note: {note}")
+            lines.append(f"  note: {plain(note)}")
         lines += [line for c in checks for line in _check_lines(c, paint)]
         if later and is_bughunt(part.exercise):
             lines.append(paint(f"  {bughunt_line(later)}", "bold"))
@@ -116,7 +128,7 @@ def _check_lines(c: CheckResult, paint: Painter) -> list[str]:
         return [head]
     if state == "todo":
         return [f"{head}  {paint(OUTCOMES['todo'].label, 'dim')}"]
-    body = c.message.rstrip().splitlines() or ["(no message)"]
+    body = plain(c.message).rstrip().splitlines() or ["(no message)"]
     if c.hint and c.hint not in c.message:
         body.append(f"Hint: {c.hint}")
     if len(body) > MAX_MESSAGE_LINES:
@@ -157,15 +169,15 @@ def checks_text(result: SubmissionResult) -> str:
     lines: list[str] = []
     for part in result.exercises:
         lines.append(f"\n{part.exercise}: {part.score:g} / {part.max_score:g}"
-                     + (f"  ({part.path})" if part.path else ""))
-        lines += [f"  note: {note}" for note in part.notes]
+                     + (f"  ({plain(part.path)})" if part.path else ""))
+        lines += [f"  note: {plain(note)}" for note in part.notes]
         for c in (c for c in result.checks if c.exercise == part.exercise):
             label = OUTCOMES[c.status].word
             lines.append(f"  [{label:^9}] {c.title}  ({c.points:g}/{c.max_points:g}, "
                          f"{c.visibility})")
             if c.status == "passed":
                 continue
-            lines += [f"              {line}" for line in c.message.splitlines()]
+            lines += [f"              {line}" for line in plain(c.message).splitlines()]
             for d in diagnosis_views(c):
                 if not d.known:
                     continue

@@ -7,7 +7,7 @@ import math
 from datetime import datetime, timedelta
 
 from grader.intake.assignment import Assignment, Override, aware_utc
-from grader.models import Adjustment, SubmissionResult
+from grader.models import Adjustment, CheckResult, SubmissionResult
 
 
 def apply_assignment(result: SubmissionResult, assignment: Assignment, *,
@@ -24,10 +24,7 @@ def apply_assignment(result: SubmissionResult, assignment: Assignment, *,
         if target is None or part.max_score <= 0:
             continue
         mine = [c for c in result.checks if c.exercise == part.exercise]
-        for check, maximum in zip(mine, rescaled([c.max_points for c in mine], target)):
-            share = check.points / check.max_points if check.max_points > 0 else 0.0
-            check.points = round(share * maximum, 6)
-            check.max_points = maximum
+        rescale_checks(mine, target)
         part.score = round(sum(c.points for c in mine), 6)
         part.max_score = round(sum(c.max_points for c in mine), 6)
     for row in assignment.override_rows:
@@ -58,6 +55,15 @@ def rescaled(maxima: list[float], target: float) -> list[float]:
     largest = max(range(len(scaled)), key=lambda i: scaled[i])
     scaled[largest] = round(scaled[largest] + target - sum(scaled), 6)
     return scaled
+
+
+def rescale_checks(checks: list[CheckResult], target: float) -> None:
+    """Set the maxima of `checks` to add up to `target` (`rescaled`), each check keeping its
+    share of its points."""
+    for check, maximum in zip(checks, rescaled([c.max_points for c in checks], target)):
+        share = check.points / check.max_points if check.max_points > 0 else 0.0
+        check.points = round(share * maximum, 6)
+        check.max_points = maximum
 
 
 def apply_override(result: SubmissionResult, row: Override) -> None:

@@ -9,11 +9,12 @@ from __future__ import annotations
 from datetime import datetime
 
 import grader
-from grader.course.bughunt import is_bughunt, select_scored
+from grader.course.bughunt import hunt, is_bughunt, select_scored
+from grader.course.bughunt import scored_checks as scored_ids
 from grader.intake.assignment import Assignment
 from grader.intake.submission import not_submitted
 from grader.models import CheckResult, CheckRun, ExerciseResult, SubmissionResult
-from grader.scoring.assignment import apply_assignment
+from grader.scoring.assignment import apply_assignment, rescale_checks
 from grader.scoring.diagnose import diagnose
 
 MAX_NOTES = 20  # a notebook of 10,000 failing cells still gets a readable report
@@ -88,4 +89,18 @@ def scored_checks(run: CheckRun) -> list[CheckResult]:
                  for e in hunts}
     broken = {e for e in hunts if e not in submission.modules or submission.modules[e].fatal
               or (e in modules and modules[e].unavailable)}
-    return select_scored(checks, faults_of, broken)
+    selected = select_scored(checks, faults_of, broken)
+    # A check of something that worked counts when it fails (the student broke it): as a share
+    # of the copy's points, which stay what its faults are worth. Added to the maximum, it gave
+    # a student who broke a part the points of a perfect fix in every LMS column (and raised
+    # the class's Points Possible, lowering everyone else's percentage).
+    for exercise, faults in faults_of.items():
+        owed = scored_ids(exercise, hunt(exercise).seeded if faults is None else faults)
+        at = [i for i, c in enumerate(selected) if c.exercise == exercise]
+        worth = sum(selected[i].max_points for i in at if selected[i].id in owed)
+        if worth > 0 and sum(selected[i].max_points for i in at) > worth:
+            mine = [selected[i].model_copy() for i in at]  # the run's own results stay as run
+            rescale_checks(mine, worth)
+            for i, check in zip(at, mine):
+                selected[i] = check
+    return selected
