@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 import zipfile
 from datetime import datetime, timedelta, timezone
@@ -492,37 +493,69 @@ def test_a_dying_grading_process_costs_one_retry_not_the_batch(tmp_path, serve_f
     assert comparable(on_disk) == comparable(bob)
 
 
-def finish_noting_dynamo(outcome, task, settings):
-    """A grading process's finish step that notes, once the checks ran, what torch._dynamo is
-    in it."""
-    from grader.commands.grade import finish_task
+def serve_noting_dynamo(conn, settings, steps):
+    """A grading process that notes, before it serves, whether its zygote is told to warm
+    torch._dynamo."""
+    import grader.worker.client as client
+    from grader.running.pool import serve
 
-    (settings.out.parent / "dynamo").write_text(type(sys.modules.get("torch._dynamo")).__name__)
-    return finish_task(outcome, task, settings)
+    made = client.Zygote.__init__
+
+    def noting(self, *args, **kwargs):
+        (settings.out.parent / "zygote-optimizers").write_text(str(kwargs.get("optimizers")))
+        made(self, *args, **kwargs)
+
+    client.Zygote.__init__ = noting
+    serve(conn, settings, steps)
 
 
-def test_a_class_that_trains_is_graded_without_importing_torch_dynamo(tmp_path):
-    """Neither the fork server nor a grading process imports torch._dynamo (~1.8 s at start-up,
-    which the first optimizer step would import): the checks of training_loops run with it
-    deferred (`grader.worker.deferred_dynamo`), and the solution gets full marks."""
+@pytest.mark.parametrize("exercise, warm", [(EXERCISE, False), ("training_loops", True)])
+def test_torch_dynamo_is_imported_at_start_up_only_for_exercises_that_build_optimizers(
+        tmp_path, exercise, warm):
+    """The fork server preloads torch._dynamo (~1.8 s) and the zygotes warm it only when the
+    exercises graded may build a torch.optim optimizer (`Course.may_build_optimizers`): a class
+    of strides_broadcasting starts without it, one of training_loops with it."""
     from grader.commands.grade import STEPS
     from grader.intake.assignment import from_exercises
     from grader.course.folder import active_course
-    from grader.running.pool import (GradeTask, GradingSteps, PoolSettings, grade_in_pool,
-                                     preload)
+    from grader.running.pool import GradeTask, PoolSettings, grade_in_pool, preload
 
-    exercise = "training_loops"
     ann = tmp_path / "subs" / "ann"
     ann.mkdir(parents=True)
-    (ann / f"{exercise}.py").write_text((SOLUTIONS / f"{exercise}.py").read_text())
+    (ann / f"{exercise}.py").write_text((EXERCISES / f"{exercise}.py").read_text())
     tasks = [GradeTask(submission=load_submission(ann, exercises=[exercise], student="ann"))]
     settings = PoolSettings(out=tmp_path / "out", exercises=[exercise],
                             assignment=from_exercises([exercise]))
-    steps = GradingSteps(read=STEPS.read, finish=finish_noting_dynamo, fail=STEPS.fail)
-    [result] = grade_in_pool(tasks, settings=settings, steps=steps, jobs=1)
-    assert result.checks and result.score == result.max_score
-    assert (tmp_path / "dynamo").read_text() == "DeferredDynamo"
-    assert not any("dynamo" in name for name in preload(active_course(), [exercise]))
+    [result] = grade_in_pool(tasks, settings=settings, steps=STEPS, jobs=1,
+                             serve=serve_noting_dynamo)
+    assert result.checks and result.score == 0  # the stub, graded
+    assert (tmp_path / "zygote-optimizers").read_text() == str(warm)
+    # The fork server's imports (multiprocessing keeps the first fork server of a process, so
+    # they are read from what the pool asks of it, not from a process of this test's).
+    assert ("torch._dynamo" in preload(active_course(), [exercise])) == warm
+
+
+def test_a_local_check_of_training_code_runs_with_torch_dynamo_deferred():
+    """`torchgrade check` runs the checks in its own process, without a fork server: their
+    references step optimizers with torch._dynamo deferred (`grader.worker.deferred_dynamo`),
+    never importing it (~1.8 s of a cold check), and the solution gets full marks."""
+    code = textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from grader.intake.submission import load_submission
+        from grader.running.runner import run_checks
+        from grader.worker.client import Zygote
+        sub = load_submission(Path({str(SOLUTIONS / "training_loops.py")!r}),
+                              exercises=["training_loops"])
+        with Zygote() as zygote:
+            run = run_checks(sub, exercises=["training_loops"], zygote=zygote)
+        print(all(c.status == "passed" for c in run.checks) and len(run.checks) > 5,
+              type(sys.modules.get("torch._dynamo")).__name__)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "DeferredDynamo"]
 
 
 # --------------------------------------------------------------------------- pieces

@@ -21,12 +21,14 @@ every optimizer's steps, bit for bit; `torch.compile` after the stand-in). A tor
 anything else loads the real module: slower, as without the stand-in, never different.
 
 Where it is used: the grader's own check runs (`grader.running.runner`, `.batch`, the pytest
-plugin), whose references train but never need more of torch._dynamo, so that no grading process
-and no fork server imports it; and a zygote told that its workers build no optimizer
-(`zygote.warm`). A zygote for exercises that train imports the real module ahead instead: student
-code there may need more of it, inside a call's deadline (`torch.use_deterministic_algorithms`
-imports torch._inductor, which imports it). Student code in a worker that undoes the stand-in
-only makes its own worker slower.
+plugin), so that a local check's references train without it (a cold `torchgrade check` of
+training code: ~1.8 s less CPU); and a zygote told that its workers build no optimizer
+(`zygote.warm`). Where many processes would each need more of it, the real module is imported
+once ahead instead and shared by their forks: a zygote for exercises that train (student code
+there may need more of it inside a call's deadline: `torch.use_deterministic_algorithms`
+imports torch._inductor, which imports it), and a pool's fork server for such exercises
+(references through `torch.func` need the real one: each grading process imported its own).
+Student code in a worker that undoes the stand-in only makes its own worker slower.
 """
 
 from __future__ import annotations
