@@ -167,23 +167,6 @@ def test_a_longer_timeout_makes_the_submissions_budget_longer():
     assert limits_of(60.0).submission_budget == 180 * 60.0
 
 
-def test_a_flood_of_output_costs_the_grader_little_and_says_what_was_not_read(zygote):
-    """Writing 64 KB at a time for as long as a call lasts made the grading process read it
-    all (~10 CPU-s a check, outside the worker's CPU cap) to keep 64 KB: it now reads 16 MB of
-    a call's output at most, and the flooding call waits on its full pipe until its deadline."""
-    code = "import os\ndef flood():\n    while True:\n        os.write(1, b'z' * 65536)\n"
-    with module_of(zygote, code, FAST.model_copy(update={"call_timeout": 3.0})) as sub:
-        cpu = time.process_time()
-        with pytest.raises(StudentError) as caught:
-            sub.call("flood")
-        used = time.process_time() - cpu
-        assert caught.value.status == "timeout"
-        assert used < 1.0, used  # reading 3 s of it took 1.7 CPU-s here
-        output = sub.end_check()
-        assert "more than 16 MB in one call: the rest was not read" in output
-        assert len(output) < 2 * FAST.output_bytes
-
-
 def test_a_timeout_fails_only_that_call_and_a_fresh_worker_serves_the_next(zygote):
     with module_of(zygote, "import time\nstate = []\n"
                             "def slow(): time.sleep(60)\n"

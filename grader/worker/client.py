@@ -577,24 +577,15 @@ class Zygote:
         self.close()
 
 
-# Output the grader reads from a worker during one request, at most: past it, the worker's
-# writes wait (its pipe is full) until the next request. Reading all of a flood (a loop of
-# 64 KB writes) cost the grading process ~10 CPU-s per check, outside the worker's CPU cap,
-# for output of which 64 KB is kept.
-OUTPUT_READ_PER_REQUEST = 16 << 20
-
-
 class OutputBuffer:
     """Bounded capture of a worker's stdout and stderr: the first and last `limit // 2` bytes
-    since the last `take()`, with a count of what was dropped in between (and whether more was
-    left unread: `unread`)."""
+    since the last `take()`, with a count of what was dropped in between."""
 
     def __init__(self, limit: int):
         self.half = max(limit // 2, 1)
         self.head = bytearray()
         self.tail = bytearray()
         self.dropped = 0
-        self.unread = False
 
     def add(self, data: bytes) -> None:
         room = self.half - len(self.head)
@@ -610,12 +601,10 @@ class OutputBuffer:
 
     def take(self) -> str:
         text = self.head.decode("utf-8", "replace")
-        if self.dropped or self.unread:
-            text += (f"\n[... {self.dropped} bytes of output omitted"
-                     + (f"; more than {OUTPUT_READ_PER_REQUEST >> 20} MB in one call: the "
-                        "rest was not read" if self.unread else "") + " ...]\n")
+        if self.dropped:
+            text += f"\n[... {self.dropped} bytes of output omitted ...]\n"
         text += self.tail.decode("utf-8", "replace")
-        self.head, self.tail, self.dropped, self.unread = bytearray(), bytearray(), 0, False
+        self.head, self.tail, self.dropped = bytearray(), bytearray(), 0
         return text
 
 
@@ -633,7 +622,6 @@ class Worker:
         self.scratch = scratch
         self.limits = limits
         self.output = OutputBuffer(limits.output_bytes)
-        self._read_now = 0  # output bytes read during the current request
         self.alive = True
 
     @overload
@@ -663,7 +651,6 @@ class Worker:
         if not self.alive:
             raise WorkerCrashed("the worker is no longer running")
         deadline = time.monotonic() + timeout
-        self._read_now = 0
         try:
             encoded = wire.encode(message, segments, send_fds=True)
             if not wire.send_frame_nonblocking(self.sock, encoded, deadline, self._drain):
@@ -683,9 +670,7 @@ class Worker:
                 if remaining <= 0:
                     self.kill()
                     raise WorkerTimeout(timeout)
-                watched: list[socket.socket | int] = [self.sock]
-                if self._read_now < OUTPUT_READ_PER_REQUEST:
-                    watched.append(self.out_fd)
+                watched: list[socket.socket | int] = [self.sock, self.out_fd]
                 readable, _, _ = select.select(watched, [], [], remaining)
                 if self.out_fd in readable:
                     self._drain(0)
@@ -718,9 +703,6 @@ class Worker:
 
     def _drain(self, _timeout: float) -> None:
         while True:
-            if self._read_now >= OUTPUT_READ_PER_REQUEST:
-                self.output.unread = True
-                return
             try:
                 data = os.read(self.out_fd, 1 << 16)
             except BlockingIOError:
@@ -729,7 +711,6 @@ class Worker:
                 return
             if not data:
                 return
-            self._read_now += len(data)
             self.output.add(data)
 
     def _death(self) -> str:
