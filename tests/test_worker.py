@@ -322,6 +322,28 @@ def test_output_is_captured_per_check_and_bounded(zygote):
         assert text.rstrip().endswith("to stderr")
 
 
+@pytest.mark.parametrize("size", [1, 100, 65536])
+def test_a_worker_that_floods_its_output_costs_the_grader_little_cpu(zygote, size):
+    # Woken at every write, the grader used as much CPU as the flood lasted (2 s here, outside
+    # the worker's CPU cap); with reads spaced out it uses well under a tenth of that.
+    flood = ("import os, time\n"
+             "def flood(seconds, size):\n"
+             "    end, chunk, n = time.monotonic() + seconds, b'x' * size, 0\n"
+             "    while time.monotonic() < end:\n"
+             "        os.write(1, chunk)\n"
+             "        n += 1\n"
+             "    os.write(1, b'the end')\n"
+             "    return n\n")
+    with module_of(zygote, flood, WorkerLimits(call_timeout=10.0, output_bytes=4096)) as sub:
+        sub.call("flood", 0.01, 1)
+        sub.end_check()
+        before = time.thread_time()
+        assert sub.call("flood", 2.0, size) > 0
+        assert time.thread_time() - before < 0.6
+        text = sub.end_check()
+        assert "bytes of output omitted" in text and text.endswith("the end")
+
+
 def test_output_buffer_keeps_head_and_tail():
     buf = OutputBuffer(10)
     buf.add(b"abcdefghijklmnop")

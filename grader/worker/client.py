@@ -7,6 +7,7 @@ worker is dead afterwards (killed with its whole process group) and must be repl
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -516,6 +517,7 @@ class Zygote:
         scratch = tempfile.mkdtemp(prefix="w", dir=self.scratch_root)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         out_r, out_w = os.pipe()
+        _widen(out_r)
         try:
             request = wire.encode(messages.spawn(scratch, limits.model_dump()))
             request.fds = [theirs.fileno(), out_w]
@@ -577,6 +579,24 @@ class Zygote:
         self.close()
 
 
+# The grader reads a worker's output at most this often while it waits for a reply: woken
+# at every write, it spent as much CPU as a worker that prints in a loop (3 s of a 3 s flood,
+# outside the worker's CPU cap). Between reads the worker's writes wait in the pipe, and a
+# flood blocks the worker on its own full pipe, in its own time.
+DRAIN_INTERVAL = 0.005
+PIPE_BYTES = 1 << 20  # Linux's default ceiling for an unprivileged pipe
+READ_BYTES = 1 << 16
+
+
+def _widen(fd: int) -> None:
+    """Let the pipe hold `PIPE_BYTES`, so that honest output rarely waits for a read (with
+    `DRAIN_INTERVAL`, up to ~200 MB/s); the kernel's 64 KiB stays if it refuses."""
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (OSError, AttributeError):
+        pass
+
+
 class OutputBuffer:
     """Bounded capture of a worker's stdout and stderr: the first and last `limit // 2` bytes
     since the last `take()`, with a count of what was dropped in between."""
@@ -622,6 +642,7 @@ class Worker:
         self.scratch = scratch
         self.limits = limits
         self.output = OutputBuffer(limits.output_bytes)
+        self._next_drain = 0.0
         self.alive = True
 
     @overload
@@ -653,7 +674,7 @@ class Worker:
         deadline = time.monotonic() + timeout
         try:
             encoded = wire.encode(message, segments, send_fds=True)
-            if not wire.send_frame_nonblocking(self.sock, encoded, deadline, self._drain):
+            if not wire.send_frame_nonblocking(self.sock, encoded, deadline, self._drain_some):
                 self.kill()
                 raise WorkerTimeout(timeout)
             reader = wire.FrameReader(wire.REPLY_LIMITS)
@@ -666,14 +687,20 @@ class Worker:
                     if time.monotonic() > deadline:
                         raise wire.Overdue("the reply was decoded after the deadline")
                     return messages.parse_reply_to(message, value)
-                remaining = deadline - time.monotonic()
+                now = time.monotonic()
+                remaining = deadline - now
                 if remaining <= 0:
                     self.kill()
                     raise WorkerTimeout(timeout)
-                watched: list[socket.socket | int] = [self.sock, self.out_fd]
+                watched: list[socket.socket | int] = [self.sock]
+                if now >= self._next_drain:
+                    watched.append(self.out_fd)
+                else:
+                    remaining = min(remaining, self._next_drain - now)
                 readable, _, _ = select.select(watched, [], [], remaining)
                 if self.out_fd in readable:
-                    self._drain(0)
+                    self._drain(0, reads=PIPE_BYTES // READ_BYTES)
+                    self._next_drain = time.monotonic() + DRAIN_INTERVAL
                 if self.sock in readable:
                     try:
                         data, anc, _, _ = self.sock.recvmsg(1 << 20, socket.CMSG_SPACE(64))
@@ -701,10 +728,12 @@ class Worker:
         except (BrokenPipeError, ConnectionError):
             raise WorkerCrashed(self._death()) from None
 
-    def _drain(self, _timeout: float) -> None:
-        while True:
+    def _drain(self, _timeout: float, reads: int | None = None) -> None:
+        """Read the worker's output until the pipe is empty, or for `reads` reads: a worker
+        that writes as fast as we read would otherwise keep one drain going for ever."""
+        while reads is None or reads > 0:
             try:
-                data = os.read(self.out_fd, 1 << 16)
+                data = os.read(self.out_fd, READ_BYTES)
             except BlockingIOError:
                 return
             except OSError:
@@ -712,6 +741,11 @@ class Worker:
             if not data:
                 return
             self.output.add(data)
+            if reads is not None:
+                reads -= 1
+
+    def _drain_some(self, _timeout: float) -> None:
+        self._drain(0, reads=PIPE_BYTES // READ_BYTES)
 
     def _death(self) -> str:
         """Describe how the worker ended (it closed its socket)."""
