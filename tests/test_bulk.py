@@ -512,9 +512,10 @@ def serve_noting_dynamo(conn, settings, steps):
 @pytest.mark.parametrize("exercise, warm", [(EXERCISE, False), ("training_loops", True)])
 def test_torch_dynamo_is_imported_at_start_up_only_for_exercises_that_build_optimizers(
         tmp_path, exercise, warm):
-    """The fork server preloads torch._dynamo (~1.8 s) and the zygotes warm it only when the
-    exercises graded may build a torch.optim optimizer (`Course.may_build_optimizers`): a class
-    of strides_broadcasting starts without it, one of training_loops with it."""
+    """The zygotes warm torch._dynamo (~1.8 s) only when the exercises graded may build a
+    torch.optim optimizer (`Course.may_build_optimizers`): a class of strides_broadcasting
+    starts without it, one of training_loops with it. The fork server never preloads it: its
+    grading processes check with it deferred."""
     from grader.commands.grade import STEPS
     from grader.intake.assignment import from_exercises
     from grader.course.folder import active_course
@@ -532,12 +533,14 @@ def test_torch_dynamo_is_imported_at_start_up_only_for_exercises_that_build_opti
     assert (tmp_path / "zygote-optimizers").read_text() == str(warm)
     # The fork server's imports (multiprocessing keeps the first fork server of a process, so
     # they are read from what the pool asks of it, not from a process of this test's).
-    assert ("torch._dynamo" in preload(active_course(), [exercise])) == warm
+    assert "torch._dynamo" not in preload(active_course(), [exercise])
 
 
-def test_a_local_check_of_training_code_runs_with_torch_dynamo_deferred():
-    """`torchgrade check` runs the checks in its own process, without a fork server: their
-    references step optimizers with torch._dynamo deferred (`grader.worker.deferred_dynamo`),
+@pytest.mark.parametrize("exercise", ["training_loops", "autograd_graph"])
+def test_a_local_check_runs_with_torch_dynamo_deferred(exercise):
+    """`torchgrade check` runs the checks in its own process (a pool's grading process runs
+    them the same way): their references step optimizers (training_loops) and take torch.func
+    gradients (autograd_graph) with torch._dynamo deferred (`grader.worker.deferred_dynamo`),
     never importing it (~1.8 s of a cold check), and the solution gets full marks."""
     code = textwrap.dedent(f"""
         import sys
@@ -545,10 +548,10 @@ def test_a_local_check_of_training_code_runs_with_torch_dynamo_deferred():
         from grader.intake.submission import load_submission
         from grader.running.runner import run_checks
         from grader.worker.client import Zygote
-        sub = load_submission(Path({str(SOLUTIONS / "training_loops.py")!r}),
-                              exercises=["training_loops"])
+        sub = load_submission(Path({str(SOLUTIONS / f"{exercise}.py")!r}),
+                              exercises=[{exercise!r}])
         with Zygote() as zygote:
-            run = run_checks(sub, exercises=["training_loops"], zygote=zygote)
+            run = run_checks(sub, exercises=[{exercise!r}], zygote=zygote)
         print(all(c.status == "passed" for c in run.checks) and len(run.checks) > 5,
               type(sys.modules.get("torch._dynamo")).__name__)
     """)

@@ -109,3 +109,48 @@ def test_defer_leaves_a_real_torch_dynamo_alone():
         print(sys.modules["torch._dynamo"] is real, deferred())
     """)
     assert out == "True False"
+
+
+# torch.func's transforms, a reference's tools: each enters compiled_autograd._disable() around
+# its torch.autograd.grad. The bytes of what they compute, and what torch._dynamo is after.
+FUNC_ALL = """
+import hashlib, sys, torch
+if sys.argv[1] == "defer":
+    from grader.worker.deferred_dynamo import defer
+    defer()
+from torch.func import grad, hessian, jacfwd, jacrev, vjp, vmap
+torch.manual_seed(0)
+x, w = torch.randn(5, dtype=torch.float64), torch.randn(3, 5, dtype=torch.float64)
+f = lambda t: torch.tanh(w @ t).pow(2).sum()
+out, pullback = vjp(lambda t: torch.sin(w @ t), x)
+results = [out, *pullback(torch.ones(3, dtype=torch.float64)), grad(f)(x), jacrev(torch.sin)(x),
+           jacfwd(torch.sin)(x), hessian(f)(x), vmap(grad(f))(torch.randn(4, 5).double())]
+digest = hashlib.sha256()
+for r in results:
+    digest.update(r.detach().numpy().tobytes())
+print(digest.hexdigest(), type(sys.modules.get("torch._dynamo")).__name__)
+"""
+
+
+def test_torch_func_computes_the_same_bits_without_importing_torch_dynamo():
+    deferred, module = run(FUNC_ALL, "defer").split()
+    plain, module_plain = run(FUNC_ALL, "plain").split()
+    assert deferred == plain
+    assert module == "DeferredDynamo" and module_plain == "module"
+
+
+def test_compiled_autograd_is_the_real_one_once_loaded():
+    """Any other name of torch._dynamo.compiled_autograd loads the real module; `_disable()`
+    then is the real one's, through a reference taken before."""
+    out = run("""
+        import sys, torch
+        from grader.worker.deferred_dynamo import defer, deferred
+        defer()
+        early = torch._dynamo.compiled_autograd
+        with early._disable():
+            pass
+        print(deferred(), early.compiled_autograd_enabled, deferred())
+        with early._disable():
+            print(sys.modules["torch._dynamo.compiled_autograd"].active_disable_ctx)
+    """)
+    assert out.splitlines() == ["True False False", "True"]

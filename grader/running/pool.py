@@ -85,14 +85,10 @@ PRELOAD = ["grader.running.batch", "grader.commands.grade"]
 # run waits for before its first grading process starts.
 PICTURE_IMPORTS = ["matplotlib.figure", "matplotlib.backends.backend_svg", "matplotlib.patches",
                    "grader.outputs.plots"]
-# Added to PRELOAD when the exercises may build a torch.optim optimizer
-# (`Course.may_build_optimizers`), as the zygote does for the workers: once, shared by every
-# grading process. Without it, each grading process that needed the real module (a reference
-# through torch.func, say: the deferred stand-in answers only an optimizer's two calls)
-# imported its own: 1.8 s of CPU and ~70 MB of private memory each (measured: the class tree's
-# PSS 1395 -> 1512 MB with two). Not preloaded, the checks still run with it deferred
-# (`grader.worker.deferred_dynamo`), which a class that never trains never loads.
-OPTIMIZER_PRELOAD = ["torch._dynamo"]
+# torch._dynamo is not preloaded, even for exercises that train: the grading processes' checks
+# run with it deferred (`grader.worker.deferred_dynamo`, which answers what optimizers and
+# torch.func ask of it in eager execution), so none imports it. Preloaded, it was ~1.1 s more
+# of the fork server's imports, which every run waits for before its first grading process.
 MAX_ATTEMPTS = 2            # a submission whose grading process died twice is a grader failure
 # A grading process busy this long on one submission is stuck (or twice the submission's budget,
 # if longer): student code cannot take it (WorkerLimits.submission_budget, 15 min by default,
@@ -103,11 +99,9 @@ TEMPLATE_ENV = "TORCHGRADE_ZYGOTE_TEMPLATE"  # "0": every grading process launch
 
 
 def preload(course: Course, exercises: list[str]) -> list[str]:
-    """What the fork server imports for grading `exercises` of `course`: PRELOAD, the checks'
-    modules (by name) and, when they may build an optimizer, OPTIMIZER_PRELOAD."""
-    optimizers = OPTIMIZER_PRELOAD if course.may_build_optimizers(exercises) else []
-    return PRELOAD + optimizers + [f.stem for f in check_files(exercises,
-                                                                checks_dir=course.checks_dir)]
+    """What the fork server imports for grading `exercises` of `course`: PRELOAD and the
+    checks' modules (by name)."""
+    return PRELOAD + [f.stem for f in check_files(exercises, checks_dir=course.checks_dir)]
 
 
 class GradeTask(BaseModel):

@@ -10,6 +10,11 @@ execution both do nothing:
 - `graph_break()`, from `torch.optim.optimizer._use_grad_for_differentiable`: a no-op outside
   compilation.
 
+and torch.func (`vjp`, `grad`, `jacrev`), a reference's tool, one more:
+
+- `compiled_autograd._disable()`, around each of its `torch.autograd.grad`: the autograd
+  engine's compiler set to none for the block (done here by the same C call).
+
 `defer()` puts a stand-in module at `torch._dynamo` that answers exactly those two calls as eager
 execution does and loads the real module the moment anything else of it is asked for
 (`torch.compile`, `torch._dynamo.disable` used as a decorator, a submodule's import, any other
@@ -21,22 +26,23 @@ every optimizer's steps, bit for bit; `torch.compile` after the stand-in). A tor
 anything else loads the real module: slower, as without the stand-in, never different.
 
 Where it is used: the grader's own check runs (`grader.running.runner`, `.batch`, the pytest
-plugin), so that a local check's references train without it (a cold `torchgrade check` of
-training code: ~1.8 s less CPU); and a zygote told that its workers build no optimizer
-(`zygote.warm`). Where many processes would each need more of it, the real module is imported
-once ahead instead and shared by their forks: a zygote for exercises that train (student code
-there may need more of it inside a call's deadline: `torch.use_deterministic_algorithms`
-imports torch._inductor, which imports it), and a pool's fork server for such exercises
-(references through `torch.func` need the real one: each grading process imported its own).
-Student code in a worker that undoes the stand-in only makes its own worker slower.
+plugin), in a local check and in a pool's grading processes alike, so that references train and
+take torch.func gradients without it (a cold `torchgrade check` of training code: ~1.8 s less
+CPU; a pool's fork server ~1.1 s less to import before the first grading process); and a zygote
+told that its workers build no optimizer (`zygote.warm`). A zygote for exercises that train
+imports the real module once ahead instead, shared by its workers: student code there may need
+more of it inside a call's deadline (`torch.use_deterministic_algorithms` imports
+torch._inductor, which imports it). Student code in a worker that undoes the stand-in only
+makes its own worker slower.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 NAME = "torch._dynamo"
@@ -50,6 +56,7 @@ class DeferredDynamo(types.ModuleType):
         super().__init__(NAME, "torch._dynamo, not imported yet (grader.worker.deferred_dynamo)")
         self._real: types.ModuleType | None = None
         self._cached: list[Callable[..., Any]] = []  # functions whose CACHE holds our answer
+        self._compiled_autograd = DeferredCompiledAutograd(self)
 
     def disable(self, fn: Callable[..., Any] | None = None, recursive: bool = True, *,
                 wrapping: bool = True, **kwargs: Any) -> Any:
@@ -65,6 +72,14 @@ class DeferredDynamo(types.ModuleType):
         """Outside compilation, nothing (as the real one does there)."""
         if self._real is not None or args or kwargs:
             self.real().graph_break(*args, **kwargs)
+
+    @property
+    def compiled_autograd(self) -> DeferredCompiledAutograd:
+        """`torch._dynamo.compiled_autograd`: torch.func's vjp, grad and jacrev enter its
+        `_disable()` around every `torch.autograd.grad`."""
+        if self._real is not None:
+            return self._real.compiled_autograd
+        return self._compiled_autograd
 
     def real(self) -> types.ModuleType:
         """The real torch._dynamo, imported on first need."""
@@ -82,6 +97,33 @@ class DeferredDynamo(types.ModuleType):
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real(), name)
+
+
+class DeferredCompiledAutograd(types.ModuleType):
+    """The stand-in's `compiled_autograd`: `_disable()` as the real one does it (the autograd
+    engine's compiler set to none for the block, then restored), without its Python module
+    state, which the real module starts afresh (compiled autograd off) when it loads; anything
+    else is the real module's, loaded on first use."""
+
+    def __init__(self, dynamo: DeferredDynamo) -> None:
+        super().__init__(NAME + ".compiled_autograd", "not imported yet")
+        self._dynamo = dynamo
+
+    @contextlib.contextmanager
+    def _disable(self) -> Iterator[None]:
+        if self._dynamo._real is not None:
+            with self._dynamo._real.compiled_autograd._disable():
+                yield
+            return
+        engine = sys.modules["torch"]._C._dynamo.compiled_autograd
+        prior_compiler, prior_dynamic = engine.set_autograd_compiler(None, False)
+        try:
+            yield
+        finally:
+            engine.set_autograd_compiler(prior_compiler, prior_dynamic)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._dynamo.real().compiled_autograd, name)
 
 
 def defer() -> None:
