@@ -9,6 +9,8 @@ scaffold's refusals and its minimal edits of course.toml (no sandbox).
 
 from __future__ import annotations
 
+import doctest
+
 import re
 import tomllib
 from pathlib import Path
@@ -125,6 +127,17 @@ def test_new_exercise_creates_the_course(tmp_path):
     visible = (course / "checks" / "test_scale_it.py").read_text(encoding="utf-8")
     assert "from grader import" in visible and "grader." not in visible.replace(
         "from grader import", "")
+    # The examples in the docstrings run as written (the stub's too: students try them).
+    for rel in made.files:
+        if rel.parts[0] in ("exercises", "solutions"):
+            namespace: dict = {}
+            exec(compile((course / rel).read_text(encoding="utf-8"), str(rel), "exec"),
+                 namespace)
+            if rel.parts[0] == "solutions":
+                finder = doctest.DocTestFinder()
+                for test in finder.find(namespace["scale"], "scale", globs=namespace):
+                    assert doctest.DocTestRunner().run(test).failed == 0, rel
+            assert "np" in namespace, rel
     second = new_exercise("other", course)
     assert not second.created_course
     assert tomllib.loads((course / "course.toml").read_text())["exercises"] == ["scale_it",

@@ -236,3 +236,18 @@ def test_notebooks_command_writes_student_notebooks_and_answer_keys(tmp_path):
                         if c["metadata"]["torchgrade"]["role"] == "stub")
         assert needle in stubs
     assert "raise NotImplementedError" not in stubs
+
+
+def test_a_notebook_without_cell_ids_is_read_without_a_warning():
+    """Notebooks saved before nbformat 4.5 have no cell ids; nbformat warns of it on stderr,
+    which broke `grade`'s progress lines. Its cells are read, silently."""
+    import warnings
+
+    nb = {"cells": [{"cell_type": "code", "source": "def f():\n    return 1\n", "metadata": {},
+                     "outputs": [], "execution_count": None}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        chunks, notes = notebook_chunks(json.dumps(nb), "s.ipynb")
+    assert [c.code for c in chunks] == ["def f():\n    return 1\n"] and not notes
+    assert not caught, [str(w.message) for w in caught]

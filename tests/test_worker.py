@@ -360,6 +360,20 @@ def test_not_plain_results_are_refused(zygote):
         assert "not plain data" in str(info.value) and "Fake" in str(info.value)
 
 
+@pytest.mark.parametrize("body, words", [
+    ("x = []\n    for _ in range(200):\n        x = [x]\n    return x",
+     "f() returned a value nested more than 64 levels deep: return the kind of value"),
+    ("x = []\n    x.append(x)\n    return x", "f() returned a value nested more than"),
+    # Python refuses to write an int of over 4,300 digits as text: the worker exited (70).
+    ("return [1, 2 ** 100_000]", "f() returned an integer of 100001 bits, larger than"),
+])
+def test_a_result_that_cannot_be_sent_is_said_plainly(zygote, body, words):
+    with module_of(zygote, f"def f():\n    {body}\n") as sub:
+        with pytest.raises(StudentError) as info:
+            sub.call("f")
+        assert str(info.value).startswith(words), str(info.value)
+
+
 def test_notebook_cells_keep_going_after_an_error(zygote):
     chunks = [SourceChunk(code="def f():\n    return 1\n", filename="nb [cell 1]", label="cell 1",
                           keep_going=True),

@@ -48,6 +48,8 @@ STUB = '''\
 Implement `scale` below so that it meets its contract (its docstring).
 """
 
+import numpy as np  # noqa: F401 - its example uses np
+
 
 def scale(x, factor):
     """Return `x` multiplied by `factor`, element by element.
@@ -65,6 +67,8 @@ def scale(x, factor):
 
 SOLUTION = '''\
 """$name: the reference solution (never shipped to students)."""
+
+import numpy as np  # noqa: F401 - its example uses np
 
 
 def scale(x, factor):

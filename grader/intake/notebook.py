@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import warnings
 
 from grader.models import SourceChunk
 
@@ -52,8 +53,12 @@ def read_cells(text: str) -> tuple[list[tuple[int, str]], list[str]]:
     import nbformat
 
     try:
-        nb = nbformat.reads(text, as_version=4)
-        nbformat.validate(nb)
+        with warnings.catch_warnings():
+            # Notebooks written before nbformat 4.5 have no cell ids: harmless here, and said
+            # on stderr it broke `grade`'s progress lines.
+            warnings.simplefilter("ignore", nbformat.warnings.MissingIDFieldWarning)
+            nb = nbformat.reads(text, as_version=4)
+            nbformat.validate(nb)
     except nbformat.reader.NotJSONError as exc:
         raise NotebookError(f"the notebook is not valid JSON ({_first_line(exc)})") from None
     except Exception as exc:  # noqa: BLE001 - nbformat raises many kinds on odd files

@@ -213,9 +213,12 @@ def serve(sock: socket.socket, sealed: seal.Sealed) -> None:
                     "protocol", f"the worker failed: {type(exc).__name__}: {exc}"))
             try:
                 encoded = wire.encode(reply, table)
-            except (wire.NotPlainData, RecursionError) as exc:
+            except Exception as exc:  # noqa: BLE001 - said as the call's, never a crash
+                what = (str(exc) if isinstance(exc, wire.NotPlainData) else
+                        "a value nested too deeply to send" if isinstance(exc, RecursionError)
+                        else f"a value that could not be sent ({type(exc).__name__})")
                 encoded = wire.encode(messages.failed(messages.problem(
-                    "not_plain", f"returned {exc}")))
+                    "not_plain", f"returned {what}")))
         finally:
             for fd in fds:
                 if all(seg.fd != fd for seg in table.segments.values()):

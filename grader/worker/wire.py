@@ -67,6 +67,11 @@ class WireError(Exception):
     """A frame or value that breaks the format (from a hostile or broken peer)."""
 
 
+# Python writes and reads no integer of more than 4,300 digits as text (its guard against slow
+# conversions): a student's larger int would fail the encoding; said as too large instead.
+MAX_INT_BITS = 14_000
+
+
 class NotPlainData(WireError):
     """A value of a type that may not cross the boundary; the message names the type."""
 
@@ -340,7 +345,7 @@ class _Encoder:
     def buffer(self, data) -> int:
         self.nbytes += len(data)
         if self.nbytes > self.limits.max_bytes or len(self.buffers) >= self.limits.max_buffers:
-            raise NotPlainData(f"the value is larger than {self.limits.max_bytes >> 20} MB")
+            raise NotPlainData(f"a value larger than {self.limits.max_bytes >> 20} MB")
         self.buffers.append(data)
         return len(self.buffers) - 1
 
@@ -360,8 +365,11 @@ class _Encoder:
 
     def value(self, x: Any, depth: int = 0):
         if depth > self.limits.max_depth:
-            raise NotPlainData("the value is nested too deeply")
+            raise NotPlainData(f"a value nested more than {self.limits.max_depth} levels deep")
         t = type(x)
+        if t is int and x.bit_length() > MAX_INT_BITS:
+            raise NotPlainData(f"an integer of {x.bit_length()} bits, larger than the "
+                               f"{MAX_INT_BITS} bits a value may have")
         if x is None or t is bool or t is int or t is str:
             return x
         if t is float:
@@ -383,7 +391,7 @@ class _Encoder:
         if isinstance(x, np.generic) and t.__module__ == "numpy":
             name = x.dtype.name
             if name not in NUMPY_DTYPES:
-                raise NotPlainData(f"numpy scalar of dtype {name} is not supported")
+                raise NotPlainData(f"a numpy scalar of dtype {name}, which is not supported")
             return {"$": "npscalar", "dtype": name, "buf": self.buffer(x.tobytes())}
         if t is torch.Tensor or t is torch.nn.Parameter:
             return self.tensor(x)
