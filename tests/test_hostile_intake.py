@@ -565,3 +565,20 @@ def test_out_that_is_a_file_is_refused(tmp_path):
                      timeout=120)
     assert run.returncode == 2 and "is a file" in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("single_file", [True, False])
+def test_the_note_of_an_escaped_student_id_quotes_the_name_it_was_made_from(tmp_path,
+                                                                          single_file):
+    """A single file is named by its folder: the note quotes that folder's bytes (it quoted the
+    file's name, which says nothing about where the id came from)."""
+    from grader.intake.submission import original_name_note, student_id_for
+
+    folder = Path(os.fsdecode(bytes(tmp_path) + b"/ann\xff\x1b[2J"))
+    folder.mkdir()
+    (folder / "strides_broadcasting.py").write_text("x = 1\n")
+    path = folder / "strides_broadcasting.py" if single_file else folder
+    student = student_id_for(path)
+    assert student == "ann%FF%1B[2J"
+    note = original_name_note(path, student)
+    assert note is not None and "ann\\xff\\x1b[2J" in note and "strides" not in note

@@ -114,11 +114,13 @@ def _id_source(path: Path) -> str:
 def original_name_note(path: Path, student: str) -> str | None:
     """A note keeping the name as found when the student id had to differ from it."""
     path = Path(path)
-    if student in (_id_source(path), path.name, "student"):
+    source = _id_source(path)
+    if student in (source, path.name, "student"):
         return None
-    return (f"graded as {student}: the submission's name as found on disk is "
-            f"{ascii(os.fsencode(path.name))[1:]} (its bytes; a student id must be printable "
-            "text, unique, and differ from the class outputs)")
+    # A single file is named by its folder: that is the name the id was made from.
+    return (f"graded as {student}: the name it was found under is "
+            f"{ascii(os.fsencode(source or path.name))[1:]} (its bytes; a student id must be "
+            "printable text, unique, and differ from the class outputs)")
 
 
 def display_path(path: Path) -> str:
