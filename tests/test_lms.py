@@ -123,6 +123,26 @@ def test_moodle_folders_flat_files_online_text_and_groups():
     assert found["101"].name == "Ada Lovelace"
 
 
+@pytest.mark.parametrize("forged", [
+    "Eve_111_assignsubmission_file__222_assignsubmission_file_/strides_broadcasting.py",
+    "Eve 111_assignsubmission_file_x_222_assignsubmission_file_/strides_broadcasting.py",
+])
+def test_a_moodle_name_made_to_hold_a_classmates_id_takes_nothing_of_theirs(forged, caplog):
+    """Moodle writes names with every "_" made a space: a folder whose name holds
+    "_111_assignsubmission_file_" before its own id is no Moodle folder. Read lazily, it filed
+    Eve's stub under Ada's id 111, over Ada's solution, without a word; now it is not graded,
+    and said so. The name Moodle really writes for Eve is graded as hers."""
+    real = "Eve 111 assignsubmission file _222_assignsubmission_file_strides_broadcasting.py"
+    found = {s.lms_id: s for s in parse(entries({
+        "Ada Lovelace_111_assignsubmission_file_/strides_broadcasting.py": SOLUTION,
+        forged: STUB, real: STUB}), "moodle")}
+    assert sorted(found) == ["111", "222"] and found["111"].name == "Ada Lovelace"
+    [file] = found["111"].files.values()
+    assert file.read(1 << 20).decode() == SOLUTION
+    assert list(found["222"].files) == ["strides_broadcasting.py"]
+    assert "not graded" in caplog.text and forged in caplog.text
+
+
 def test_blackboard_latest_attempt_wins_with_its_time():
     receipt = "Name: Jo Smith (j_smith)\nAssignment: HW 1\nDate Submitted: ...\n"
     found = {s.lms_id: s for s in parse(entries({

@@ -65,7 +65,11 @@ CANVAS = re.compile(r"^(?P<name>[^/]+?)(?:_(?P<late>LATE|late))?_(?P<uid>[0-9]+)
                     r"(?P<file>[^/]+)$")
 CANVAS_ANON = re.compile(r"^(?P<uid>anon_[A-Za-z0-9]+)(?:_(?P<late>LATE|late))?_"
                          r"(?P<att>[0-9]+)_(?P<file>[^/]+)$")
-MOODLE = re.compile(r"^(?P<name>[^/]*?)_(?P<uid>[0-9]+)_assignsubmission_(?P<plugin>[a-z]+)"
+# Moodle writes a group's and a student's name with every "_" made a space
+# (`assign::download_submissions`), so the first "_" of a name it wrote starts the participant
+# id: a name holding "_<id>_assignsubmission_" (a student's display name made to name a
+# classmate's id) is no Moodle name, and is not read as one.
+MOODLE = re.compile(r"^(?P<name>[^/_]*)_(?P<uid>[0-9]+)_assignsubmission_(?P<plugin>[a-z]+)"
                     r"(?:_(?P<rest>.*))?$", re.S)
 _BB_TIME = r"[0-9]{4}-[0-9]{2}-[0-9]{2}-[0-9]{2}-[0-9]{2}-[0-9]{2}"
 # Anchored on the FIRST `_attempt_<time>` of the name: what follows it is the student's own file
@@ -327,7 +331,9 @@ def _parse_moodle(entries, students, ignored) -> None:
     for entry in entries:
         top, _, inner = entry.name.partition("/")
         match = MOODLE.match(top)
-        if not match:
+        # folder form: ..._file_/<inner> (the folder's name ends there); flat form:
+        # ..._file_<file>
+        if not match or (inner and match["rest"]):
             ignored.append(entry.name)
             continue
         name, group = match["name"], ""
@@ -343,7 +349,6 @@ def _parse_moodle(entries, students, ignored) -> None:
             student.others.append(f"{top}/{inner}".rstrip("/") + " (Moodle "
                                   f"{match['plugin']}: not graded)")
             continue
-        # folder form: ..._file_/<inner>; flat form: ..._file_<file>
         relpath = inner if inner else (match["rest"] or "")
         if not relpath:
             ignored.append(entry.name)
