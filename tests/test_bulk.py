@@ -21,7 +21,7 @@ import pytest
 from conftest import EXERCISES, REPO, SOLUTIONS
 from grader.intake.assignment import Assignment, AssignmentError, load_assignment, parse_timestamp
 from grader.scoring.assignment import apply_assignment, late_penalty
-from grader.running.batch import grade_batch
+from grader.running.batch import call_directly as _call_directly, grade_batch
 from grader.scoring.results import result_of
 from grader.outputs.writing import read_json
 from grader.models import CheckResult, ExerciseResult, SubmissionResult
@@ -91,6 +91,66 @@ def test_one_session_grades_like_fresh_sessions(tmp_path, zygote):
     assert batch["solution"].score == batch["solution"].max_score > 0
     assert batch["missing"].exercises[0].notes[0].startswith("file not submitted")
     assert {c.status for c in batch["loop"].checks} >= {"timeout", "passed"}
+
+
+# Added to a new exercise's course: each forces pytest's own protocol for every check.
+PROTOCOL_NEEDED = {
+    "a conftest fixture": ("conftest.py", "import pytest\n@pytest.fixture\ndef factor():\n"
+                           "    return 3.0\n", "sub, factor"),
+    "a runtest hook": ("conftest.py", "def pytest_runtest_setup(item):\n    pass\n", "sub"),
+    "pytest's tmp_path": (None, None, "sub, tmp_path"),
+}
+
+
+@pytest.mark.parametrize("why", [None, *PROTOCOL_NEEDED])
+def test_checks_are_called_directly_unless_the_course_hooks_into_pytest(tmp_path, zygote,
+                                                                        monkeypatch, why):
+    """A check that asks pytest only for `sub`, `evidence` and its parameters is called without
+    pytest's per-check protocol (~0.4 ms each); a course that adds a fixture, a runtest hook or
+    asks for pytest's own fixtures gets the protocol, and the same verdicts either way."""
+    from grader.authoring.scaffold import new_exercise
+    from grader.course.folder import load_course, use_course
+    from grader.running import batch
+
+    course_dir = tmp_path / "course"
+    new_exercise("scale_it", course_dir)
+    if why is not None:
+        name, text, arguments = PROTOCOL_NEEDED[why]
+        if name is not None:
+            (course_dir / "checks" / name).write_text(text)
+            # This suite's own conftest.py, importable by that name here, is not the course's.
+            monkeypatch.setattr(sys, "path", [p for p in sys.path
+                                              if Path(p or ".").resolve() != REPO / "tests"])
+        visible = course_dir / "checks" / "test_scale_it.py"
+        visible.write_text(visible.read_text().replace(
+            "def test_scale_multiplies_every_element(sub):",
+            f"def test_scale_multiplies_every_element({arguments}):"))
+    direct = []
+
+    def counting(item, *args):
+        direct.append(item)
+        return _call_directly(item, *args)
+
+    monkeypatch.setattr(batch, "call_directly", counting)
+    use_course(load_course(course_dir))
+    try:
+        for student, source in (("right", "solutions"), ("stub", "exercises")):
+            (tmp_path / "subs" / student).mkdir(parents=True)
+            (tmp_path / "subs" / student / "scale_it.py").write_text(
+                (course_dir / source / "scale_it.py").read_text())
+        subs = [load_submission(tmp_path / "subs" / s, exercises=["scale_it"], student=s)
+                for s in ("right", "stub")]
+        results: dict[str, SubmissionResult] = {}
+        grade_batch(iter(subs), lambda sub, run: results.__setitem__(sub.student,
+                                                                     result_of(run)),
+                    exercises=["scale_it"], limits=None, zygote=zygote)
+    finally:
+        use_course(None)
+    assert results["right"].score == results["right"].max_score > 0
+    assert results["stub"].score == 0 and len(results["stub"].checks) == 2
+    assert "passed" not in {c.status for c in results["stub"].checks}
+    assert bool(direct) == (why is None)
+    assert len(direct) == (4 if why is None else 0)
 
 
 # Every public function of a solution, made to sleep `NAP` before it answers.

@@ -140,20 +140,13 @@ class ResultCollector:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
         """The report of a check, built here: its text is the student's message, never a
         traceback of the check (which would show hidden source, and costs ~30 ms to format)."""
-        info = info_of(item)
-        if (info is None or call.when == "teardown"
-                or (call.when == "setup" and call.excinfo is None)
-                or (call.excinfo is not None
-                    and call.excinfo.errisinstance(pytest.skip.Exception))):
+        if (info_of(item) is None or call.when == "teardown"
+                or (call.when == "setup" and call.excinfo is None)):
             return None  # pytest's own report
         module = item.funcargs.get("sub") if hasattr(item, "funcargs") else None
-        records = list(module.worker_records) if isinstance(module, StudentModule) else []
-        output = module.end_check() if isinstance(module, StudentModule) else ""
-        # Built and validated once (assigning a field of a result validates it again: ~0.1 ms
-        # for each of ~200 checks per submission).
-        result = check_evidence(make_result(item, call, output, worker_records=records,
-                                            evidence=item.stash.get(EVIDENCE_KEY, {})))
-        self.results.append(result)
+        result = self.record(item, call, module)
+        if result is None:
+            return None
         passed = result.status == "passed"
         return pytest.TestReport(
             item.nodeid, item.location, dict.fromkeys(item.keywords, 1),
@@ -163,6 +156,20 @@ class ResultCollector:
             call.when,  # type: ignore[arg-type]
             duration=call.duration, start=call.start, stop=call.stop,
             user_properties=item.user_properties)
+
+    def record(self, item: pytest.Item, call: pytest.CallInfo, module: Any) -> CheckResult | None:
+        """The result of check `item`'s `call` (its setup's, or the call itself), added to
+        `results`; None for a skipped check. `module` is the `sub` it was given, if any."""
+        if call.excinfo is not None and call.excinfo.errisinstance(pytest.skip.Exception):
+            return None
+        records = list(module.worker_records) if isinstance(module, StudentModule) else []
+        output = module.end_check() if isinstance(module, StudentModule) else ""
+        # Built and validated once (assigning a field of a result validates it again: ~0.1 ms
+        # for each of ~200 checks per submission).
+        result = check_evidence(make_result(item, call, output, worker_records=records,
+                                            evidence=item.stash.get(EVIDENCE_KEY, {})))
+        self.results.append(result)
+        return result
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -292,8 +299,14 @@ def sub(request: pytest.FixtureRequest) -> StudentModule:
     if grading is None:
         pytest.fail("torchgrade checks need a submission: run pytest with --submission PATH",
                     pytrace=False)
-    module = grading.module(exercise_of(request.node.path))
-    info = info_of(request.node)
+    return module_for(grading, request.node)
+
+
+def module_for(grading: GradingSession, item: pytest.Item) -> StudentModule:
+    """What the `sub` fixture gives check `item`: the student's module of its exercise, its
+    calls' deadline the check's own (or the limits')."""
+    module = grading.module(exercise_of(item.path))
+    info = info_of(item)
     module.default_timeout = (info.timeout if info and info.timeout else
                               grading.limits.call_timeout)
     return module
