@@ -68,3 +68,30 @@ def test_code_that_swallows_the_stop_is_still_stopped_and_not_called_a_tamperer(
     record = count_steps(_module(swallowing=swallowing), "swallowing", A, step_limit=5_000)
     assert record["stopped"] and record["steps"] > 5_000 and record["value"] is None
     assert record["tampered"] == []  # the limit switched the tracing off, not the call
+
+
+def test_a_thread_started_before_the_call_counts_only_if_it_works_during_it():
+    import queue
+    import threading
+    import time
+
+    idle = threading.Thread(target=time.sleep, args=(5,), daemon=True)
+    idle.start()
+    work: queue.Queue = queue.Queue()
+    done: queue.Queue = queue.Queue()
+
+    def serve():
+        a = work.get()
+        done.put(rows(a))
+
+    helper = threading.Thread(target=serve, daemon=True)
+    helper.start()
+
+    def by_the_helper(a):
+        work.put(a)
+        return done.get()
+
+    assert count_steps(_module(vectorised=lambda a: a.sum(1)), "vectorised", A)["threads"] == 0
+    record = count_steps(_module(by_the_helper=by_the_helper), "by_the_helper", A)
+    assert record["threads"] >= 1 and record["steps"] < len(A)  # its loop ran uncounted
+

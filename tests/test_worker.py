@@ -344,6 +344,31 @@ def test_a_worker_that_floods_its_output_costs_the_grader_little_cpu(zygote, siz
         assert "bytes of output omitted" in text and text.endswith("the end")
 
 
+def test_the_line_count_says_when_a_call_ran_code_in_another_process(zygote):
+    """Lines run in a forked child or another program escape the count of `count_steps`:
+    the probe says how many processes the call forked or ran (a loop over rows passed the
+    vectorised check in a forked child); a thread that only sleeps, started at import, is no
+    thread of the call's."""
+    code = ("import os, subprocess, sys, threading, time\n"
+            "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+            "def plain(n):\n    return n + 1\n"
+            "def forked(n):\n"
+            "    pid = os.fork()\n"
+            "    if pid == 0:\n"
+            "        sum(range(n))\n"
+            "        os._exit(0)\n"
+            "    os.waitpid(pid, 0)\n"
+            "    return n\n"
+            "def ran(n):\n"
+            "    return subprocess.run([sys.executable, '-c', 'pass']).returncode\n")
+    with module_of(zygote, code, WorkerLimits(call_timeout=20.0)) as sub:
+        counted = {name: sub.probe("tracing:count_steps", name, 1000, label=name)
+                   for name in ("plain", "forked", "ran")}
+    assert counted["plain"]["processes"] == 0 and counted["plain"]["threads"] == 0
+    assert counted["forked"]["processes"] >= 1
+    assert counted["ran"]["processes"] >= 1
+
+
 def test_output_buffer_keeps_head_and_tail():
     buf = OutputBuffer(10)
     buf.add(b"abcdefghijklmnop")

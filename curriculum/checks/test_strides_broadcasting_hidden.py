@@ -214,10 +214,12 @@ def test_pairwise_sq_dists_is_vectorised(sub):
     probe = sub.probe("tracing:count_steps", "pairwise_sq_dists", a, b, label=call,
                       step_limit=STEP_LIMIT)
     got, steps = probe["value"], probe["steps"]
-    if probe["tampered"] or probe["threads"]:
-        what = "; ".join(probe["tampered"]) or f"ran {probe['threads']} Python thread(s) of its own"
+    if probe["tampered"] or probe["threads"] or probe.get("processes"):
+        what = "; ".join(probe["tampered"]) or (
+            f"ran {probe['threads']} thread(s) of its own" if probe["threads"] else
+            f"ran code in {probe['processes']} other process(es)")
         fail(f"{call} {what}: the grader counts the Python lines the call runs on its own thread "
-             "to see that there is no loop over rows, and cannot count them here.", call=call,
+             "to see that there is no loop over rows, and cannot count them there.", call=call,
              expected="a vectorised computation on the calling thread", got=what,
              hint=PAIRWISE_HINT)
     if steps > 800:

@@ -23,18 +23,24 @@ def count_steps(module, name: str, *args, step_limit: int | None = None, **kwarg
     a million elements, traced, would otherwise run into its deadline): "stopped" is then True,
     "steps" is more than step_limit and "value" None.
 
-    Returns {"value": result, "steps": count, "threads": how many Python threads besides the
-    calling one ran during the call (work there may escape the count), "tampered": what the call
-    did to the tracing, empty when nothing, "stopped": whether the step limit stopped it}.
+    Returns {"value": result, "steps": count, "threads": how many threads besides the calling
+    one ran during the call (work there may escape the count; a thread that only waited, one
+    started at import to sleep, say, is not counted), "processes": how many processes the call
+    forked or ran (their work escapes the count), "tampered": what the call did to the
+    tracing, empty when nothing, "stopped": whether the step limit stopped it}.
     The count is made in the worker, where a submission
     bent on cheating can still reach the tracer through the object graph (frames, gc); this closes
     the doors a student finds by accident or in a forum answer: sys.settrace(None), patching
     sys.settrace, threads, renamed code, and the tracer's own state through sys.gettrace() (which
     answers None during the count)."""
     steps = 0
-    threads = 0
     tampered: list[str] = []
     main = TRUSTED.get_ident()
+    # CPU time of the other threads, and the processes, before the call: what changed is the
+    # call's doing.
+    before = {ident: TRUSTED.thread_cpu(ident) for ident in TRUSTED.current_frames()
+              if ident != main}
+    children_before = TRUSTED.children()
 
     stopped = False
 
@@ -47,10 +53,8 @@ def count_steps(module, name: str, *args, step_limit: int | None = None, **kwarg
             raise StepLimit
 
     def tracer(frame, event, arg):
-        nonlocal steps, threads
+        nonlocal steps
         steps += 1
-        if not threads and TRUSTED.get_ident() == main:
-            threads = len(TRUSTED.current_frames()) - 1
         over()
         return local
 
@@ -89,11 +93,39 @@ def count_steps(module, name: str, *args, step_limit: int | None = None, **kwarg
         TRUSTED.thread_settrace(None)
         (sys.settrace, sys.setprofile, sys.gettrace, sys.getprofile,
          threading.gettrace) = saved
+    threads = _threads_that_ran(before, main)
+    processes = _processes_run(children_before)
     if stopped:  # the limit, not the call, switched the tracing off; its value is not kept
-        return {"value": None, "steps": steps, "threads": threads, "tampered": tampered,
-                "stopped": True}
+        return {"value": None, "steps": steps, "threads": threads, "processes": processes,
+                "tampered": tampered, "stopped": True}
     if not still:
         tampered.append("switched the tracing off")
-    threads = max(threads, len(TRUSTED.current_frames()) - 1)
-    return {"value": value, "steps": steps, "threads": threads, "tampered": tampered,
-            "stopped": False}
+    return {"value": value, "steps": steps, "threads": threads, "processes": processes,
+            "tampered": tampered, "stopped": False}
+
+
+# CPU seconds a thread may use during a call and still count as waiting: a sleeping thread
+# uses microseconds; a loop over a thousand rows, milliseconds.
+IDLE_CPU = 0.0002
+
+
+def _threads_that_ran(before: dict[int, float | None], main: int) -> int:
+    """How many threads but `main` ran during the call: started during it, or used CPU in it
+    (`before`: each thread's CPU seconds before the call; one that ended since counts)."""
+    ran = 0
+    for ident in set(before) | set(TRUSTED.current_frames()):
+        if ident == main:
+            continue
+        if ident not in before:
+            ran += 1
+            continue
+        now, then = TRUSTED.thread_cpu(ident), before[ident]
+        if now is None or then is None or now - then > IDLE_CPU:
+            ran += 1
+    return ran
+
+
+def _processes_run(before: tuple[frozenset[int], float, int]) -> int:
+    """How many processes the call forked or ran (`before`: `TRUSTED.children()` then)."""
+    pids, cpu, forks = TRUSTED.children()
+    return max(forks - before[2], len(pids - before[0]), int(cpu > before[1]))

@@ -25,6 +25,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 import traceback
 import types
 import typing
@@ -53,12 +54,52 @@ class Trusted(typing.NamedTuple):
     thread_settrace: Callable
     thread_gettrace: Callable
     get_ident: Callable
+    thread_cpu: Callable[[int], float | None]
+    children: Callable[[], tuple[frozenset[int], float, int]]
+
+
+def _thread_cpu(ident: int, clock_id=time.pthread_getcpuclockid,
+                clock=time.clock_gettime) -> float | None:
+    """CPU seconds thread `ident` (a `threading.get_ident()`) has used; None once it ended."""
+    try:
+        return clock(clock_id(ident))
+    except (OSError, ValueError, OverflowError):
+        return None
+
+
+_forks = [0]  # os.fork()s this process has made (a hook os.fork runs; none can remove it)
+os.register_at_fork(after_in_parent=lambda: _forks.__setitem__(0, _forks[0] + 1))
+
+
+def _children(listdir=os.listdir, read=os.read, open_=os.open, close=os.close,
+              times=os.times, forks=_forks) -> tuple[frozenset[int], float, int]:
+    """This process's child processes (running or not yet waited for), the CPU seconds of
+    those already waited for (in clock ticks), and how many times it has forked."""
+    pids: set[int] = set()
+    try:
+        tasks = listdir("/proc/self/task")
+    except OSError:
+        tasks = []
+    for task in tasks:
+        try:
+            fd = open_(f"/proc/self/task/{task}/children", os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            pids.update(int(pid) for pid in read(fd, 1 << 16).split())
+        except (OSError, ValueError):
+            pass
+        finally:
+            close(fd)
+    used = times()
+    return frozenset(pids), used.children_user + used.children_system, forks[0]
 
 
 # Taken when the zygote imports this module, before any student code runs.
 TRUSTED = Trusted(settrace=sys.settrace, setprofile=sys.setprofile, gettrace=sys.gettrace,
                   current_frames=sys._current_frames, thread_settrace=threading.settrace,
-                  thread_gettrace=threading.gettrace, get_ident=threading.get_ident)
+                  thread_gettrace=threading.gettrace, get_ident=threading.get_ident,
+                  thread_cpu=_thread_cpu, children=_children)
 
 
 def student_files() -> set[str]:
