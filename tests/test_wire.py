@@ -197,7 +197,7 @@ def as_sent(value):
     (messages.pong(), {"ok": True}),
     (messages.returned([1.5]), {"ok": True, "value": [1.5]}),
     (messages.loaded({"f": "function"}, [ERROR]),
-     {"ok": True, "names": {"f": "function"}, "cell_errors": [ERROR]}),
+     {"ok": True, "names": {"f": "function"}, "cell_errors": [ERROR], "more_cell_errors": 0}),
     (messages.failed(messages.problem("protocol", "no module loaded")),
      {"ok": False, "error": {"kind": "protocol", "message": "no module loaded"}}),
     (messages.failed(messages.raised("raised", "ValueError", ["ValueError", "Exception"], "bad",
@@ -306,7 +306,7 @@ def test_the_worker_answers_through_the_declarations():
         module, reply = child.load(request)
         loaded = messages.parse_load_reply(as_sent(reply))
         assert loaded.names == {"f": "function", "g": "function", "N": "other"}
-        assert list(reply) == ["ok", "names", "cell_errors"]
+        assert list(reply) == ["ok", "names", "cell_errors", "more_cell_errors"]
         answer = child.call(module, as_sent(messages.call_request("f", [21], {})))
         assert answer == messages.returned(42)
         error = messages.parse_reply(as_sent(child.call(module, messages.call_request(

@@ -415,6 +415,24 @@ def test_notebook_cells_keep_going_after_an_error(zygote):
         sub.close()
 
 
+def test_a_notebook_of_many_failing_cells_keeps_its_definitions(zygote):
+    """250 scratch cells that raise: the load's reply went over the wire's limits and the
+    notebook scored 0; the first cell errors are said, then how many more."""
+    scratch = "x = [" + "a, " * 450 + "]\n"
+    chunks = [SourceChunk(code="def f():\n    return 1\n", filename="nb [cell 1]",
+                          label="cell 1", keep_going=True)]
+    chunks += [SourceChunk(code=scratch, filename=f"nb [cell {i}]", label=f"cell {i}",
+                           keep_going=True) for i in range(2, 252)]
+    source = ModuleSource(exercise="m", path="m.ipynb", kind="ipynb", chunks=chunks)
+    sub = StudentModule("m", source, spawn=zygote.spawn, limits=FAST)
+    try:
+        assert sub.call("f") == 1
+        assert len(sub.notes) == 101 and "cell 2:" in sub.notes[0]
+        assert sub.notes[-1].startswith("... and 150 more cells raised an error")
+    finally:
+        sub.close()
+
+
 def test_future_imports_of_one_cell_hold_for_the_next(zygote):
     chunks = [SourceChunk(code="from __future__ import annotations\n", filename="nb [cell 1]",
                           label="cell 1", keep_going=True),

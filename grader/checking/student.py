@@ -162,6 +162,9 @@ class StudentModule:
         if first:
             self.notes = [f"{_text(e.get('where'), TYPE_CHARS)}: {_describe(e)}"
                           for e in reply.cell_errors]
+            if reply.more_cell_errors:
+                self.notes.append(f"... and {reply.more_cell_errors} more cells raised an "
+                                  "error (each was skipped; the cells after it still ran)")
         self._worker = worker
         return worker
 

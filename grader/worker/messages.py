@@ -290,10 +290,15 @@ class Loaded(TypedDict):
     ok: Literal[True]
     names: dict[str, str]  # public name -> "class" | "function" | "other"
     cell_errors: list[ErrorReport]  # notebook cells that raised and did not stop the load
+    more_cell_errors: int  # how many more did, not sent
 
 
 def loaded(names: dict[str, str], cell_errors: list[ErrorReport]) -> Loaded:
-    return {"ok": True, "names": names, "cell_errors": cell_errors}
+    """The reply to a load: the first `CELL_ERRORS` cell errors, and how many more there were
+    (a notebook of a thousand failing scratch cells sent a reply over the wire's limits, and
+    lost the definitions its cells made)."""
+    return {"ok": True, "names": names, "cell_errors": cell_errors[:CELL_ERRORS],
+            "more_cell_errors": max(len(cell_errors) - CELL_ERRORS, 0)}
 
 
 class Returned(TypedDict):
@@ -342,6 +347,7 @@ class LoadReply:
     error: dict[str, Any] | None = None  # when not ok
     names: dict[str, str] = field(default_factory=dict)
     cell_errors: list[dict[str, Any]] = field(default_factory=list)
+    more_cell_errors: int = 0  # cells that raised beyond `cell_errors`
 
 
 def parse_reply(raw: Any) -> Reply:
@@ -367,7 +373,9 @@ def parse_load_reply(raw: Any) -> LoadReply:
         names={k: v for k, v in list(names.items())[:NAMES] if type(k) is str
                and type(v) is str} if type(names) is dict else {},
         cell_errors=[e for e in errors[:CELL_ERRORS] if type(e) is dict]
-        if type(errors) is list else [])
+        if type(errors) is list else [],
+        more_cell_errors=min(max(more, 0), 1 << 30) if type(more := raw.get("more_cell_errors"))
+        is int else 0)
 
 
 def parse_reply_to(request: Request, raw: Any) -> Reply | LoadReply:
