@@ -262,6 +262,22 @@ def test_import_failures_fail_every_call_with_one_message(zygote, code, status, 
             assert info.value.status == status and words in str(info.value)
 
 
+def test_a_large_file_is_compiled_only_by_the_worker_which_names_its_syntax_error(zygote):
+    """The grading process compiles no source over PRECHECK_BYTES (1.2 GB for a 1.9 MB file of
+    names, outside the worker's limits); the worker's import says the syntax error."""
+    from grader.intake.submission import PRECHECK_BYTES, syntax_problem
+
+    code = "x = 1\n" * (PRECHECK_BYTES // 6 + 1) + "def f(:\n    pass\n"
+    chunk = SourceChunk(code=code, filename="m.py", label="m.py")
+    assert syntax_problem(chunk) is None
+    assert syntax_problem(SourceChunk(code="def f(:\n", filename="m.py", label="m.py"))
+    line = code.count("\n") - 1
+    with module_of(zygote, code) as sub:
+        with pytest.raises(ModuleUnavailable) as info:
+            sub.call("f")
+    assert f"line {line}): SyntaxError: invalid syntax" in str(info.value), str(info.value)
+
+
 def test_import_error_names_the_line(zygote):
     with module_of(zygote, "x = 1\n\ny = 1 / 0\n") as sub:
         with pytest.raises(ModuleUnavailable) as info:
