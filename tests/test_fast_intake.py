@@ -51,6 +51,7 @@ def test_students_are_the_folders_and_zips_of_a_class(tmp_path, caplog):
     folder(subs / "bob", {f"{EX}.py": "x = 1\n"})
     zipped(subs / "ann.zip", {f"{EX}.py": "x = 1\n"})
     folder(subs / ".hidden", {})
+    folder(subs / ".torchgrade-output", {})  # a folder, not the outputs' marker file
     folder(subs / "__MACOSX", {})
     folder(subs / "__pycache__", {})
     (subs / "notes.txt").write_text("not a student")
@@ -60,6 +61,7 @@ def test_students_are_the_folders_and_zips_of_a_class(tmp_path, caplog):
     assert students == [("ann", subs / "ann.zip"), ("bob", subs / "bob")]
     assert "link is not graded: it is a symbolic link" in caplog.text
     assert "%2Ehidden is not graded" in caplog.text
+    assert "%2Etorchgrade-output is not graded" in caplog.text
 
 
 def test_two_submissions_of_one_name_get_distinct_ids(tmp_path):

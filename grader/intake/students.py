@@ -25,8 +25,9 @@ def find_students(submissions: Path) -> list[tuple[str, Path]]:
         raise UsageError(f"{submissions} is not a folder (use `torchgrade check` for one file)")
     students: dict[str, Path] = {}
     for entry in sorted(submissions.iterdir()):
-        if entry.name in ("__MACOSX", "__pycache__", OUT_MARKER):
-            continue
+        if entry.name in ("__MACOSX", "__pycache__") or (entry.name == OUT_MARKER
+                                                         and not entry.is_dir()):
+            continue  # a folder named as the outputs' marker file is said below, as hidden
         if entry.name.startswith("."):
             log.warning("torchgrade: warning: %s is not graded (a hidden name: rename it if it "
                         "is a student's)", safe_id(entry.name))
