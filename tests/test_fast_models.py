@@ -3,6 +3,7 @@ the bounds they put on text from student code. The fast tier."""
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
@@ -159,6 +160,19 @@ def test_score_is_the_sum_of_the_checks():
     assert not r.all_passed
     assert result(check(status="passed", points=1.0)).all_passed
     assert not result().all_passed and is_grader_failure(result())
+
+
+def test_full_marks_are_counted_on_the_grade_after_a_late_penalty():
+    from grader.outputs.progress import Progress
+    from grader.outputs.summary import summarize
+
+    on_time = result(check(status="passed", points=1.0))
+    late = result(check(status="passed", points=1.0), late_penalty=0.4)
+    assert summarize([on_time, late], ["ex"]).full_marks == 1
+    progress = Progress(io.StringIO(), interactive=False)
+    progress.result(on_time)
+    progress.result(late)
+    assert progress.full == 1
 
 
 def test_result_fields_keep_their_ranges():

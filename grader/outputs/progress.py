@@ -36,7 +36,7 @@ class Progress:
 
     def result(self, result: SubmissionResult) -> None:
         self.graded += 1
-        self.full += bool(result.checks) and result.score == result.max_score > 0
+        self.full += bool(result.checks) and result.final_score == result.max_score > 0
         broken = sum(c.status in ("error", "timeout", "crashed") for c in result.checks)
         self.errors += broken > 0
         self.failures += is_grader_failure(result)

@@ -232,7 +232,8 @@ def summarize(results: list[SubmissionResult], exercises: list[str], *,
         histogram=histogram(percents),
         mean_percent=round(statistics.fmean(percents), 2) if percents else None,
         median_percent=round(statistics.median(percents), 2) if percents else None,
-        full_marks=sum(r.max_score > 0 and r.score == r.max_score for r in results),
+        # The grade's, as the mean and median: work cut by a late penalty has not full marks.
+        full_marks=sum(r.max_score > 0 and r.final_score == r.max_score for r in results),
         grader_failures=len(rows) - len(graded),
         checks=check_stats(results), diagnoses=diagnosis_stats(results),
         exercise_stats=exercise_stats(rows, exercises))
