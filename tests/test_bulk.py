@@ -114,6 +114,8 @@ def test_checks_are_called_directly_unless_the_course_hooks_into_pytest(tmp_path
 
     course_dir = tmp_path / "course"
     new_exercise("scale_it", course_dir)
+    # pytest imports a course's conftest.py as `conftest`: this suite's own comes back after.
+    monkeypatch.setitem(sys.modules, "conftest", sys.modules["conftest"])
     if why is not None:
         name, text, arguments = PROTOCOL_NEEDED[why]
         if name is not None:
