@@ -289,7 +289,12 @@ def evidence(request: pytest.FixtureRequest) -> dict:
     """A dict for facts a check measured, kept in its result even when it passes (a loss
     curve for the report, say). Keys are declared in `grader.evidence.E` (name, type, meaning,
     writers); values must be JSON-able: numbers, strings, short lists."""
-    return request.node.stash.setdefault(EVIDENCE_KEY, {})
+    return evidence_of(request.node)
+
+
+def evidence_of(item: pytest.Item) -> dict:
+    """What the `evidence` fixture gives check `item`: its own dict, kept in its stash."""
+    return item.stash.setdefault(EVIDENCE_KEY, {})
 
 
 @pytest.fixture
