@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -432,6 +433,52 @@ def test_no_cgroup_folder_is_left_behind():
             assert time.monotonic() < deadline, [os.listdir(f) for f in folders]
             time.sleep(0.1)
     assert not any(os.path.exists(f) for f in folders)
+
+
+@needs_memory_cgroup
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_joining_process_moves_in_with_every_thread(threads):
+    """`WorkerGroup.join` in a fresh fork (one thread: cgroup v1 moves just it, through `tasks`)
+    and in a process running a second thread (the whole process moves): every thread of the
+    process, and a child it forks after, is in every folder of the group."""
+    group_root = cgroups.ZygoteGroup.create()
+    assert group_root is not None
+    group = cgroups.WorkerGroup.create(group_root.hierarchies, "jointest", memory=GiB,
+                                       processes=8)
+    try:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                if threads == 2:
+                    threading.Thread(target=time.sleep, args=(5,), daemon=True).start()
+                group.join()
+                child = os.fork()
+                if child == 0:
+                    time.sleep(5)
+                    os._exit(0)
+                tasks = [f"/proc/{os.getpid()}/task/{t}/cgroup"
+                         for t in os.listdir(f"/proc/{os.getpid()}/task")]
+                tasks.append(f"/proc/{child}/cgroup")
+                os.write(w, "\n---\n".join(open(t).read() for t in tasks).encode())
+                os.kill(child, 9)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        with os.fdopen(r) as f:
+            reports = f.read().split("\n---\n")
+        assert os.waitpid(pid, 0)[1] == 0
+        assert len(reports) == threads + 1
+        for _, folder in group.folders:
+            relative = folder.split("/sys/fs/cgroup/", 1)[-1].split("/", 1)[-1]
+            for report in reports:
+                assert any(line.endswith("/" + relative) for line in report.splitlines()), \
+                    (folder, report)
+    finally:
+        group.remove()
+        group_root.remove()
 
 
 # --------------------------------------------------------------------------- kernel interfaces
