@@ -437,6 +437,8 @@ def test_a_check_resting_on_a_worker_record_says_so(grade_only):
 SEAL_SCRIPT = r"""
 import builtins, operator, sys
 from grader.worker import seal
+seal.prepare()  # as a zygote does; then a grader module imported after it is sealed too
+import grader.outputs.plots
 sealed = seal.seal()
 from_table = sealed.probes["training_loops:evaluate_run"]
 recorder = from_table.__globals__["ModeRecorder"]
@@ -454,6 +456,7 @@ for what, attempt in {
     except (ImportError, TypeError) as exc:
         results[what] = type(exc).__name__
 assert "grader" not in sys.modules and "grader.probes.tracing" not in sys.modules
+assert "grader.outputs.plots" not in sys.modules and "grader.outputs.plots" in sealed._names
 assert sealed.changed() is None, sealed.changed()
 original = from_table.__globals__["mode_of"]
 from_table.__globals__["mode_of"] = lambda model: False

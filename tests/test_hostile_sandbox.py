@@ -589,6 +589,28 @@ def test_a_worker_reads_no_grader_folder_or_pid_in_its_cgroups(zygote):
     assert paths and all(p == "/" for p in paths), text
 
 
+def test_a_worker_holds_none_of_the_grader_modules(zygote):
+    """The zygote lists the grader's modules once for every worker (`seal.prepare`): student
+    code in a worker finds none of them in sys.modules, and cannot import one."""
+    code = """
+import sys
+def ours():
+    return sorted(n for n in sys.modules if n == "grader" or n.startswith("grader."))
+def imports():
+    found = []
+    for name in ("grader", "grader.worker.child", "grader.probes.tracing"):
+        try:
+            __import__(name)
+            found.append(name)
+        except ImportError:
+            pass
+    return found
+"""
+    with module_of(zygote, code) as sub:
+        assert sub.call("ours") == []
+        assert sub.call("imports") == []
+
+
 @pytest.mark.fast
 def test_an_installed_torchgrade_keeps_its_site_packages_in_the_workers_view(
         tmp_path, monkeypatch):

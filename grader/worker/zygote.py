@@ -265,7 +265,7 @@ def run(ctrl: socket.socket) -> None:
     """The zygote after its warm imports: the self-tests, `Ready`, then the spawn loop until
     `ctrl` closes. Reads its settings from the environment (TORCHGRADE_UIDS, the cgroups, the
     view's spec): a zygote forked from a `template` gets them there too."""
-    from grader.worker import cgroups, view, wire
+    from grader.worker import cgroups, seal, view, wire
 
     free_uids = uid_range()
     hierarchies = cgroups.from_env()
@@ -294,6 +294,7 @@ def run(ctrl: socket.socket) -> None:
         wire.send_frame(ctrl, wire.encode(msg))
 
     kinds = {c: h.version for h in hierarchies for c in h.controllers}
+    seal.prepare()  # after the zygote's last import: what every worker would list again
     send(messages.ready(os.getpid(), _thread_count(), contained, leaks,
                         memory=kinds.get("memory"), pids=kinds.get("pids"), cpu=kinds.get("cpu")))
     try:
