@@ -202,6 +202,28 @@ def test_memory_limit_is_a_crash_not_a_hang(zygote):
         assert sub.call("ok") == 1
 
 
+def test_a_full_collection_in_a_worker_copies_none_of_the_zygotes_heap(zygote):
+    """The zygote's objects (torch's and the rest, ~280,000) are frozen out of the collector's
+    passes before any fork: a worker whose code runs a full collection (student code, torch, or
+    enough new objects to trigger one) does not walk them and so copies none of the pages it
+    shares with the zygote. Measured: ~2 MB private after `gc.collect()`, against ~70 MB
+    without the freeze."""
+    code = """
+import gc
+def private_mb_after_collect():
+    gc.collect()
+    total = 0
+    with open("/proc/self/smaps_rollup") as f:
+        for line in f:
+            if line.startswith(("Private_Clean", "Private_Dirty")):
+                total += int(line.split()[1])
+    return total / 1024
+"""
+    with module_of(zygote, code) as sub:
+        mb = sub.call("private_mb_after_collect")
+        assert mb < 25
+
+
 def test_processes_started_by_student_code_die_with_the_worker(zygote):
     marker = f"{time.time_ns() % 10**6}.25"  # a unique `sleep` argument, found on the host
     with module_of(zygote, "import subprocess, time, os\n"
