@@ -343,7 +343,10 @@ class WorkerGroup:
         (cgroup.procs). Taking that lock waits for an RCU grace period: 5-25 ms per hierarchy,
         often, against 0.5 ms for the thread (measured here, three v1 hierarchies per worker).
         With more threads, or on v2 (which moves only whole processes), cgroup.procs."""
-        one_thread = len(os.listdir("/proc/self/task")) == 1
+        try:
+            one_thread = len(os.listdir("/proc/self/task")) == 1
+        except OSError:  # no /proc to ask: the way that holds for any process
+            one_thread = False
         for h, folder in self.folders:
             if h.version == 1 and one_thread:
                 _write(os.path.join(folder, "tasks"), "0")
