@@ -84,21 +84,23 @@ def pictures_for(check: Any, *, prefix: str = "", limit: int = 8) -> list[Pictur
     import matplotlib
 
     pictures: list[Picture] = []
-    for kind, make in MAKERS:
-        if len(pictures) >= limit:
-            break
-        try:
-            with matplotlib.rc_context(RC):  # read when artists are made, and when saved
+    # Read when artists are made, and when saved. Entered once for all the makers (~0.5 ms
+    # each time: most makers find nothing of theirs in the evidence and draw nothing).
+    with matplotlib.rc_context(RC):
+        for kind, make in MAKERS:
+            if len(pictures) >= limit:
+                break
+            try:
                 picture = make(evidence)
                 if picture is None:
                     continue
                 title, alt, figure = picture
                 svg = to_inline_svg(figure, f"{prefix}-{kind}", title, alt)
-        except Exception:  # noqa: BLE001 - a picture is never worth a broken report
-            log.warning("torchgrade: could not draw the %s picture of %s", kind,
-                        getattr(check, "id", "?"), exc_info=True)
-            continue
-        pictures.append(Picture(kind=kind, title=title, alt=alt, svg=svg))
+            except Exception:  # noqa: BLE001 - a picture is never worth a broken report
+                log.warning("torchgrade: could not draw the %s picture of %s", kind,
+                            getattr(check, "id", "?"), exc_info=True)
+                continue
+            pictures.append(Picture(kind=kind, title=title, alt=alt, svg=svg))
     return pictures
 
 
