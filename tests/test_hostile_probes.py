@@ -228,6 +228,43 @@ def evaluate(model, loader, loss_fn):
 }
 
 # Row loops that run no Python line: C callables driven by C iteration.
+HELPER_AT_IMPORT = """
+import os
+import struct
+
+
+def _exactly(fd, n):
+    chunks = []
+    while n:
+        chunks.append(os.read(fd, min(n, 1 << 20)))
+        n -= len(chunks[-1])
+    return b"".join(chunks)
+
+
+_jobs_r, _jobs_w = os.pipe()
+_out_r, _out_w = os.pipe()
+if os.fork() == 0:  # forked at import: no process starts, forks or is waited for in a call
+    try:
+        while True:
+            n, m, d = struct.unpack("qqq", _exactly(_jobs_r, 24))
+            a = np.frombuffer(_exactly(_jobs_r, n * d * 8)).reshape(n, d)
+            b = np.frombuffer(_exactly(_jobs_r, m * d * 8)).reshape(m, d)
+            rows = np.array([((row - b) ** 2).sum(axis=1) for row in a])  # a loop over rows
+            data = memoryview(np.ascontiguousarray(rows, dtype=np.float64)).cast("B")
+            while data:
+                data = data[os.write(_out_w, data):]
+            %(after)s
+    finally:
+        os._exit(0)
+
+
+def pairwise_sq_dists(a, b):
+    a, b = np.ascontiguousarray(a, dtype=np.float64), np.ascontiguousarray(b, dtype=np.float64)
+    os.write(_jobs_w, struct.pack("qqq", len(a), len(b), a.shape[1]) + a.tobytes() + b.tobytes())
+    return np.frombuffer(_exactly(_out_r, len(a) * len(b) * 8)).reshape(len(a), len(b))
+"""
+
+
 C_LOOPS = {
     "map_of_ufuncs": """
 import itertools
@@ -284,6 +321,9 @@ def pairwise_sq_dists(a, b):
     os.waitpid(pid, 0)
     return np.frombuffer(b"".join(chunks), dtype=np.float64).reshape(len(a), len(b))
 """,
+    "loop_in_a_child_process_started_at_import": HELPER_AT_IMPORT % {"after": "continue"},
+    "loop_in_a_child_process_started_at_import_that_ends": HELPER_AT_IMPORT % {
+        "after": "if n == 1000:\n                break"},
 }
 
 # Correct vectorised styles the timing must never fail (besides the solution and tests/styles).

@@ -125,7 +125,15 @@ def _threads_that_ran(before: dict[int, float | None], main: int) -> int:
     return ran
 
 
-def _processes_run(before: tuple[frozenset[int], float, int]) -> int:
-    """How many processes the call forked or ran (`before`: `TRUSTED.children()` then)."""
-    pids, cpu, forks = TRUSTED.children()
-    return max(forks - before[2], len(pids - before[0]), int(cpu > before[1]))
+def _processes_run(before: tuple[frozenset[int], float, int, dict[int, int]]) -> int:
+    """How many processes the call forked or ran (`before`: `TRUSTED.children()` then): forks
+    made, children started or waited for, and processes made earlier (at import, say) that
+    used CPU during the call, started during it, or ended in it; one that only waited is not
+    counted, as for threads."""
+    pids, cpu, forks, others = TRUSTED.children()
+    then = before[3]
+    worked = sum(1 for pid, ns in then.items()
+                 if pid not in others or others[pid] - ns > IDLE_CPU * 1e9)
+    started = len(others.keys() - then.keys())
+    return max(forks - before[2], len(pids - before[0]), int(cpu > before[1]),
+               worked + started)
