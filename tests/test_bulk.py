@@ -5,6 +5,7 @@ a grading process that dies, the class index, the CSV gradebook and the progress
 from __future__ import annotations
 
 import csv
+import shutil
 import io
 import os
 import signal
@@ -349,6 +350,28 @@ def test_rerun_skips_graded_submissions_and_rebuilds_the_class_files(graded):
     fourth = torchgrade("grade", subs, "--out", out, "--assignment", other, "--force", "-j", "1")
     assert fourth.returncode == 0 and "already graded" not in fourth.stdout
     assert all(r.max_score == 35 and r.assignment == "hw1b" for r in results_of(out).values())
+
+
+def test_a_student_missing_from_a_later_download_keeps_their_grade_in_the_class_files(tmp_path):
+    """dan's folder is gone from the next download (a withdrawal, or an export of new
+    submissions only): the run warns and keeps his result in index.html and the CSVs, as
+    `torchgrade index` lists it; it was silently dropped from grades.csv."""
+    subs = write_class(tmp_path / "subs", {"ann": SOLUTION, "dan": SOLUTION})
+    out = tmp_path / "out"
+    first = torchgrade("grade", subs, "--out", out, "--exercises", EXERCISE, "-j", "1")
+    assert first.returncode == 0, first.stderr
+    shutil.move(subs / "dan", tmp_path / "dan")
+    second = torchgrade("grade", subs, "--out", out, "--exercises", EXERCISE, "-j", "1")
+    assert second.returncode == 0, second.stderr
+    assert "Graded 1 submission " in second.stdout, second.stdout
+    assert "1 earlier result(s)" in second.stderr and "dan" in second.stderr, second.stderr
+    students = [row["student"] for row in csv.DictReader(
+        (out / "grades.csv").read_text().splitlines())]
+    assert sorted(students) == ["ann", "dan"]
+    assert "dan/report.html" in (out / "index.html").read_text()
+    assert torchgrade("index", out).returncode == 0
+    assert sorted(row["student"] for row in csv.DictReader(
+        (out / "grades.csv").read_text().splitlines())) == ["ann", "dan"]
 
 
 @pytest.mark.parametrize("content, words", [
@@ -733,11 +756,13 @@ def test_demo_twice_keeps_what_is_graded(tmp_path):
     assert second.returncode == 0 and "are already graded" in second.stdout
 
 
-def test_benchmark_script_is_documented_and_runs_its_help():
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_grade.py"), "--help"],
+@pytest.mark.parametrize("script, option", [("bench_grade.py", "--baseline"),
+                                            ("bench_worker.py", "--runs")])
+def test_benchmark_script_is_documented_and_runs_its_help(script, option):
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), "--help"],
                           capture_output=True, text=True, timeout=120, cwd=REPO)
-    assert proc.returncode == 0 and "--baseline" in proc.stdout
-    assert "benchmarks/bench_grade.py" in (REPO / "README.md").read_text()
+    assert proc.returncode == 0 and option in proc.stdout
+    assert f"benchmarks/{script}" in (REPO / "README.md").read_text()
 
 
 def serve_with_a_broken_installation(conn, settings, steps):
