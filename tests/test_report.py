@@ -353,6 +353,34 @@ def test_class_statistics_come_from_exact_percents_not_rounded_rows():
 
 
 @pytest.mark.fast
+def test_the_terminal_summary_shows_an_error_many_checks_share_once():
+    """A file that does not import fails every check with the same traceback: shown in full
+    once (or as the exercise's note), then "the same error as above"; a one-line message, and
+    a different one, still in full."""
+    from grader.outputs import terminal
+
+    def erred(n: int, message: str) -> CheckResult:
+        return CheckResult(id=f"e.c{n}", exercise="e", title=f"check {n}", targets=["f"],
+                           visibility="visible", points=0, max_points=1, status="error",
+                           message=message)
+
+    trace = "importing e.py failed: ImportError: no x\n  File \"e.py\", line 3\n    import x"
+    checks = [erred(1, trace), erred(2, trace), erred(3, "f() raised ValueError"),
+              erred(4, "f() raised ValueError"), erred(5, trace + " as y")]
+    result = SubmissionResult(student="s", grader_version="0", checks=checks,
+                              exercises=[ExerciseResult(exercise="e", path="e.py", score=0,
+                                                        max_score=5)])
+    text = terminal.summary(result)
+    assert text.count("ImportError: no x") == 2  # check 1, and check 5's other message
+    assert text.count("the same error as above") == 1
+    assert text.count("f() raised ValueError") == 2
+    noted = result.model_copy(update={"exercises": [result.exercises[0].model_copy(
+        update={"notes": [trace]})]})
+    assert terminal.summary(noted).count("ImportError: no x") == 2  # the note, check 5
+    assert terminal.summary(noted).count("the same error as above") == 2
+
+
+@pytest.mark.fast
 def test_the_terminal_summary_shows_control_characters_from_student_code_escaped():
     """An exception's message (and a file name) comes from the student: escape sequences in it
     must not clear, retitle or overwrite the student's terminal, colour or not."""

@@ -34,7 +34,7 @@ from grader.models import CheckRun, Submission, SubmissionResult, is_grader_fail
 from grader.outputs.exports import canvas_csv, grades_csv, moodle_csv
 from grader.outputs.progress import Progress
 from grader.outputs.report import render_index
-from grader.outputs.folder import write_submission_outputs
+from grader.outputs.folder import read_results, write_submission_outputs
 from grader.outputs.writing import (OutLock, escaped, printable, read_json,
                                     remove_stale_temp_files, write_atomic)
 from grader.running.pool import GradeTask, GradingSteps, PoolSettings
@@ -55,6 +55,9 @@ class GradeSummary:
     failures: int = 0        # the grader could not grade them (recorded, retried next run)
     seconds: float = 0.0
     shard: Shard | None = None  # a job array's shard: no class files (`torchgrade index`)
+    # Results already in OUT of students with no submission in this run: in the class files
+    # (as `torchgrade index` lists them), never counted as graded by this run.
+    earlier: list[SubmissionResult] = field(default_factory=list)
 
     @property
     def index(self) -> Path:
@@ -211,6 +214,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
             else:  # this run writes the class files itself: the shards' records are stale
                 shutil.rmtree(out / SHARDS, ignore_errors=True)
                 if summary.results:  # also on Ctrl-C: the index of what is graded so far
+                    summary.earlier = earlier_results(out, everyone)
                     write_class_outputs(summary, roster=roster)
     finally:
         for lock in reversed(locks):
@@ -257,6 +261,21 @@ class ShardSummary(BaseModel):
     assignment_name: str = ""
     assignment_file: str | None = None
     finished_at: datetime
+
+
+def earlier_results(out: Path, students: set[str]) -> list[SubmissionResult]:
+    """The results in OUT of students who are not among `students` (this run's: the folder's
+    and the roster's), said in a warning: a student missing from this download (a withdrawal,
+    or an LMS export of new submissions only) keeps the grade OUT holds, in the class files
+    too, as `torchgrade index` would list it; never silently dropped from grades.csv."""
+    earlier = read_results(out, besides=students)
+    if earlier:
+        names = [r.student for r in earlier]
+        log.warning("torchgrade: warning: %d earlier result(s) in %s have no submission in "
+                    "this run: %s. They stay in index.html and the CSVs as graded before; "
+                    "remove their folders from %s to leave them out.", len(names), out,
+                    ", ".join(names[:10]) + (" ..." if len(names) > 10 else ""), out)
+    return earlier
 
 
 def write_shard_summary(summary: GradeSummary, *, assignment: Path | None) -> None:
@@ -327,11 +346,12 @@ def task_for(student: str, mark: str, path: Path, links: set[Inode], *,
 def write_class_outputs(summary: GradeSummary, *, roster: dict | None = None) -> None:
     """index.html and grades.csv; a result whose text cannot be written as it is (it should
     not happen: each was written once already) is escaped rather than lose the class files."""
+    results = sorted(summary.results + summary.earlier, key=lambda r: r.student)
     try:
-        write_class_files(summary, summary.results, roster)
+        write_class_files(summary, results, roster)
     except (ValueError, UnicodeError):
         log.exception("torchgrade: writing the class outputs failed; retrying with escaped text")
-        write_class_files(summary, [escaped(r) for r in summary.results], roster)
+        write_class_files(summary, [escaped(r) for r in results], roster)
 
 
 def write_class_files(summary: GradeSummary, results: list[SubmissionResult],

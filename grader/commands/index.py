@@ -20,7 +20,8 @@ from grader.course.registry import known_exercises
 from grader.intake.assignment import Assignment, from_exercises, roster_aliases
 from grader.intake.students import is_output_folder
 from grader.models import SubmissionResult, is_grader_failure
-from grader.outputs.writing import OutLock, read_json, remove_stale_temp_files
+from grader.outputs.folder import read_results
+from grader.outputs.writing import OutLock, remove_stale_temp_files
 
 log = logging.getLogger("torchgrade")
 
@@ -69,26 +70,6 @@ def class_of(out: Path, *, assignment: Path | None, exercises: list[str] | None
         plan = plan.with_aliases(roster_aliases(roster))
     return GradeSummary(out=out, results=results, exercises=plan.exercise_names,
                         assignment=plan, failures=sum(map(is_grader_failure, results))), roster
-
-
-def read_results(out: Path) -> list[SubmissionResult]:
-    """Every readable `OUT/<student>/results.json`, by student id."""
-    results = []
-    for path in sorted(out.glob("*/results.json")):
-        if path.parent.name.startswith(".") or path.parent.is_symlink():
-            continue
-        try:
-            result = read_json(path)
-        except (OSError, ValueError) as exc:
-            log.warning("torchgrade: warning: %s could not be read, not indexed (%s)", path,
-                        type(exc).__name__)
-            continue
-        if result.student != path.parent.name:
-            log.warning("torchgrade: warning: %s holds the result of %r, not of %r: not indexed",
-                        path, result.student, path.parent.name)
-            continue
-        results.append(result)
-    return results
 
 
 def read_shard_summaries(out: Path) -> list[ShardSummary]:

@@ -60,7 +60,10 @@ def summary(result: SubmissionResult, *, pending: Iterable[PendingCheck] = (),
                            f"{passed} of {len(checks)} checks passed", "heading") + where)
         for note in part.notes:
             lines.append(f"  note: {plain(note)}")
-        lines += [line for c in checks for line in _check_lines(c, paint)]
+        # A failure many checks share (a file that does not import: every check meets the same
+        # ImportError) is shown in full once; after that, its first line.
+        shown = {plain(note).rstrip() for note in part.notes}
+        lines += [line for c in checks for line in _check_lines(c, paint, shown)]
         if later and is_bughunt(part.exercise):
             lines.append(paint(f"  {bughunt_line(later)}", "bold"))
         elif later:
@@ -120,7 +123,9 @@ def total_line(result: SubmissionResult, pending: list[PendingCheck], paint: Pai
     return f"Score: {result.score:g} / {result.max_score:g}. {verdict}{hidden}"
 
 
-def _check_lines(c: CheckResult, paint: Painter) -> list[str]:
+def _check_lines(c: CheckResult, paint: Painter, shown: set[str] | None = None) -> list[str]:
+    """A check's lines; a message of several lines already in `shown` (added to it) is not
+    repeated."""
     state = state_of(c)
     label = f"[{OUTCOMES[state].word:^9}]"
     head = f"  {paint(label, state)} {c.title}  ({c.points:g}/{c.max_points:g})"
@@ -128,7 +133,12 @@ def _check_lines(c: CheckResult, paint: Painter) -> list[str]:
         return [head]
     if state == "todo":
         return [f"{head}  {paint(OUTCOMES['todo'].label, 'dim')}"]
-    body = plain(c.message).rstrip().splitlines() or ["(no message)"]
+    message = plain(c.message).rstrip()
+    body = message.splitlines() or ["(no message)"]
+    if shown is not None and len(body) > 1 and message in shown:
+        return [head, INDENT + paint("the same error as above", "dim")]
+    if shown is not None:
+        shown.add(message)
     if c.hint and c.hint not in c.message:
         body.append(f"Hint: {c.hint}")
     if len(body) > MAX_MESSAGE_LINES:
