@@ -151,8 +151,8 @@ def _check_lines(c: CheckResult, paint: Painter, shown: set[str] | None = None) 
     for title in _diagnosis_titles(c):
         lines.append(INDENT + paint(f"Likely cause: {title} (see the report)", "bold"))
     if c.output.strip():
-        shown = c.output.strip().splitlines()
-        lines.append(INDENT + paint(f"your code printed {len(shown)} line(s); see the report",
+        printed = c.output.strip().splitlines()
+        lines.append(INDENT + paint(f"your code printed {len(printed)} line(s); see the report",
                                     "dim"))
     return lines
 
