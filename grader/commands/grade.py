@@ -168,8 +168,8 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
                             staged=path.parent == out / STAGING)
             if roster and sid not in roster:
                 task.notes.append("not in the roster: graded under the id the submission "
-                                  "gives; add it to the roster (lms_id column) if it is a "
-                                  "student of the class")
+                                  "gives; add it to the roster (as a row's lms_id, student_id "
+                                  "or email) if it is a student of the class")
             tasks.append(task)
         summary.up_to_date = len(summary.results)
         if on_start is not None:

@@ -111,9 +111,9 @@ def _children(listdir=os.listdir, read=os.read, open_=os.open, close=os.close,
     def cpu_ns(pid: int) -> int | None:
         total, any_read = 0, False
         for task in tasks_of(pid):
-            text = read_text(f"/proc/{pid}/task/{task}/schedstat")
-            if text and text.split()[0].isdigit():
-                total, any_read = total + int(text.split()[0]), True
+            ran = (read_text(f"/proc/{pid}/task/{task}/schedstat") or "").split()
+            if ran and ran[0].isdigit():
+                total, any_read = total + int(ran[0]), True
                 continue
             text = read_text(f"/proc/{pid}/task/{task}/stat")  # no schedstat: clock ticks
             fields = (text or "").rpartition(")")[2].split()
