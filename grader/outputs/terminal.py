@@ -61,7 +61,7 @@ def summary(result: SubmissionResult, *, pending: Iterable[PendingCheck] = (),
         for note in part.notes:
             lines.append(f"  note: {plain(note)}")
         # A failure many checks share (a file that does not import: every check meets the same
-        # ImportError) is shown in full once; after that, its first line.
+        # ImportError) is shown in full once; after that, "the same error as above".
         shown = {plain(note).rstrip() for note in part.notes}
         lines += [line for c in checks for line in _check_lines(c, paint, shown)]
         if later and is_bughunt(part.exercise):

@@ -279,7 +279,7 @@ def prepare() -> None:
     module since). Listing sys.modules again in each worker costs ~5 ms of copy-on-write page
     faults in a fresh fork (its ~2000 names and modules touched), a tenth of a worker's start."""
     resolve_probes()
-    _LISTED[:] = [len(sys.modules), [n for n in list(sys.modules) if _ours(n)]]
+    _LISTED[:] = [len(sys.modules), _our_module_names()]
 
 
 _LISTED: list = []  # [how many modules sys.modules held, the names of ours among them]
