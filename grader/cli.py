@@ -1,7 +1,8 @@
 """The `torchgrade` command line: parse, then dispatch to the command's module (`COMMANDS`).
 
 Exit codes: 0 success (for `check`: every check passed; for `grade`: every submission graded,
-whatever the scores; for `verify`: every exercise's solution, stub and declared mutants hold),
+whatever the scores; for `verify`: every exercise's solution, stub, declared mutants and hollow
+implementations hold),
 1 `check` found failing checks, `grade` could not grade some submission, `verify` found an
 exercise that does not hold (with --strict: or a surviving generated mutant), or the grader
 could not start, 2 usage error (one line on stderr), 130 interrupted (Ctrl-C).
@@ -133,8 +134,9 @@ def build_parser() -> Parser:
                    help="the course folder (default: $TORCHGRADE_COURSE)")
 
     p = sub.add_parser("verify", help="prove a course's checks: the solution scores full marks, "
-                       "the stub 0, every declared mutant fails exactly its checks; generated "
-                       "mutants that survive are listed")
+                       "the stub 0, every declared mutant fails exactly its checks, no check "
+                       "passes for code that does nothing; generated mutants that survive "
+                       "are listed")
     p.add_argument("exercises", nargs="*", metavar="EXERCISE",
                    help="exercises to verify (default: every exercise of the course)")
     p.add_argument("--json", type=Path, metavar="FILE", help="write the verdicts as JSON")
@@ -142,7 +144,8 @@ def build_parser() -> Parser:
                    help="the page of survivors (default: ./torchgrade-verify.html)")
     p.add_argument("--budget", type=_positive_float, metavar="SECONDS",
                    help="time for the whole run; generated mutants not graded by then are "
-                        "skipped (the solution, stub and declared mutants always run)")
+                        "skipped (the solution, stub, declared mutants and hollow "
+                        "implementations always run)")
     p.add_argument("--max-mutants", type=_count, metavar="N",
                    help="generated mutants per exercise at most (the same N every run; 0: "
                         "none)")

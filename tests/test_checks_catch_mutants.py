@@ -1,7 +1,8 @@
 """Every exercise's checks, through `torchgrade verify` on the shipped course: full marks for
 the solution (three times, identical verdicts), zero for the stub, exactly the declared failures
 for every wrong implementation in curriculum/mutants/, every check failed by at least one of
-them, generated mutants killed or marked equivalent; here too: a module's stub fails every check
+them, no check passed by a hollow implementation of its targets, generated mutants killed or
+marked equivalent; here too: a module's stub fails every check
 as "not implemented yet", a bug hunt's stub exactly its seeded faults, and full marks for the
 correct submissions in other styles in tests/styles/."""
 
@@ -63,15 +64,17 @@ def verified(tmp_path_factory) -> dict[str, ExerciseVerdict]:
     return verdicts
 
 
-# The first item runs the whole verification (`verified`): ~450 gradings in pools of 2, about
-# 8 minutes on 2 idle cores; a CI machine that other jobs keep busy took over 10.
+# The first item runs the whole verification (`verified`): ~680 gradings in pools of 2 (~230 of
+# them hollow implementations), about 10 minutes on 2 idle cores; a CI machine that other jobs
+# keep busy took longer.
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("exercise", ALL)
 def test_verify_proves_the_shipped_exercise(verified, exercise):
     """The solution scores full marks three times with the same verdicts, the stub zero, every
     declared mutant fails exactly the checks it declares and names its diagnoses, every check is
-    failed by some declared mutant, and every generated mutant graded is killed or marked
-    equivalent (with a reason) in curriculum/course.toml."""
+    failed by some declared mutant, none is passed by a hollow implementation, and every
+    generated mutant graded is killed or marked equivalent (with a reason) in
+    curriculum/course.toml."""
     verdict = verified[exercise]
     assert verdict.problems == [], verdict.problems
     assert verdict.solution_full_marks and verdict.stub_scores_zero
@@ -79,6 +82,8 @@ def test_verify_proves_the_shipped_exercise(verified, exercise):
                                                   verdict.declared_mutants.wrong]
     assert verdict.declared_mutants.as_declared == verdict.declared_mutants.total > 0
     assert verdict.checks_never_failed == []
+    # No check gives points to a function that does nothing but raise or return (hollow).
+    assert verdict.hollow.total > 0 and verdict.hollow.vacuous == [], verdict.hollow
     generated = verdict.generated_mutants
     assert generated.total > 0 or VERIFY_CAP == 0
     open_ = OPEN_SURVIVORS.get(exercise, set())

@@ -1,6 +1,7 @@
 """`torchgrade verify` on a tiny course folder written here with the public API: a weak check
 lets a generated mutant survive (reported, not fatal; fatal with --strict unless marked
-equivalent), and a mutant declared wrongly makes it exit 1."""
+equivalent), a mutant declared wrongly makes it exit 1, and so does a check that passes for a
+hollow implementation (one that does nothing but raise or return)."""
 
 from __future__ import annotations
 
@@ -135,6 +136,44 @@ def test_a_mutant_declared_wrongly_makes_verify_exit_1(tmp_path):
     assert wrong["name"] == "declared_wrongly"
     assert wrong["failed"] == ["row_sums.offset"] and wrong["must_fail"] == ["row_sums.symmetric"]
     assert "declared_wrongly" in output and "exit 1" in output
+
+
+# A side property alone: `row_sums` that does nothing but raise ValueError passes it.
+REJECTS_1D = '''
+
+@check(points=1, targets="row_sums", visibility="hidden")
+def test_rejects_vectors(sub):
+    """row_sums raises ValueError for a 1-d x"""
+    import numpy as np
+    sub.raises(ValueError, "row_sums", np.ones(3))
+'''
+# The same property, and the behaviour it is a property of.
+REJECTS_1D_ONLY = REJECTS_1D + '''    x = np.ones((2, 3))
+    expect_array(sub.call("row_sums", x), np.full(2, 3.0), call="row_sums(x)")
+'''
+
+
+@pytest.mark.parametrize("check_text, vacuous", [(REJECTS_1D, True), (REJECTS_1D_ONLY, False)])
+def test_a_check_that_passes_for_a_hollow_implementation_makes_verify_exit_1(
+        tmp_path, check_text, vacuous):
+    course = write_course(tmp_path / "course")
+    (course / "checks/test_row_sums_hidden.py").write_text(HIDDEN + check_text, encoding="utf-8")
+    # The declared mutant `zeros` fails the new check too (it never raises): only the hollow
+    # implementations can make verify fail here.
+    (course / "mutants/row_sums/zeros.py").write_text(
+        ZEROS.replace("symmetric, offset", "offset, rejects_vectors, symmetric"), encoding="utf-8")
+    code, report, output = run_verify(tmp_path, course, "--max-mutants", "0")
+    hollow = report["exercises"]["row_sums"]["hollow"]
+    assert hollow["total"] == 3, output  # raise, return None, return x
+    if not vacuous:
+        assert code == 0 and hollow["vacuous"] == [], output
+        return
+    assert code == 1 and report["ok"] is False, output
+    assert hollow["vacuous"] == [{"check": "row_sums.rejects_vectors", "functions": ["row_sums"],
+                                  "body": "raise ValueError"}]
+    assert ("vacuous check row_sums.rejects_vectors: passes when row_sums does nothing but "
+            "raise ValueError") in output and "exit 1" in output
+    assert "row_sums.rejects_vectors" in (tmp_path / "verify.html").read_text()
 
 
 @pytest.mark.parametrize("args, words", [

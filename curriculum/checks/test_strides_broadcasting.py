@@ -122,6 +122,9 @@ def test_sliding_windows_is_a_read_only_view(sub):
     call = "sliding_windows(x, 5, 2)  # len(x) == 20"
     got = sub.call("sliding_windows", x, 5, 2)
     expect_type(got, np.ndarray, call=call, what="a numpy array")
+    # The windows first: a read-only view of anything else is not the property asked for.
+    expected = np.stack([x[i:i + 5] for i in range(0, 16, 2)])
+    expect_array(got, expected, call=call, rtol=0, hint=WINDOW_HINT)
     expect_view(got, x, call=call, what="a view of x", hint=WINDOW_HINT)
     if got.flags.writeable:
         fail(f"{call} returned a writeable view: its rows overlap, so one write would change "
@@ -145,9 +148,14 @@ def test_center_columns_values(sub):
 def test_center_columns_leaves_input_alone(sub):
     """center_columns does not modify x"""
     rng = np.random.default_rng(109)
-    x = sub.shared(rng.standard_normal((6, 4)) + 5, name="x")
-    # sub.call fails the check if x holds other values once the call returned.
-    sub.call("center_columns", x)
+    original = rng.standard_normal((6, 4)) + 5
+    x = sub.shared(original, name="x")
+    call = "center_columns(x)  # x of shape (6, 4)"
+    # sub.call fails the check if x holds other values once the call returned. The centred
+    # copy must come back too: doing nothing at all leaves x alone as well.
+    got = sub.call("center_columns", x)
+    expect_array(got, original - original.mean(axis=0), call=call, rtol=1e-9, atol=1e-12,
+                 check_dtype=False, hint=CENTER_HINT)
 
 
 @check(points=2, targets="pairwise_sq_dists", visibility="visible")

@@ -87,6 +87,12 @@ def test_broadcast_shape_incompatible(sub, evidence):
                    ((5, 2), (2, 1, 5))]:
         record_shapes(evidence, shapes, None)
         sub.raises(ValueError, "broadcast_shape", *shapes, hint=BROADCAST_HINT)
+    # Only those: a function that always raises broadcasts nothing.
+    for shapes in [((3, 1), (1, 4)), ((2, 1, 5), (2, 4, 1))]:
+        call = f"broadcast_shape{shapes}"
+        record_shapes(evidence, shapes, np.broadcast_shapes(*shapes))
+        got = as_int_tuple(sub.call("broadcast_shape", *shapes), call=call)
+        expect_equal(got, np.broadcast_shapes(*shapes), call=call, hint=BROADCAST_HINT)
 
 
 @check(points=1, targets="broadcast_strides")
@@ -121,6 +127,16 @@ def test_broadcast_strides_incompatible(sub, evidence):
                  ((1,), (8,), ())]:
         record_shapes(evidence, [args[0], args[2]], None, labels=["shape", "target"])
         sub.raises(ValueError, "broadcast_strides", *args, hint=BROADCAST_HINT)
+    # Only those: a function that always raises broadcasts nothing.
+    for shape, target in [((3, 1), (3, 4)), ((2, 1, 5), (2, 4, 5))]:
+        arr = np.zeros(shape)
+        args = (arr.shape, arr.strides, target)
+        call = f"broadcast_strides{args}"
+        expected = np.broadcast_to(arr, target).strides
+        record_shapes(evidence, [shape, target], target, labels=["shape", "target"],
+                      expected_strides=expected)
+        got = as_int_tuple(sub.call("broadcast_strides", *args), call=call)
+        expect_equal(got, expected, call=call, hint=BROADCAST_HINT)
 
 
 @check(points=1, targets="sliding_windows")
@@ -154,6 +170,13 @@ def test_sliding_windows_invalid(sub):
         sub.raises(ValueError, "sliding_windows", x, window, step,
                    hint="the contract asks for ValueError if window < 1, step < 1 or "
                         "window > len(x).")
+    # Only then: a function that always raises makes no windows.
+    shared = sub.shared(x, name="x")
+    for window, step in [(6, 1), (1, 6), (2, 3)]:
+        call = f"sliding_windows(x, {window}, {step})  # x = np.arange(6.0)"
+        got = sub.call("sliding_windows", shared, window, step)
+        expected = np.stack([x[i:i + window] for i in range(0, 6 - window + 1, step)])
+        expect_array(got, expected, call=call, rtol=0, hint=WINDOW_HINT)
 
 
 @check(points=1, targets="center_columns")

@@ -10,16 +10,21 @@ pytest session and its own zygote):
 3. every declared mutant (`mutants/<exercise>/<name>.py`): it fails exactly the checks its
    line 1 names and its checks name every fault its line 2 names (a bug hunt's: no other);
    then every check of the exercise must be failed by some declared mutant;
-4. generated mutants of the solution (`grader.authoring.mutation`): each graded; one that
+4. hollow implementations (`grader.authoring.hollow`): for each set of module-level functions
+   some checks target together, the solution with those functions only raising ValueError,
+   returning None, or returning their first argument: every check (with points) whose targets
+   are among them fails on each. One that passes is vacuous: it scores a side property
+   (raises on bad input, leaves its input alone, returns a view) of code that does nothing;
+5. generated mutants of the solution (`grader.authoring.mutation`): each graded; one that
    still scores full marks with every check passed is a survivor, listed with where and what
    changed, unless the course marks it equivalent (`[[equivalent]]` in course.toml:
    `exercise`, `change` = the change exactly as printed or the mutant's id, `reason`).
 
-The exit code (`VerifyReport.exit_code`): 0 when 1-3 hold for every exercise; 1 otherwise;
+The exit code (`VerifyReport.exit_code`): 0 when 1-4 hold for every exercise; 1 otherwise;
 with `strict`, survivors make it 1 too. Generated mutants are bounded: at most `max_mutants`
 per exercise (the ones with the smallest ids, so the same set every run: ids change only when
 their own code does) and a time `budget` for the whole run, shared out among the exercises
-(what one leaves unused goes to the next); 1-3 always run to the end, whatever the budget.
+(what one leaves unused goes to the next); 1-4 always run to the end, whatever the budget.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from grader.authoring.hollow import HollowMutant, hollow, hollowable
 from grader.authoring.mutation import GeneratedMutant, generate
 from grader.course.folder import (Course, CourseError, DeclaredMutant, course_source,
                                   read_mutant)
@@ -93,21 +99,33 @@ class GeneratedMutants(BaseModel):
                                             "mutant graded): stale marks to remove")
 
 
+class VacuousCheck(BaseModel):
+    check: str = Field(description="check id")
+    functions: list[str] = Field(description="the hollowed functions")
+    body: str = Field(description="what each of them did instead (a key of hollow.BODIES)")
+
+
+class HollowImplementations(BaseModel):
+    total: int = Field(0, description="hollow implementations graded")
+    vacuous: list[VacuousCheck] = Field([], description="checks one of them passed")
+
+
 class ExerciseVerdict(BaseModel):
     solution_full_marks: bool = False
     stub_scores_zero: bool = False
     declared_mutants: DeclaredMutants = DeclaredMutants()
     checks_never_failed: list[str] = []
+    hollow: HollowImplementations = HollowImplementations()
     generated_mutants: GeneratedMutants = GeneratedMutants()
     problems: list[str] = Field([], description="why the exercise does not pass, one line each")
     seconds: float = 0.0
 
     @property
     def holds(self) -> bool:
-        """Bullets 1-3 of the module docstring."""
+        """Bullets 1-4 of the module docstring."""
         return (self.solution_full_marks and self.stub_scores_zero
                 and not self.declared_mutants.wrong and not self.checks_never_failed
-                and not self.problems)
+                and not self.hollow.vacuous and not self.problems)
 
 
 class VerifyReport(BaseModel):
@@ -124,9 +142,9 @@ class VerifyReport(BaseModel):
 @dataclass
 class _Job:
     key: str                  # the submission's student id (unique in one exercise's run)
-    kind: str                 # "solution", "stub", "declared", "generated"
+    kind: str                 # "solution", "stub", "declared", "hollow", "generated"
     text: str
-    ref: object = None        # DeclaredMutant | GeneratedMutant
+    ref: object = None        # DeclaredMutant | HollowMutant | GeneratedMutant
 
     @property
     def essential(self) -> bool:
@@ -224,6 +242,37 @@ def declared_checks(course: Course, exercise: str) -> set[str]:
     return found
 
 
+def check_targets(course: Course, exercise: str) -> list[frozenset[str] | None]:
+    """The `targets=` of every `@check(...)` in the exercise's check files: the names, where
+    it is a literal (a name or a list of names), else None."""
+    found = []
+    for path in course.check_files([exercise]):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and _called(node.func) == "check"):
+                continue
+            for kw in node.keywords:
+                if kw.arg != "targets":
+                    continue
+                try:
+                    value = ast.literal_eval(kw.value)
+                except ValueError:
+                    value = None
+                names = [value] if isinstance(value, str) else value
+                literal = isinstance(names, list | tuple) and all(isinstance(n, str)
+                                                                  for n in names)
+                found.append(frozenset(names) if literal else None)
+    return found
+
+
+def _called(func: ast.expr) -> str:
+    return func.id if isinstance(func, ast.Name) else (
+        func.attr if isinstance(func, ast.Attribute) else "")
+
+
 def _solution_verdict(runs: list[SubmissionResult | None], verdict: ExerciseVerdict) -> None:
     graded = [r for r in runs if r is not None and not is_grader_failure(r)]
     if len(graded) < len(runs):
@@ -296,6 +345,38 @@ def _declared_verdict(mutants: list[DeclaredMutant], results: dict[str, Submissi
     return caught
 
 
+def hollow_jobs(solution: str, targets: list[frozenset[str] | None]) -> list[_Job]:
+    """One job per hollow implementation of `solution`: for each set of `targets` that are all
+    module-level functions of it, and each of those alone (a class is not hollowed). A target
+    not known before grading (None) adds every public function alone."""
+    functions = hollowable(solution)
+    named = set().union(*(t for t in targets if t is not None))
+    if None in targets:
+        named |= {f for f in functions if not f.startswith("_")}
+    chosen = {t for t in targets if t and t <= functions}
+    chosen |= {frozenset([f]) for f in named & functions}
+    sets = sorted(chosen, key=sorted)
+    return [_Job(f"hollow-{i}", "hollow", m.source, m)
+            for i, m in enumerate(m for t in sets for m in hollow(solution, t))]
+
+
+def _hollow_verdict(jobs: list[_Job], results: dict[str, SubmissionResult],
+                    verdict: ExerciseVerdict) -> None:
+    report = verdict.hollow
+    for job in jobs:
+        assert isinstance(job.ref, HollowMutant)
+        result = results.get(job.key)
+        if result is None or is_grader_failure(result):
+            verdict.problems.append(f"a hollow implementation ({job.ref.name}) could not be "
+                                    "graded (the grader failed)")
+            continue
+        report.total += 1
+        report.vacuous += [
+            VacuousCheck(check=c.id, functions=list(job.ref.functions), body=job.ref.body)
+            for c in result.checks if c.status == "passed" and c.max_points > 0
+            and set(c.targets) <= set(job.ref.functions)]
+
+
 def _generated_verdict(course: Course, exercise: str, chosen: list[GeneratedMutant],
                        results: dict[str, SubmissionResult], verdict: ExerciseVerdict) -> None:
     report = verdict.generated_mutants
@@ -354,6 +435,8 @@ def verify_exercise(course: Course, exercise: str, *, workers: int, scratch: Pat
     jobs = [_Job(f"solution-{i + 1}", "solution", solution) for i in range(SOLUTION_RUNS)]
     jobs.append(_Job("stub", "stub", stub))
     jobs += [_Job(f"declared-{m.name}", "declared", m.source(), m) for m in mutants]
+    hollows = hollow_jobs(solution, check_targets(course, exercise))
+    jobs += hollows
     generated = generate(solution, filename=f"solutions/{course.student_file(exercise)}")
     chosen = choose(generated, max_mutants)
     if deadline is None or time.monotonic() < deadline:
@@ -365,6 +448,7 @@ def verify_exercise(course: Course, exercise: str, *, workers: int, scratch: Pat
         c.id for r in results.values() for c in r.checks if r.student.startswith("solution-")}
     caught = _declared_verdict(mutants, results, checks, bughunt, verdict)
     verdict.checks_never_failed = sorted(checks - caught)
+    _hollow_verdict(hollows, results, verdict)
     verdict.generated_mutants.generated = len(generated)
     _generated_verdict(course, exercise, chosen, results, verdict)
     verdict.generated_mutants.not_graded += len(generated) - len(chosen)
@@ -430,7 +514,8 @@ def summary_lines(exercise: str, v: ExerciseVerdict) -> list[str]:
     head = (f"{exercise}: {'ok' if v.holds else 'FAILS'} - solution "
             f"{'full marks x3' if v.solution_full_marks else 'NOT full marks'}, stub "
             f"{'scores 0' if v.stub_scores_zero else 'does NOT score 0'}, declared mutants "
-            f"{d.as_declared}/{d.total} as declared, generated mutants {g.killed}/{g.total} "
+            f"{d.as_declared}/{d.total} as declared, hollow implementations {v.hollow.total} "
+            f"({len(v.hollow.vacuous)} vacuous), generated mutants {g.killed}/{g.total} "
             f"killed ({len(g.survivors)} survivor{'' if len(g.survivors) == 1 else 's'}"
             + (f", {len(g.equivalent)} equivalent" if g.equivalent else "")
             + (f", {g.not_graded} of {g.generated} not graded" if g.not_graded else "")
@@ -440,6 +525,9 @@ def summary_lines(exercise: str, v: ExerciseVerdict) -> list[str]:
     lines += [f"  wrong mutant {w.name}: {w.why}" for w in d.wrong]
     if v.checks_never_failed:
         lines.append(f"  failed by no declared mutant: {', '.join(v.checks_never_failed)}")
+    lines += [f"  vacuous check {c.check}: passes when {', '.join(c.functions)} "
+              f"{'does' if len(c.functions) == 1 else 'do'} nothing but {c.body}: ask for the "
+              "behaviour too" for c in v.hollow.vacuous]
     lines += [f"  survivor {s.where}: {s.change}  [{s.id}]" for s in g.survivors]
     lines += [f"  note: [[equivalent]] {c!r} matches no surviving mutant (stale?)"
               for c in g.unmatched_equivalent]
@@ -452,7 +540,8 @@ def verdict_line(report: VerifyReport, *, strict: bool) -> str:
     rule = ("exit 0 needs, for every exercise: the solution at full marks 3 times with the same "
             "verdicts, the stub at 0 with a message on every check, each declared mutant "
             "failing exactly its declared checks (and naming its diagnoses), every check "
-            "failed by some declared mutant")
+            "failed by some declared mutant, no check passing for a hollow implementation of "
+            "its targets")
     rule += ("; --strict: and no survivor" if strict
              else "; survivors are reported, not fatal (--strict makes them fatal)")
     failing = [e for e, v in report.exercises.items() if not v.holds]

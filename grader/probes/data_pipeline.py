@@ -9,6 +9,7 @@ from the dataset's random generator. Nothing here knows what the student's code 
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import numpy as np
@@ -73,7 +74,17 @@ class IndexDataset(Dataset):
 
     def __getitem__(self, index):
         index = int(index)
+        if not 0 <= index < self.n:  # as a list would: iterating it directly ends
+            raise IndexError(f"index {index} out of range for {self.n} samples")
         return torch.tensor([index], dtype=torch.int64), index % 3
+
+
+def _epoch(loader, n: int) -> list:
+    """One pass over `loader`, its batches as they come, but never more than `n` + 1 of them
+    (each holds a sample at least, so that many is already too many for `n` samples): an
+    endless one (a sampler that cycles, a loader over an iterable without end) is cut short,
+    and the check says it yielded too much, not only that its deadline passed."""
+    return list(itertools.islice(loader, n + 1))
 
 
 def _move_global_generators(k: int) -> None:
@@ -84,9 +95,10 @@ def _move_global_generators(k: int) -> None:
     np.random.random(1 + 3 * k)
 
 
-def _ids(loader, epochs: int) -> list[list[list[int]]]:
-    """For every epoch, the sample ids of every batch, in order."""
-    return [[[int(v) for v in batch[0].reshape(-1)] for batch in loader] for _ in range(epochs)]
+def _ids(loader, epochs: int, n: int) -> list[list[list[int]]]:
+    """For every epoch, the sample ids of every batch, in order (`_epoch`: of `n` samples)."""
+    return [[[int(v) for v in batch[0].reshape(-1)] for batch in _epoch(loader, n)]
+            for _ in range(epochs)]
 
 
 def loaders_run(module, *, n: int, train_idx: list[int], val_idx: list[int], batch_size: int,
@@ -105,7 +117,7 @@ def loaders_run(module, *, n: int, train_idx: list[int], val_idx: list[int], bat
         train, val = module.make_loaders(IndexDataset(n), *indices, batch_size, seed)
         moved = changed_rng(before, global_rng_state())
         _move_global_generators(k)
-        runs.append({"train": _ids(train, epochs), "val": _ids(val, epochs),
+        runs.append({"train": _ids(train, epochs, n), "val": _ids(val, epochs, n),
                      "changed_rng": moved,
                      "changed_inputs": unchanged_inputs(given[0], indices[0], "train_idx")
                      + unchanged_inputs(given[1], indices[1], "val_idx")})
@@ -124,6 +136,8 @@ class NoisyDataset(Dataset):
         return self.n
 
     def __getitem__(self, index):
+        if not 0 <= int(index) < self.n:
+            raise IndexError(f"index {index} out of range for {self.n} samples")
         info = get_worker_info()
         worker = -1 if info is None else info.id
         return torch.tensor([float(index), float(worker), float(self.rng.random())],
@@ -158,8 +172,8 @@ def worker_run(module, *, n: int, batch_size: int, num_workers: int, seeds: list
         if method not in (None, "fork"):
             return {"runs": [], "changed_rng": moved, "start_method": method}
         _move_global_generators(k)
-        runs.append([[row for batch in loader for row in batch.reshape(-1, 3).tolist()]
-                     for _ in range(epochs)])
+        runs.append([[row for batch in _epoch(loader, n)
+                      for row in batch.reshape(-1, 3).tolist()] for _ in range(epochs)])
     return {"runs": runs, "changed_rng": moved, "start_method": None}
 
 
@@ -181,10 +195,13 @@ def masked_mean_grad(module, *, values: torch.Tensor, lengths: torch.Tensor) -> 
 
 def sampler_draws(module, *, labels: np.ndarray, epochs: int, seed: int) -> dict:
     """`balanced_sampler(labels)`: its len, and the indices it yields in `epochs` passes (the
-    global torch generator seeded first); and what it changed in `labels`."""
+    global torch generator seeded first; at most ten times the samples each); and what it
+    changed in `labels`."""
     given = snapshot(labels)
     sampler = module.balanced_sampler(labels)
     torch.manual_seed(seed)
-    draws = [[int(i) for i in sampler] for _ in range(epochs)]
+    # Ten times the samples at most: one that never ends is cut short, and is told so.
+    draws = [[int(i) for i in itertools.islice(sampler, 10 * len(labels))]
+             for _ in range(epochs)]
     return {"len": describe_return(len(sampler)), "draws": draws,
             "changed_inputs": unchanged_inputs(given, labels, "labels")}

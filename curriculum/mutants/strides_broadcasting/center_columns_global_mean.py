@@ -1,4 +1,4 @@
-# must fail: center_columns_shapes_and_layouts, center_columns_values
+# must fail: center_columns_leaves_input_alone, center_columns_shapes_and_layouts, center_columns_values
 """Memory layout, views and broadcasting: reference solution.
 
 Its contract: CURRICULUM.md, `strides_broadcasting`.

@@ -1,4 +1,4 @@
-# must fail: sliding_windows_steps_and_layouts, sliding_windows_values
+# must fail: sliding_windows_invalid, sliding_windows_is_a_read_only_view, sliding_windows_steps_and_layouts, sliding_windows_values
 """Memory layout, views and broadcasting: reference solution.
 
 Its contract: CURRICULUM.md, `strides_broadcasting`.
