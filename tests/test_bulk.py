@@ -275,10 +275,17 @@ def test_pool_grades_every_submission_with_the_assignment_points(graded):
     cat = results["cat"]
     assert cat.exercises[0].notes[0].startswith("file not submitted")
     assert all(c.message.startswith("file not submitted") for c in cat.checks)
+    # An empty folder reads as an absent roster student's does, in the class files too.
+    assert cat.notes[1:] == ["nothing handed in"]  # after "not in the roster"
+    grades = {r["student"]: r for r in csv.DictReader(io.StringIO((out / "grades.csv")
+                                                                  .read_text()))}
+    assert "nothing handed in" in grades["cat"]["remarks"]
+    assert "nothing handed in" not in grades["bob"]["remarks"]
     # per-check points keep their shares: 2 of 35 declared points become 2/35 of 10
     check = next(c for c in results["ann"].checks if c.id == f"{EXERCISE}.c_strides_matches_numpy")
     assert check.max_points == pytest.approx(10 * 2 / 35, abs=1e-6)
     assert "Graded 7 submissions" in proc.stdout.splitlines()[-1]
+    assert "; 1 of them is a student who handed in nothing (0 points)." in proc.stdout
     assert "index.html" in proc.stdout.splitlines()[-1]
 
 
@@ -344,11 +351,18 @@ def test_rerun_skips_graded_submissions_and_rebuilds_the_class_files(graded):
     assert third.returncode == 0 and "6 of 7 submissions are already graded" in third.stdout
     assert after["bob"].graded_at > before["bob"] and after["bob"].score == 10
     assert all(after[s].graded_at == before[s] for s in before if s != "bob")
+    # ... saying the grade it replaced, which it keeps
+    assert "Regraded 1 student who had a grade: changed: bob 0 -> 10. " in third.stdout
+    assert read_json(out / "bob" / "results.previous.json").score == 0
+    assert not (out / "ann" / "results.previous.json").exists()
     # another assignment (other points) is another grading
     other = root / "other.toml"
     other.write_text('name = "hw1b"\nexercises = ["strides_broadcasting"]\n')
     fourth = torchgrade("grade", subs, "--out", out, "--assignment", other, "--force", "-j", "1")
     assert fourth.returncode == 0 and "already graded" not in fourth.stdout
+    assert "Regraded 7 students who had a grade: changed: " in fourth.stdout
+    assert "ann 10 -> 35 (of 10 -> 35)" in fourth.stdout
+    assert read_json(out / "ann" / "results.previous.json").assignment == "hw1"
     assert all(r.max_score == 35 and r.assignment == "hw1b" for r in results_of(out).values())
 
 

@@ -297,6 +297,9 @@ def test_exercise_states_for_the_class_index():
     assert exercise_state(res("error", reason="not_implemented"), part()) == "not started"
     assert exercise_state(res("timeout"), part()) == "timed out"  # not a crash: too slow
     assert exercise_state(res("crashed"), part()) == "crashed"
+    assert exercise_state(res("error", "importing ex.py failed (ex.py, line 1): ImportError: "
+                              "No module named 'sklearn'"), part()) == "does not import"
+    assert exercise_state(res("error", "ex.py: ValueError: bad"), part()) == "crashed"
     assert exercise_state(res("failed"), part()) == "graded"
 
 
@@ -392,7 +395,8 @@ def test_canvas_zip_every_student_under_their_lms_id(canvas_zip_graded):
                for n in results["34567"].exercises[0].notes)
     assert any(n.startswith("not in the roster") for n in results["34567"].notes)
     assert "not in the roster" in run.stderr
-    assert results["99999"].score == 0 and "nothing handed in" in results["99999"].notes
+    assert results["99999"].score == 0 and results["99999"].notes.count("nothing handed in") == 1
+    assert "; 1 of them is a student who handed in nothing (0 points)." in run.stdout
     assert not (root / "dl" / ".lms").exists() and not list(root.glob("*.lms*"))
 
 

@@ -380,6 +380,25 @@ def test_the_terminal_summary_shows_an_error_many_checks_share_once():
     assert terminal.summary(noted).count("the same error as above") == 2
 
 
+def test_a_file_that_does_not_import_says_so_without_the_graders_install_paths(grade_files):
+    """Python's own ImportError names the file it looked in, under the grader's site-packages:
+    the student reads it from the package on. The class index says "does not import", not
+    "crashed"."""
+    import sysconfig
+
+    from grader.outputs.summary import student_row
+
+    result = grade_files({"strides_broadcasting.py": "from torch import no_such_name\n"})
+    messages = {c.message for c in result.checks}
+    assert len(messages) == 1, messages
+    [message] = messages
+    assert message.startswith("importing strides_broadcasting.py failed"), message
+    assert "cannot import name 'no_such_name' from 'torch' (torch/__init__.py)" in message
+    assert sysconfig.get_paths()["purelib"] not in message
+    [cell] = student_row(result, ["strides_broadcasting"]).exercises
+    assert cell.state == "does not import"
+
+
 @pytest.mark.fast
 def test_the_terminal_summary_shows_control_characters_from_student_code_escaped():
     """An exception's message (and a file name) comes from the student: escape sequences in it

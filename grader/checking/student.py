@@ -14,6 +14,7 @@ messages, tracebacks) is clipped here, whatever the worker claims to have clippe
 from __future__ import annotations
 
 import re
+import sysconfig
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, cast
@@ -37,6 +38,12 @@ MESSAGE_CHARS = 2000
 # Python's own words for a module lacking a name (AttributeError, since 3.7).
 MISSING_ATTRIBUTE = re.compile(r"module '(?P<module>[^']+)' has no attribute '(?P<name>[^']+)'")
 TRACEBACK_CHARS = 4000  # the last characters: the innermost frames
+# Where this Python keeps its libraries (the workers see the same paths): Python's own words
+# name them ("cannot import name 'x' from 'torch' (/opt/venv/lib/python3.11/site-packages/
+# torch/__init__.py)"); a student reads the part from the package on, as on their machine.
+INSTALL_DIRS = sorted({d.rstrip("/") + "/" for key in ("purelib", "platlib", "stdlib",
+                                                        "platstdlib")
+                       if (d := sysconfig.get_paths().get(key))}, key=len, reverse=True)
 
 
 EARLIER = "an array the grader passed to an earlier call"
@@ -503,6 +510,12 @@ def _describe(error: dict) -> str:
         text = "ran out of memory: " + text
     if error.get("traceback"):
         text += "\n" + _text(error["traceback"], TRACEBACK_CHARS, tail=True).rstrip()
+    return _without_install_dirs(text)
+
+
+def _without_install_dirs(text: str) -> str:
+    for directory in INSTALL_DIRS:
+        text = text.replace(directory, "")
     return text
 
 

@@ -29,7 +29,7 @@ from grader.intake.fingerprint import fingerprint, grading_digest, submission_di
 from grader.intake.lms import STAGING, read_sidecar
 from grader.intake.shards import Shard
 from grader.intake.students import check_folders, class_students, download_layout, read_class
-from grader.intake.submission import OUT_MARKER, exercises_in, load_quietly
+from grader.intake.submission import NOTHING_HANDED_IN, OUT_MARKER, exercises_in, load_quietly
 from grader.models import CheckRun, Submission, SubmissionResult, is_grader_failure
 from grader.outputs.exports import canvas_csv, grades_csv, moodle_csv
 from grader.outputs.progress import Progress
@@ -42,6 +42,7 @@ from grader.scoring.results import grader_failure, result_of
 from grader.worker.limits import WorkerLimits
 
 log = logging.getLogger("torchgrade")
+PREVIOUS = "results.previous.json"  # OUT/<student>/: the grade a regrade replaced
 
 
 @dataclass
@@ -58,6 +59,10 @@ class GradeSummary:
     # Results already in OUT of students with no submission in this run: in the class files
     # (as `torchgrade index` lists them), never counted as graded by this run.
     earlier: list[SubmissionResult] = field(default_factory=list)
+    # Students this run grades again who had a grade in OUT (their files, the grading or the
+    # assignment changed, or --force): their earlier final score and maximum. The earlier
+    # results.json is kept as results.previous.json.
+    replaced: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def index(self) -> Path:
@@ -160,10 +165,13 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
                    f"{sid in roster}")
             with own_links(links.get(sid, ())):
                 mark = fingerprint(submission_digest(path), grading + own)
-            previous = None if force else previous_result(out / sid, mark)
-            if previous is not None:
-                summary.results.append(previous)
+            earlier = earlier_result(out / sid)
+            if not force and earlier is not None and is_current(earlier, out / sid, mark):
+                summary.results.append(earlier)
                 continue
+            if earlier is not None and earlier.checks:
+                keep_previous(out / sid)
+                summary.replaced[sid] = (earlier.final_score, earlier.max_score)
             task = task_for(sid, mark, path, links.get(sid, set()),
                             staged=path.parent == out / STAGING)
             if roster and sid not in roster:
@@ -320,14 +328,34 @@ def warn_unknown_targets(plan: Assignment, results: list[SubmissionResult]) -> N
                         f", line {row.line}," if row.line else "", row.target, row.student)
 
 
-def previous_result(folder: Path, mark: str | None) -> SubmissionResult | None:
-    """The student's earlier result if it was graded exactly as this run would grade it (its
-    report is written before it, so it exists too)."""
+def earlier_result(folder: Path) -> SubmissionResult | None:
+    """The student's result in OUT, if there is one that can be read."""
     try:
-        result = read_json(folder / "results.json")
+        return read_json(folder / "results.json")
     except (OSError, ValueError):
         return None
-    return result if result.fingerprint == mark and (folder / "report.html").is_file() else None
+
+
+def is_current(result: SubmissionResult, folder: Path, mark: str | None) -> bool:
+    """Graded exactly as this run would grade it (its report is written before it, so it
+    exists too)."""
+    return result.fingerprint == mark and (folder / "report.html").is_file()
+
+
+def previous_result(folder: Path, mark: str | None) -> SubmissionResult | None:
+    """The student's earlier result if it `is_current`."""
+    result = earlier_result(folder)
+    return result if result is not None and is_current(result, folder, mark) else None
+
+
+def keep_previous(folder: Path) -> None:
+    """Keep a grade about to be replaced as results.previous.json (the one before it goes):
+    a regrade is never the only record of what the student had."""
+    try:
+        write_atomic(folder / PREVIOUS, (folder / "results.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        log.warning("torchgrade: warning: the earlier result of %s could not be kept as %s "
+                    "(%s)", folder.name, PREVIOUS, exc)
 
 
 def task_for(student: str, mark: str, path: Path, links: set[Inode], *,
@@ -394,8 +422,9 @@ def load_task(task: GradeTask, settings: PoolSettings) -> Submission:
     assert task.path is not None  # a task comes with its submission or its path
     with own_links(task.own_links):
         submission = load_quietly(task.path, task.student, settings.exercises)
-    if task.notes:
-        submission.notes[:0] = task.notes
+    # (An absent roster student's sidecar says "nothing handed in", and so does the intake of
+    # the empty folder it has: once.)
+    submission.notes[:0] = [n for n in task.notes if n not in submission.notes]
     return submission
 
 
@@ -457,8 +486,35 @@ def main(args: argparse.Namespace) -> int:
                         shard=args.shard, dask=args.dask)
     finally:
         progress.close()
+    regraded = regrade_line(summary)
+    if regraded:
+        print(regraded)
     print(summary_line(summary))
     return 1 if summary.failures else 0
+
+
+def regrade_line(summary: GradeSummary, *, shown: int = 10) -> str:
+    """What this run changed of grades OUT already held: each final score that moved (the
+    first `shown`), and how many stayed; empty when it replaced none."""
+    now = {r.student: r for r in summary.results if r.student in summary.replaced}
+    if not now:
+        return ""
+    moved = [f"{sid} {_num(was)} -> {_num(r.final_score)}"
+             + ("" if r.max_score == top else f" (of {_num(top)} -> {_num(r.max_score)})")
+             for sid, r in sorted(now.items())
+             for was, top in [summary.replaced[sid]]
+             if (was, top) != (r.final_score, r.max_score)]
+    listed = ", ".join(moved[:shown]) + (f" and {len(moved) - shown} more"
+                                         if len(moved) > shown else "")
+    same = len(now) - len(moved)
+    return (f"Regraded {len(now)} student{'' if len(now) == 1 else 's'} who had a grade: "
+            + (f"changed: {listed}" if moved else "no final score changed")
+            + (f"; {same} unchanged" if moved and same else "")
+            + f". The grades they replaced: {summary.out}/<student>/{PREVIOUS}")
+
+
+def _num(value: float) -> str:
+    return f"{round(value, 2):g}"
 
 
 def summary_line(summary: GradeSummary) -> str:
@@ -471,5 +527,10 @@ def summary_line(summary: GradeSummary) -> str:
     where = (f"Class index: {summary.index}" if summary.shard is None else
              f"Shard {summary.shard}: once every shard has finished, run `torchgrade index "
              f"{summary.out}` for the class index and CSVs")
+    # Roster students who handed in nothing are graded (0 points, in every class file), but a
+    # count of "submissions" that holds them misled instructors: said apart.
+    absent = sum(NOTHING_HANDED_IN in r.notes for r in summary.results)
+    empty = (f"; {absent} of them {'is a student' if absent == 1 else 'are students'} who "
+             "handed in nothing (0 points)" if absent else "")
     return (f"Graded {n} submission{'' if n == 1 else 's'} ({done}) in {summary.seconds:.1f} s"
-            f"{rate}: {summary.full_marks} with full marks{failures}. {where}")
+            f"{rate}: {summary.full_marks} with full marks{failures}{empty}. {where}")

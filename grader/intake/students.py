@@ -8,7 +8,8 @@ from datetime import tzinfo
 from pathlib import Path
 
 from grader.errors import UsageError
-from grader.intake.submission import CLASS_FILES, OUT_MARKER, safe_id, student_id_for
+from grader.intake.submission import (CLASS_FILES, NOTHING_HANDED_IN, OUT_MARKER, safe_id,
+                                     student_id_for)
 
 log = logging.getLogger("torchgrade")
 
@@ -106,7 +107,7 @@ def class_students(found: list, staging: Path, roster: Iterable[str] = (),
             if keep is not None:  # (unsharded, `stage` emptied the whole staging folder)
                 clear_home(home)
             home.mkdir(parents=True, exist_ok=True)
-            write_sidecar(home, notes=["nothing handed in"])
+            write_sidecar(home, notes=[NOTHING_HANDED_IN])
             missing.append((sid, home))
             have.add(sid)
     return [*students, *missing]

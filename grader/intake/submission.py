@@ -174,6 +174,9 @@ def expected_names(wanted: Iterable[str]) -> str:
 # --------------------------------------------------------------------------- loading
 
 
+NOTHING_HANDED_IN = "nothing handed in"
+
+
 def load_submission(path: Path, *, exercises: Iterable[str], student: str | None = None,
                     note_missing: bool = True) -> Submission:
     """Read every exercise module of `exercises` found under `path`.
@@ -212,7 +215,11 @@ def load_submission(path: Path, *, exercises: Iterable[str], student: str | None
         sub.modules[exercise] = module
     missing = [e for e in wanted if e not in sub.modules]
     if missing and note_missing:
-        sub.notes.append(files_found_note(path, candidates, missing))
+        found_note = files_found_note(path, candidates, missing)
+        # A folder with no file at all is said as an absent roster student's is: the class
+        # index and the LMS remarks then read the same for both.
+        nothing = not sub.modules and found_note.endswith("files found: none")
+        sub.notes.append(NOTHING_HANDED_IN if nothing else found_note)
     return sub
 
 

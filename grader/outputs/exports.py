@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from grader.intake.submission import NOTHING_HANDED_IN
 from grader.models import SubmissionResult
 
 
@@ -47,7 +48,7 @@ def remarks(result: SubmissionResult) -> str:
     """What a gradebook's reader must know beyond the numbers: nothing handed in, not in the
     roster, an extension, lateness, the instructor's adjustments."""
     parts = [n for n in result.notes
-             if n == "nothing handed in" or n.startswith("not in the roster")]
+             if n == NOTHING_HANDED_IN or n.startswith("not in the roster")]
     parts = [p.split(":", 1)[0] for p in parts]
     if result.extended and result.due is not None:
         parts.append(f"extension to {_time(result.due)}")
@@ -147,6 +148,6 @@ def feedback_line(result: SubmissionResult) -> str:
     for adj in result.adjustments:
         parts.append(f"instructor's adjustment of {adj.target}: {_num(adj.before)} -> "
                      f"{_num(adj.after)} ({adj.reason or 'no reason given'})")
-    if "nothing handed in" in result.notes:
-        parts.append("nothing handed in")
+    if NOTHING_HANDED_IN in result.notes:
+        parts.append(NOTHING_HANDED_IN)
     return "; ".join(parts)

@@ -26,8 +26,8 @@ DIAGNOSIS_EXAMPLES = 5  # students named (and linked) per diagnosis in the index
 class ExerciseCell(BaseModel):
     score: float | None = Field(None, description="None: the exercise was not graded")
     max_score: float = 0.0
-    state: str = Field("", description="graded, not handed in, syntax error, not started, "
-                       "crashed or timed out (`exercise_state`)")
+    state: str = Field("", description="graded, not handed in, syntax error, does not import, "
+                       "not started, crashed or timed out (`exercise_state`)")
 
 
 class StudentRow(BaseModel):
@@ -115,11 +115,15 @@ def is_broken(check: CheckResult) -> bool:
 
 
 SYNTAX = re.compile(r"^(SyntaxError|IndentationError|TabError) in ", re.M)
+# grader.checking.student: a module whose top level raised (an ImportError, a NameError, ...).
+IMPORT_FAILED = re.compile(r"^importing .+ failed \(")
 
 
 def exercise_state(result: SubmissionResult, part: ExerciseResult) -> str:
     """What happened to one exercise, in words: "not handed in" (no file), "syntax error" (it
-    does not compile), "not started" (every check met code not implemented yet), "crashed"
+    does not compile), "does not import" (its top level raised: every check says so, and
+    "crashed" sent instructors looking for a crash), "not started" (every check met code not
+    implemented yet), "crashed"
     (a check crashed, or every check's call raised), "timed out" (a check ran out of time:
     code far too slow or looping, which a crash tag sent instructors looking for the wrong
     thing), else "graded"."""
@@ -128,6 +132,8 @@ def exercise_state(result: SubmissionResult, part: ExerciseResult) -> str:
         return "not handed in"
     if any(SYNTAX.search(n) for n in part.notes):
         return "syntax error"
+    if checks and all(c.status == "error" and IMPORT_FAILED.match(c.message) for c in checks):
+        return "does not import"
     if checks and all(state_of(c) == "todo" for c in checks):
         return "not started"
     if any(c.status == "crashed" for c in checks) or (
