@@ -152,6 +152,19 @@ def test_missing_function_costs_only_its_checks(grade_files):
     assert all("defines no to_tensor" in message for message in failed.values())
 
 
+def test_a_loader_that_is_the_dataset_is_said_so_not_iterated_until_the_deadline(grade_files):
+    """A probe iterated a returned Dataset by index without end (its items never ran out):
+    each check waited out its 60-90 s deadline and said "timed out"."""
+    source = (REPO / "curriculum" / "mutants" / "data_pipeline" /
+              "make_worker_loader_returns_the_dataset.py").read_text()
+    result = grade_files({"data_pipeline.py": source}, exercises=["data_pipeline"])
+    worker_checks = [c for c in result.checks if "make_worker_loader" in c.targets]
+    assert len(worker_checks) == 2
+    for c in worker_checks:
+        assert c.status == "failed", (c.id, c.status, c.message)
+        assert "returned the dataset it was given, not a DataLoader" in c.message
+
+
 def test_checks_declare_points_and_the_visibility_of_their_file():
     for path in check_files():
         tree = ast.parse(path.read_text())

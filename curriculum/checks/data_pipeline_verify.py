@@ -360,6 +360,11 @@ def worker_record(sub, *, n: int, batch_size: int, num_workers: int, seeds: list
     record = sub.probe("data_pipeline:worker_run", label=call, timeout=60, n=n,
                        batch_size=batch_size, num_workers=num_workers, seeds=seeds,
                        epochs=epochs)
+    if record.get("returned_the_dataset"):
+        fail(f"{call} returned the dataset it was given, not a DataLoader over it.", call=call,
+             expected="a DataLoader", got="the dataset",
+             hint="return DataLoader(dataset, batch_size, shuffle=True, num_workers=num_workers, "
+                  "worker_init_fn=seed_worker, generator=...).")
     if record["start_method"] not in (None, "fork"):
         fail(f"{call} returned a DataLoader whose workers start with "
              f"multiprocessing_context={record['start_method']!r}; the grader runs DataLoader "

@@ -160,14 +160,19 @@ def worker_run(module, *, n: int, batch_size: int, num_workers: int, seeds: list
     [index, worker id, noise] rows, in the order they came (`runs`). Also the global
     generators make_worker_loader moved (`changed_rng`), and the start method a loader names
     (`start_method`, None for the default): one other than fork is not iterated, since its
-    workers could not import the student's module."""
+    workers could not import the student's module; nor is the dataset itself, returned in
+    place of a loader (`returned_the_dataset`)."""
     runs, moved = [], []
     for k, seed in enumerate(seeds):
         torch.manual_seed(3000 + 17 * k)
         np.random.seed(4000 + 17 * k)
         before = global_rng_state()
-        loader = module.make_worker_loader(NoisyDataset(n, 1234), batch_size, num_workers, seed)
+        dataset = NoisyDataset(n, 1234)
+        loader = module.make_worker_loader(dataset, batch_size, num_workers, seed)
         moved += [name for name in changed_rng(before, global_rng_state()) if name not in moved]
+        if loader is dataset:  # iterating it would say less: items one by one, in order
+            return {"runs": [], "changed_rng": moved, "start_method": None,
+                    "returned_the_dataset": True}
         method = _start_method(loader)
         if method not in (None, "fork"):
             return {"runs": [], "changed_rng": moved, "start_method": method}
