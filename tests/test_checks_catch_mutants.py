@@ -64,7 +64,7 @@ def verified(tmp_path_factory) -> dict[str, ExerciseVerdict]:
     return verdicts
 
 
-# The first item runs the whole verification (`verified`): ~680 gradings in pools of 2 (~230 of
+# The first item runs the whole verification (`verified`): ~660 gradings in pools of 2 (~210 of
 # them hollow implementations), about 10 minutes on 2 idle cores; a CI machine that other jobs
 # keep busy took longer.
 @pytest.mark.timeout(1800)

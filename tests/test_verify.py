@@ -153,11 +153,19 @@ REJECTS_1D_ONLY = REJECTS_1D + '''    x = np.ones((2, 3))
 '''
 
 
-@pytest.mark.parametrize("check_text, vacuous", [(REJECTS_1D, True), (REJECTS_1D_ONLY, False)])
+@pytest.mark.parametrize("check_text, vacuous, literal", [
+    (REJECTS_1D, True, True), (REJECTS_1D_ONLY, False, True),
+    # Targets that are not literals are known only once graded: every function is hollowed.
+    (REJECTS_1D, True, False)])
 def test_a_check_that_passes_for_a_hollow_implementation_makes_verify_exit_1(
-        tmp_path, check_text, vacuous):
+        tmp_path, check_text, vacuous, literal):
     course = write_course(tmp_path / "course")
     (course / "checks/test_row_sums_hidden.py").write_text(HIDDEN + check_text, encoding="utf-8")
+    if not literal:
+        for name in ("test_row_sums.py", "test_row_sums_hidden.py"):
+            path = course / "checks" / name
+            path.write_text(path.read_text().replace('targets="row_sums"',
+                                                      'targets=str("row_sums")'))
     # The declared mutant `zeros` fails the new check too (it never raises): only the hollow
     # implementations can make verify fail here.
     (course / "mutants/row_sums/zeros.py").write_text(

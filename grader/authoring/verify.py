@@ -10,8 +10,8 @@ pytest session and its own zygote):
 3. every declared mutant (`mutants/<exercise>/<name>.py`): it fails exactly the checks its
    line 1 names and its checks name every fault its line 2 names (a bug hunt's: no other);
    then every check of the exercise must be failed by some declared mutant;
-4. hollow implementations (`grader.authoring.hollow`): for each set of module-level functions
-   some checks target together, the solution with those functions only raising ValueError,
+4. hollow implementations (`grader.authoring.hollow`): for the targets of each check (module-
+   level functions), the solution with those functions only raising ValueError,
    returning None, or returning their first argument: every check (with points) whose targets
    are among them fails on each. One that passes is vacuous: it scores a side property
    (raises on bad input, leaves its input alone, returns a view) of code that does nothing;
@@ -347,14 +347,13 @@ def _declared_verdict(mutants: list[DeclaredMutant], results: dict[str, Submissi
 
 def hollow_jobs(solution: str, targets: list[frozenset[str] | None]) -> list[_Job]:
     """One job per hollow implementation of `solution`: for each set of `targets` that are all
-    module-level functions of it, and each of those alone (a class is not hollowed). A target
-    not known before grading (None) adds every public function alone."""
+    module-level functions of it (a class is not hollowed; a set some check's targets are not
+    among would verify nothing). A target not known before grading (None) adds every public
+    function alone."""
     functions = hollowable(solution)
-    named = set().union(*(t for t in targets if t is not None))
-    if None in targets:
-        named |= {f for f in functions if not f.startswith("_")}
     chosen = {t for t in targets if t and t <= functions}
-    chosen |= {frozenset([f]) for f in named & functions}
+    if None in targets:
+        chosen |= {frozenset([f]) for f in functions if not f.startswith("_")}
     sets = sorted(chosen, key=sorted)
     return [_Job(f"hollow-{i}", "hollow", m.source, m)
             for i, m in enumerate(m for t in sets for m in hollow(solution, t))]
