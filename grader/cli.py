@@ -335,6 +335,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     args = build_parser().parse_args(argv)
     as_program = argv is None
+    if as_program:
+        from grader.outputs.terminal import ReaderGone
+
+        sys.stdout = ReaderGone(sys.stdout)  # `torchgrade grade ... | head` grades to the end
     warm_course = _warm_course(args) if as_program else None
     if warm_course is not None:
         from grader.checkserver.client import NoServer, check_warm, leave_server

@@ -229,8 +229,12 @@ class CheckResult(BaseModel):
 
 
 def state_of(check: CheckResult) -> str:
-    """What terminal and reports show: the status, or "todo" for code not implemented yet."""
-    return "todo" if check.reason == "not_implemented" else check.status
+    """What terminal and reports show: the status, or "todo" for code not implemented yet,
+    "missing" for a file not submitted (no code of the student's ran, yet the report said it
+    raised an error)."""
+    if check.reason == "not_implemented":
+        return "todo"
+    return "missing" if check.reason == "not_submitted" else check.status
 
 
 class ExerciseResult(BaseModel):

@@ -285,7 +285,7 @@ def test_pool_grades_every_submission_with_the_assignment_points(graded):
     check = next(c for c in results["ann"].checks if c.id == f"{EXERCISE}.c_strides_matches_numpy")
     assert check.max_points == pytest.approx(10 * 2 / 35, abs=1e-6)
     assert "Graded 7 submissions" in proc.stdout.splitlines()[-1]
-    assert "; 1 of them is a student who handed in nothing (0 points)." in proc.stdout
+    assert "; 1 handed in nothing (0 points)." in proc.stdout
     assert "index.html" in proc.stdout.splitlines()[-1]
 
 
@@ -386,6 +386,24 @@ def test_a_student_missing_from_a_later_download_keeps_their_grade_in_the_class_
     assert torchgrade("index", out).returncode == 0
     assert sorted(row["student"] for row in csv.DictReader(
         (out / "grades.csv").read_text().splitlines())) == ["ann", "dan"]
+
+
+def test_a_reader_that_leaves_early_does_not_stop_the_run(tmp_path):
+    """`torchgrade grade ... | head -1`: the pipe closes after one line; the run went on to
+    raise BrokenPipeError at its next progress line, ending half-way with a traceback."""
+    subs = write_class(tmp_path / "subs", {"ann": SOLUTION, "bob": STUB, "cat": SOLUTION})
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "grade", str(subs), "--out",
+                             str(out), "--exercises", EXERCISE, "-j", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith("Grading ")
+    proc.stdout.close()  # as `head -1` does
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=600) == 0, stderr
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
+    assert sorted(p.parent.name for p in out.glob("*/results.json")) == ["ann", "bob", "cat"]
+    assert (out / "index.html").is_file()
 
 
 @pytest.mark.parametrize("content, words", [

@@ -373,7 +373,7 @@ def test_one_table_shows_every_outcome():
     from grader.models import Status
     from grader.outputs.outcomes import OUTCOMES
 
-    assert set(OUTCOMES) == set(get_args(Status)) | {"todo"}
+    assert set(OUTCOMES) == set(get_args(Status)) | {"todo", "missing"}
     assert all(len(o.word) <= 9 for o in OUTCOMES.values())  # `[ PASSED  ]`
     # display words are spelled in the table only
     words = [o.word for o in OUTCOMES.values()] + [o.mark for o in OUTCOMES.values()] + [

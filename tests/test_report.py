@@ -222,6 +222,21 @@ def test_a_report_draws_at_most_its_budget_of_pictures_fix_first_first():
 
 
 @pytest.mark.fast
+def test_a_file_not_submitted_is_not_an_error():
+    """No code of the student's ran: the report said "4 raised an error" for an empty
+    folder."""
+    from grader.outputs.terminal import summary
+
+    missing = failed("ex.gone", status="error", reason="not_submitted",
+                     message="file not submitted: expected ex.py")
+    broken = failed("ex.broken", status="error", message="f(x) raised ValueError: no")
+    html = render_report(result(missing, broken), draw=False)
+    assert '<span class="status missing">' in html and 'class="check missing"' in html
+    assert "1 raised an error, 1 not submitted" in html
+    assert "[ MISSING ] title of ex.gone" in summary(result(missing, broken))
+
+
+@pytest.mark.fast
 def test_not_implemented_is_its_own_state_not_an_error():
     """A stub's NotImplementedError (status `error`, reason `not_implemented`) reads "not
     implemented yet" in the report and the terminal, and is counted apart from errors; a real

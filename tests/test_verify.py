@@ -180,7 +180,8 @@ def test_a_check_that_passes_for_a_hollow_implementation_makes_verify_exit_1(
     assert hollow["vacuous"] == [{"check": "row_sums.rejects_vectors", "functions": ["row_sums"],
                                   "body": "raise ValueError"}]
     assert ("vacuous check row_sums.rejects_vectors: passes when row_sums does nothing but "
-            "raise ValueError") in output and "exit 1" in output
+            "raise ValueError: make it ask for the behaviour too") in output
+    assert "hollow implementations 3 (1 vacuous check)" in output and "exit 1" in output
     assert "row_sums.rejects_vectors" in (tmp_path / "verify.html").read_text()
 
 

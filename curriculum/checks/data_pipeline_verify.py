@@ -137,6 +137,22 @@ def verify_dataset(sub, features: np.ndarray, labels: np.ndarray, batch_size: in
                      hint=DATASET_HINT)
 
 
+def verify_item_values(sub, features: np.ndarray, labels: np.ndarray) -> None:
+    """Item i of ArrayDataset holds row i and label i, in whatever dtype and label shape
+    (`verify_dataset` asks for those): for checks of another property of the dataset, which
+    an item that is not the row asked for would have too."""
+    built = f"ArrayDataset(<array of shape {features.shape}>, labels)"
+    record = sub.probe("data_pipeline:dataset_items", label=built, features=features,
+                       labels=labels, indices=list(range(len(labels))), batch_size=len(labels))
+    for i, item in enumerate(record["items"]):
+        call = f"{built}[{i}]"
+        x, y = _pair(item, call=call, what="a pair (features, label)")
+        expect_array(torch.as_tensor(x), torch.tensor(features[i]), call=call + "[0]",
+                     rtol=1e-6, check_dtype=False, hint=DATASET_HINT)
+        expect_array(torch.as_tensor(y).reshape(-1), torch.tensor([int(labels[i])]),
+                     call=call + "[1]", check_dtype=False, hint=DATASET_HINT)
+
+
 # --------------------------------------------------------------------------- pad_collate
 
 

@@ -15,6 +15,7 @@ from data_pipeline_cases_hidden import (LOADER_CASE, SAMPLER_COUNTS, SPLIT_CASES
 from data_pipeline_verify import (DATASET_HINT, LOADER_HINT, SAMPLER_HINT, SPLIT_HINT,
                                   global_rng_untouched, loaders_record, sampler_record, split_of,
                                   verify_balance, verify_collate, verify_dataset,
+                                  verify_item_values,
                                   verify_epoch_covers, verify_masked_mean,
                                   verify_masked_mean_grad, verify_standardize,
                                   verify_worker_runs, worker_record)
@@ -34,6 +35,8 @@ def test_dataset_other_dtypes_and_shapes(sub):
 @check(points=2, targets="ArrayDataset", timeout=30)
 def test_dataset_items_do_not_copy_the_array(sub):
     """ArrayDataset converts the arrays once, not at every item"""
+    # Its items first: an item that is not the row asked for costs nothing to make either.
+    verify_item_values(sub, *dataset_case(seed=5, n=7, shape=(2,)))
     features, labels = timing_arrays()
     call = f"ArrayDataset(<float64 array of shape {features.shape}>, labels)[i]"
     seconds = sub.probe("data_pipeline:dataset_item_seconds", label=call, features=features,

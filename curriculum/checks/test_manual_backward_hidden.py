@@ -76,6 +76,12 @@ def test_fit_linear_gd_types(sub):
     for k, loss in enumerate(losses):
         expect_python_float(loss, call=call, what=f"losses[{k}]",
                             hint="append float(loss): a Python float, not an array or tensor.")
+    # The types of a fit, not of any triple: w moved from its start and the loss changed as
+    # it did (whether rightly is the trajectory checks' to say).
+    if not np.any(w != 0) or len(set(losses)) < 2:
+        fail(f"{call} returned w = {short(w)} and losses {short(losses)}: nothing was fitted "
+             "(w did not move, or every loss is the same).", call=call,
+             expected="a w that moved and losses that change", got=short(losses), hint=GD_HINT)
 
 
 # --------------------------------------------------------------------------- softmax_cross_entropy

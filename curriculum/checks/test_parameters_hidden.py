@@ -17,7 +17,7 @@ from parameters_verify import (DROPOUT_HINT, MLP_HINT, NORM_HINT, REGISTER_HINT,
                                              probe, run_count_cases, tied_reference)
 from parameters_verify_hidden import audit, dropout_case
 from grader.checking.compare import error_evidence
-from grader import check, expect_array, fail
+from grader import check, expect_array, fail, short
 
 # --------------------------------------------------------------------------- MLP
 
@@ -102,6 +102,11 @@ def test_mlp_state_dict_round_trip(sub):
              f"have {want}.", call=call, hint=REGISTER_HINT)
     if rec["out_a"]["type"] != "Tensor":
         fail(f"{call}: forward returned a {rec['out_a']['type']}.", call=call, hint=MLP_HINT)
+    # A forward that ignores x (zeros, a bias) is "identical" after any round trip.
+    out = rec["out_a"]["value"]
+    if out.ndim != 2 or out.shape[0] != 16 or bool((out == out[:1]).all()):
+        fail(f"{call}: model(x) for 16 different rows x gave {short(out)}: the same output for "
+             "every row, so the round trip shows nothing.", call=call, hint=MLP_HINT)
     expect_output(rec["out_b"], rec["out_a"]["value"].double(),
                   call=f"{call}: fresh(x) against model(x)", rtol=1e-6, atol=1e-7,
                   hint=REGISTER_HINT)
@@ -228,6 +233,17 @@ def test_running_norm_built_by_hand(sub):
         fail(f"{label} uses {used[0]}; the exercise is to compute the normalisation yourself.",
              call=label, hint="x.mean(dim=0), x.var(dim=0, unbiased=False) and a few tensor "
              "operations are all it takes.")
+    # ... and it does normalise: a forward that returns x uses no BatchNorm either. Loosely
+    # (each feature's mean ~0 and variance ~1 in training mode, with the initial weight and
+    # bias): the exact values are other checks' points.
+    out = rec["steps"][0]["output"]
+    value = out["value"].double() if out["type"] == "Tensor" else None
+    if value is None or value.shape != (6, 4) or not bool(
+            (value.mean(0).abs() < 1e-3).all() and ((value.var(0, unbiased=False) - 1).abs()
+                                                    < 0.25).all()):
+        fail(f"{label} in training mode on 6 rows returned {short(value)}: not x normalised "
+             "per feature (mean 0, variance 1 before weight and bias).", call=label,
+             hint=NORM_HINT)
 
 
 # --------------------------------------------------------------------------- TiedAutoencoder
@@ -308,8 +324,10 @@ def test_tied_autoencoder_starts_from_random_weights(sub):
                     target="TiedAutoencoder", label=label, hint=TIED_HINT)
         weights = [p["value"] for p in rec["parameters"]
                    if tuple(p["shape"]) == (code_dim, in_dim)]
-        if not weights:  # tied_autoencoder_has_one_shared_weight says so
-            continue
+        if not weights:  # no W at all is no random W either
+            fail(f"{label} has no parameter of shape ({code_dim}, {in_dim}), the weight W: "
+                 f"its parameters are {[tuple(p['shape']) for p in rec['parameters']]}.",
+                 call=label, expected=f"W of shape ({code_dim}, {in_dim})", hint=TIED_HINT)
         w = weights[0].double()
         if in_dim == 64:
             seen.append(w)

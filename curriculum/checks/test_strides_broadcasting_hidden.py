@@ -205,7 +205,9 @@ def test_pairwise_sq_dists_never_negative(sub):
     """pairwise_sq_dists is never negative, even for identical or far-away points, and keeps a, b"""
     rng = np.random.default_rng(205)
     a = rng.standard_normal((40, 16)) * 1e-3 + 1e4
-    b = np.concatenate([a[:10], rng.standard_normal((10, 16)) * 1e-3 + 1e4])
+    # b's other rows 1 further in each coordinate: distances of ~16, which the tolerance
+    # below (~3e-4) cannot swallow (all zeros passed when every point was within ~1e-2).
+    b = np.concatenate([a[:10], rng.standard_normal((10, 16)) * 1e-3 + 1e4 + 1.0])
     call = "pairwise_sq_dists(a, b)  # points near 1e4, b repeats 10 rows of a"
     # sub.call fails the check if the call wrote into a or b: the caller still needs its points.
     got = sub.call("pairwise_sq_dists", sub.shared(a, name="a"), sub.shared(b, name="b"))

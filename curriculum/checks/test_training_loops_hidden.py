@@ -26,9 +26,11 @@ def test_train_epoch_adam_dataloader_short_batch(sub, evidence):
 @check(points=2, targets="evaluate")
 def test_evaluate_restores_mode_and_leaves_model_unchanged(sub, evidence):
     """evaluate leaves the model as it found it: same mode, same weights and buffers"""
+    # And that its metrics come from the model: one that runs the model once, restores its
+    # mode and returns made-up numbers leaves it alone as well.
     for case in EVAL_MODE_CASES:
         verify_evaluate_modes(sub, case, evidence, check_forwards=False, check_values=False,
-                              check_state=True)
+                              check_state=True, check_made=True)
 
 
 @check(points=1, targets="evaluate")

@@ -309,6 +309,27 @@ def evaluate_result(record: dict, call: str) -> tuple[float, float]:
             expect_float(value["accuracy"], call=call, what="'accuracy'"))
 
 
+def made_by_the_model(record: dict, call: str, ref) -> None:
+    """Loosely: a loss and an accuracy the model gives, exactly or with a slip other checks
+    score (the batch mean, training mode; tensors for floats), not numbers made up by code
+    that ran the model and threw its outputs away."""
+    value = returned(record, call)
+    try:
+        loss, accuracy = float(value["loss"]), float(value["accuracy"])
+    except (TypeError, KeyError, ValueError, IndexError):
+        fail(f"{call} returned {short(value)}; expected a dict {{'loss': float, 'accuracy': "
+             "float}.", call=call, expected="{'loss': ..., 'accuracy': ...}", got=short(value))
+    losses = (ref.loss, ref.batch_mean_loss, ref.train_mode_loss)
+    accuracies = (ref.accuracy, ref.batch_mean_accuracy)
+    if not any(math.isclose(loss, want, rel_tol=1e-3) for want in losses) or not any(
+            abs(accuracy - want) <= ACCURACY_ATOL for want in accuracies):
+        fail(f"{call} returned loss {loss:.6g} and accuracy {accuracy:.6g}; the model in eval "
+             f"mode gives loss {ref.loss:.6g} and accuracy {ref.accuracy:.6g}: evaluate must "
+             "compute both from the model's outputs.", call=call,
+             expected=f"loss {ref.loss:.6g}, accuracy {ref.accuracy:.6g}",
+             got=f"loss {loss:.6g}, accuracy {accuracy:.6g}", hint=EVAL_HINT)
+
+
 def verify_evaluate_values(sub, case: EvaluateCase, evidence: dict) -> None:
     call = eval_call(case)
     record = probe(sub, "evaluate_run", call, **case.probe_kwargs())
@@ -345,9 +366,10 @@ def verify_evaluate_values(sub, case: EvaluateCase, evidence: dict) -> None:
 
 def verify_evaluate_modes(sub, case: EvaluateCase, evidence: dict, *,
                           check_forwards: bool = True, check_values: bool = True,
-                          check_state: bool = False) -> None:
+                          check_state: bool = False, check_made: bool = False) -> None:
     """The forwards' modes (eval, no grad), the values in eval mode, the mode afterwards and,
-    with `check_state`, that nothing in the model changed."""
+    with `check_state`, that nothing in the model changed; with `check_made`, that the values
+    come from the model at all (`made_by_the_model`)."""
     call = eval_call(case)
     record = probe(sub, "evaluate_run", call, **case.probe_kwargs())
     modes = record["forwards"]
@@ -376,6 +398,8 @@ def verify_evaluate_modes(sub, case: EvaluateCase, evidence: dict, *,
                  "(all batches have the same size here).", call=call,
                  expected=f"loss {ref.loss:.6g}, accuracy {ref.accuracy:.6g}",
                  got=f"loss {loss:.6g}, accuracy {accuracy:.6g}", hint=EVAL_HINT)
+    if check_made:
+        made_by_the_model(record, call, reference.evaluate(case))
     want = case.start_mode == "train"
     if record["mode_after"] is not want:
         after = {True: "training", False: "eval", None: "a mix of training and eval"}

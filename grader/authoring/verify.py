@@ -514,7 +514,8 @@ def summary_lines(exercise: str, v: ExerciseVerdict) -> list[str]:
             f"{'full marks x3' if v.solution_full_marks else 'NOT full marks'}, stub "
             f"{'scores 0' if v.stub_scores_zero else 'does NOT score 0'}, declared mutants "
             f"{d.as_declared}/{d.total} as declared, hollow implementations {v.hollow.total} "
-            f"({len(v.hollow.vacuous)} vacuous), generated mutants {g.killed}/{g.total} "
+            f"({_count(len({c.check for c in v.hollow.vacuous}), 'vacuous check')}), "
+            f"generated mutants {g.killed}/{g.total} "
             f"killed ({len(g.survivors)} survivor{'' if len(g.survivors) == 1 else 's'}"
             + (f", {len(g.equivalent)} equivalent" if g.equivalent else "")
             + (f", {g.not_graded} of {g.generated} not graded" if g.not_graded else "")
@@ -525,12 +526,17 @@ def summary_lines(exercise: str, v: ExerciseVerdict) -> list[str]:
     if v.checks_never_failed:
         lines.append(f"  failed by no declared mutant: {', '.join(v.checks_never_failed)}")
     lines += [f"  vacuous check {c.check}: passes when {', '.join(c.functions)} "
-              f"{'does' if len(c.functions) == 1 else 'do'} nothing but {c.body}: ask for the "
-              "behaviour too" for c in v.hollow.vacuous]
+              f"{'does' if len(c.functions) == 1 else 'do'} nothing but {c.body}: make it ask "
+              "for the behaviour too (the result of a valid call, beside the property)"
+              for c in v.hollow.vacuous]
     lines += [f"  survivor {s.where}: {s.change}  [{s.id}]" for s in g.survivors]
     lines += [f"  note: [[equivalent]] {c!r} matches no surviving mutant (stale?)"
               for c in g.unmatched_equivalent]
     return lines
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def verdict_line(report: VerifyReport, *, strict: bool) -> str:

@@ -34,7 +34,7 @@ from grader.models import CheckRun, Submission, SubmissionResult, is_grader_fail
 from grader.outputs.exports import canvas_csv, grades_csv, moodle_csv
 from grader.outputs.progress import Progress
 from grader.outputs.report import render_index
-from grader.outputs.folder import read_results, write_submission_outputs
+from grader.outputs.folder import PREVIOUS, read_results, write_submission_outputs
 from grader.outputs.writing import (OutLock, escaped, printable, read_json,
                                     remove_stale_temp_files, write_atomic)
 from grader.running.pool import GradeTask, GradingSteps, PoolSettings
@@ -42,7 +42,6 @@ from grader.scoring.results import grader_failure, result_of
 from grader.worker.limits import WorkerLimits
 
 log = logging.getLogger("torchgrade")
-PREVIOUS = "results.previous.json"  # OUT/<student>/: the grade a regrade replaced
 
 
 @dataclass
@@ -169,8 +168,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
             if not force and earlier is not None and is_current(earlier, out / sid, mark):
                 summary.results.append(earlier)
                 continue
-            if earlier is not None and earlier.checks:
-                keep_previous(out / sid)
+            if earlier is not None and earlier.checks:  # (kept when the new one is written)
                 summary.replaced[sid] = (earlier.final_score, earlier.max_score)
             task = task_for(sid, mark, path, links.get(sid, set()),
                             staged=path.parent == out / STAGING)
@@ -348,16 +346,6 @@ def previous_result(folder: Path, mark: str | None) -> SubmissionResult | None:
     return result if result is not None and is_current(result, folder, mark) else None
 
 
-def keep_previous(folder: Path) -> None:
-    """Keep a grade about to be replaced as results.previous.json (the one before it goes):
-    a regrade is never the only record of what the student had."""
-    try:
-        write_atomic(folder / PREVIOUS, (folder / "results.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        log.warning("torchgrade: warning: the earlier result of %s could not be kept as %s "
-                    "(%s)", folder.name, PREVIOUS, exc)
-
-
 def task_for(student: str, mark: str, path: Path, links: set[Inode], *,
              staged: bool = False) -> GradeTask:
     """The task of one student; a folder torchgrade `staged` has a sidecar (what the LMS
@@ -530,7 +518,6 @@ def summary_line(summary: GradeSummary) -> str:
     # Roster students who handed in nothing are graded (0 points, in every class file), but a
     # count of "submissions" that holds them misled instructors: said apart.
     absent = sum(NOTHING_HANDED_IN in r.notes for r in summary.results)
-    empty = (f"; {absent} of them {'is a student' if absent == 1 else 'are students'} who "
-             "handed in nothing (0 points)" if absent else "")
+    empty = f"; {absent} handed in nothing (0 points)" if absent else ""
     return (f"Graded {n} submission{'' if n == 1 else 's'} ({done}) in {summary.seconds:.1f} s"
             f"{rate}: {summary.full_marks} with full marks{failures}{empty}. {where}")

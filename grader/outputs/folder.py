@@ -1,9 +1,10 @@
 """A submission's folder in OUT: `OUT/<student>/` with report.html, gradescope.json and
 results.json (written last, so that a results.json whose fingerprint matches vouches for the
-rest)."""
+rest), and results.previous.json: the grade the last one replaced."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Container
 from pathlib import Path
@@ -14,6 +15,7 @@ from grader.outputs.report import render_report
 from grader.outputs.writing import read_json, write_atomic, write_json
 
 log = logging.getLogger("torchgrade")
+PREVIOUS = "results.previous.json"
 
 
 def write_submission_outputs(result: SubmissionResult, out: Path) -> Path:
@@ -21,10 +23,29 @@ def write_submission_outputs(result: SubmissionResult, out: Path) -> Path:
     results.json last, so that a results.json whose fingerprint matches vouches for the rest.
     Returns the report's path."""
     folder = Path(out) / result.student
+    keep_previous(folder)
     write_atomic(folder / "report.html", render_report(result))
     write_atomic(folder / "gradescope.json", gradescope_json(result))
     write_json(result, folder / "results.json")
     return folder / "report.html"
+
+
+def keep_previous(folder: Path) -> None:
+    """Keep the grade in `folder`'s results.json, if it holds one (not a grader failure, which
+    has no checks), as results.previous.json before a new result replaces it: a regrade is
+    never the only record of what the student had. Copied when the new result is written, not
+    before grading starts, so that a run stopped before it leaves the two files as they were."""
+    try:
+        text = (folder / "results.json").read_text(encoding="utf-8")
+        graded = bool(json.loads(text).get("checks"))
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError, AttributeError) as exc:
+        log.warning("torchgrade: warning: %s/results.json could not be read, so it is not kept "
+                    "as %s (%s)", folder, PREVIOUS, type(exc).__name__)
+        return
+    if graded:
+        write_atomic(folder / PREVIOUS, text)
 
 
 def read_results(out: Path, *, besides: Container[str] = ()) -> list[SubmissionResult]:

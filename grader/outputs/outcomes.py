@@ -3,8 +3,9 @@ summary (as pytest's terminal.py maps an outcome to its display in one place).
 
 An outcome is what a check shows (`grader.models.state_of`): its status, or "todo" for code not
 implemented yet (an `error` in results.json, with reason `not_implemented`, but nothing went
-wrong: nothing is done yet). The report's CSS (`templates/style.css`) styles a badge by its
-`css` class. Rows are in display order: counts ("12 passed, 3 failed") follow it.
+wrong: nothing is done yet), or "missing" for a file not submitted (reason `not_submitted`).
+The report's CSS (`templates/style.css`) styles a badge by its `css` class. Rows are in
+display order: counts ("12 passed, 3 failed") follow it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ OUTCOMES: dict[str, Outcome] = {
     "crashed": Outcome("crashed", "CRASHED", "35", "\u2620", "crashed", True, "crashed"),
     "todo": Outcome("not implemented yet", "TODO", "36", "\u270e", "not implemented yet", False,
                     "todo"),
+    "missing": Outcome("not submitted", "MISSING", "36", "\u2205", "not submitted", False,
+                       "missing"),
 }
 
 # Not an outcome: a hidden check listed in the terminal before it runs (at grading).

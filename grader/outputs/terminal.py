@@ -7,6 +7,7 @@ eight codes do not justify a dependency students must install, and a status word
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 
@@ -196,3 +197,37 @@ def checks_text(result: SubmissionResult) -> str:
                 if d.fix:
                     lines.append(f"              fix: {d.fix}")
     return "\n".join(lines)
+
+
+class ReaderGone:
+    """A text stream (the program's stdout) that outlives its reader: `torchgrade grade ... |
+    head` closes the pipe after a few lines, and the next write raised BrokenPipeError out of
+    a progress line, which ended the run half-way (and Python printed a traceback at exit).
+    Once the reader is gone, the stream's descriptor points at /dev/null and the run goes on:
+    its work is in its files, not on the screen."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._to_nowhere()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._to_nowhere()
+
+    def _to_nowhere(self) -> None:
+        nowhere = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(nowhere, self._stream.fileno())  # what is still buffered goes there too
+        finally:
+            os.close(nowhere)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)

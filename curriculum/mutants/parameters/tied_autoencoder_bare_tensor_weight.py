@@ -1,4 +1,4 @@
-# must fail: tied_autoencoder_forward, tied_autoencoder_gradients_reach_the_shared_weight, tied_autoencoder_has_one_shared_weight
+# must fail: tied_autoencoder_forward, tied_autoencoder_gradients_reach_the_shared_weight, tied_autoencoder_has_one_shared_weight, tied_autoencoder_starts_from_random_weights
 # diagnoses: tensor-not-parameter
 """Reference solution for `parameters` (its contract: CURRICULUM.md, `parameters`)."""
 

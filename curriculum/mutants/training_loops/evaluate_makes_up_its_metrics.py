@@ -1,0 +1,136 @@
+# must fail: evaluate_averages_over_samples, evaluate_eval_mode_without_grad, evaluate_restores_mode_and_leaves_model_unchanged, evaluate_uses_the_given_loss, fit_early_stopping_restores_best, fit_history_and_scheduler, fit_patience_counts_from_the_best_epoch, fit_without_patience_restores_best
+"""evaluate running the model in eval mode, restoring it, and returning made-up metrics."""
+
+from __future__ import annotations
+
+import copy
+import math
+import random
+
+import numpy as np
+import torch
+from torch import nn
+
+
+def train_epoch(model, loader, optimizer, loss_fn) -> float:
+    model.train()
+    losses = []
+    for x, y in loader:
+        optimizer.zero_grad()          # before backward: gradients add up otherwise
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())     # a float: keeping the tensor would keep its graph alive
+    return sum(losses) / len(losses)
+
+
+def evaluate(model, loader, loss_fn) -> dict:
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        for x, _ in loader:
+            model(x)
+    model.train(was)
+    return {"loss": 1.0, "accuracy": 0.5}
+
+
+def fit(model, train_loader, val_loader, optimizer, loss_fn, epochs: int, scheduler=None,
+        patience: int | None = None) -> dict:
+    history = {"train_loss": [], "val_loss": [], "val_accuracy": [], "lr": []}
+    best_loss, best_state, epochs_without_improvement = math.inf, None, 0
+    for _ in range(epochs):
+        history["lr"].append(optimizer.param_groups[0]["lr"])
+        history["train_loss"].append(train_epoch(model, train_loader, optimizer, loss_fn))
+        if scheduler is not None:
+            scheduler.step()           # once per epoch, after the optimizer's steps
+        metrics = evaluate(model, val_loader, loss_fn)
+        history["val_loss"].append(metrics["loss"])
+        history["val_accuracy"].append(metrics["accuracy"])
+        if metrics["loss"] < best_loss:
+            best_loss, epochs_without_improvement = metrics["loss"], 0
+            best_state = copy.deepcopy(model.state_dict())   # a copy, not live references
+        else:
+            epochs_without_improvement += 1
+            if patience is not None and epochs_without_improvement >= patience:
+                break
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    return history
+
+
+def train_accumulated(model, loader, optimizer, loss_fn, accum_steps: int) -> float:
+    model.train()
+    n_batches = len(loader)
+    losses = []
+    optimizer.zero_grad()
+    for i, (x, y) in enumerate(loader):
+        chunk_start = i - i % accum_steps
+        chunk_size = min(accum_steps, n_batches - chunk_start)   # the remainder is shorter
+        loss = loss_fn(model(x), y)
+        (loss / chunk_size).backward()   # grads add up to the gradient of the chunk's mean loss
+        losses.append(loss.item())
+        if i + 1 == chunk_start + chunk_size:
+            optimizer.step()
+            optimizer.zero_grad()
+    return sum(losses) / len(losses)
+
+
+def save_checkpoint(path, model, optimizer, epoch: int) -> None:
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "epoch": epoch}, path)
+
+
+def load_checkpoint(path, model, optimizer) -> int:
+    checkpoint = torch.load(path, weights_only=True)
+    model.load_state_dict(checkpoint["model"])
+    optimizer.load_state_dict(checkpoint["optimizer"])   # momentum buffers, Adam moments, step
+    return checkpoint["epoch"]
+
+
+def set_seed(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+class Standardize(nn.Module):
+    """(x - mean) / std with statistics of the training set, kept as buffers."""
+
+    def __init__(self, x: torch.Tensor):
+        super().__init__()
+        self.register_buffer("mean", x.mean(dim=0))
+        self.register_buffer("std", x.std(dim=0) + 1e-6)
+
+    def forward(self, x):
+        return (x - self.mean) / self.std
+
+
+class Batches:
+    """A loader is any iterable of (x, y) batches: this one reshuffles at every pass and slices
+    whole tensors, far cheaper than a DataLoader collating one sample at a time."""
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor, size: int, shuffle: bool):
+        self.x, self.y, self.size, self.shuffle = x, y, size, shuffle
+
+    def __len__(self) -> int:  # like a DataLoader: the number of batches
+        return math.ceil(len(self.x) / self.size)
+
+    def __iter__(self):
+        order = torch.randperm(len(self.x)) if self.shuffle else torch.arange(len(self.x))
+        for start in range(0, len(order), self.size):
+            rows = order[start:start + self.size]
+            yield self.x[rows], self.y[rows]
+
+
+def train_classifier(X_train, y_train, X_val, y_val) -> nn.Module:
+    set_seed(0)
+    classes = int(y_train.max()) + 1
+    model = nn.Sequential(Standardize(X_train), nn.Linear(X_train.shape[1], 64), nn.ReLU(),
+                          nn.Linear(64, classes))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=10, gamma=0.3)
+    # Measured on ten generated data sets: 98.1-98.9 % test accuracy in about 0.1 s.
+    fit(model, Batches(X_train, y_train, 128, shuffle=True), Batches(X_val, y_val, 500, False),
+        optimizer, nn.CrossEntropyLoss(), epochs=30,
+        scheduler=scheduler, patience=5)
+    return model.eval()
