@@ -388,6 +388,26 @@ def test_a_student_missing_from_a_later_download_keeps_their_grade_in_the_class_
         (out / "grades.csv").read_text().splitlines())) == ["ann", "dan"]
 
 
+@pytest.mark.fast
+def test_a_regrade_names_every_final_score_it_moved():
+    from grader.commands.grade import GradeSummary, regrade_line
+    from grader.scoring.results import grader_failure
+
+    def graded(student: str, score: float) -> SubmissionResult:
+        check = CheckResult(id="e.c", exercise="e", targets=["f"], visibility="visible",
+                            points=score, max_points=10, status="passed")
+        return SubmissionResult(student=student, grader_version="0", checks=[check],
+                                score=score, max_score=10)
+
+    summary = GradeSummary(out=Path("OUT"), results=[
+        graded("ann", 10), grader_failure("bob", "a test"), graded("cat", 5), graded("dan", 7)],
+        replaced={"ann": (8, 10), "bob": (10, 10), "cat": (5, 10)})
+    assert regrade_line(summary) == (
+        "Regraded 3 students who had a grade: changed: ann 8 -> 10, bob 10 -> NOT GRADED; "
+        "1 unchanged. The grades they replaced: OUT/<student>/results.previous.json")
+    assert regrade_line(GradeSummary(out=Path("OUT"), results=[graded("dan", 7)])) == ""
+
+
 def test_a_reader_that_leaves_early_does_not_stop_the_run(tmp_path):
     """`torchgrade grade ... | head -1`: the pipe closes after one line; the run went on to
     raise BrokenPipeError at its next progress line, ending half-way with a traceback."""

@@ -487,11 +487,13 @@ def regrade_line(summary: GradeSummary, *, shown: int = 10) -> str:
     now = {r.student: r for r in summary.results if r.student in summary.replaced}
     if not now:
         return ""
-    moved = [f"{sid} {_num(was)} -> {_num(r.final_score)}"
+    # A grader failure is no grade: its student's earlier one is in results.previous.json.
+    moved = [f"{sid} {_num(was)} -> NOT GRADED" if is_grader_failure(r) else
+             f"{sid} {_num(was)} -> {_num(r.final_score)}"
              + ("" if r.max_score == top else f" (of {_num(top)} -> {_num(r.max_score)})")
              for sid, r in sorted(now.items())
              for was, top in [summary.replaced[sid]]
-             if (was, top) != (r.final_score, r.max_score)]
+             if is_grader_failure(r) or (was, top) != (r.final_score, r.max_score)]
     listed = ", ".join(moved[:shown]) + (f" and {len(moved) - shown} more"
                                          if len(moved) > shown else "")
     same = len(now) - len(moved)
