@@ -38,10 +38,13 @@ class HollowMutant:
 def hollowable(source: str) -> set[str]:
     """The module-level functions of `source` (none when it does not parse)."""
     try:
-        tree = ast.parse(source)
+        return set(_functions(ast.parse(source)))
     except SyntaxError:
         return set()
-    return {node.name for node in tree.body
+
+
+def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    return {node.name: node for node in tree.body
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
 
 
@@ -49,9 +52,7 @@ def hollow(source: str, functions: set[str] | frozenset[str]) -> list[HollowMuta
     """`source` with every function of `functions` hollowed, once per body of `BODIES` (the
     first argument's only where each has one). Empty when one of `functions` is not a
     module-level function of `source`."""
-    tree = ast.parse(source)
-    defs = {node.name: node for node in tree.body
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
+    defs = _functions(ast.parse(source))
     if not functions or not set(functions) <= set(defs) or any(
             defs[n].body[0].lineno == defs[n].lineno for n in functions):  # `def f(x): ...`
         return []

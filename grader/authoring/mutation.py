@@ -262,7 +262,7 @@ class _Walk:
             self._statement_edits(node, stack, bound)
 
     def _call_edits(self, node: ast.Call) -> None:
-        name = _called_name(node.func)
+        name = called_name(node.func)
         if name in DIM_CALLS:
             for i, arg in enumerate(node.args):
                 self._dim_edit(arg, node, lambda n, new, i=i: _with(
@@ -292,7 +292,7 @@ class _Walk:
     def _statement_edits(self, node: ast.stmt, stack: list[str], bound: set[str]) -> None:
         drop: ast.stmt | None = None
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-            if _called_name(node.value.func) not in SILENT_CALLS:
+            if called_name(node.value.func) not in SILENT_CALLS:
                 self._add("drop-call", node, lambda n: ast.Pass())
             return
         if isinstance(node, (ast.AugAssign, ast.Continue, ast.Break, ast.Raise)):
@@ -451,7 +451,8 @@ def _with(node: ast.AST, **fields) -> ast.AST:
     return node
 
 
-def _called_name(func: ast.AST) -> str:
+def called_name(func: ast.AST) -> str:
+    """The name a call is made by: `f(...)` -> "f", `a.b.f(...)` -> "f"; else ""."""
     if isinstance(func, ast.Name):
         return func.id
     if isinstance(func, ast.Attribute):

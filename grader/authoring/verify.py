@@ -35,14 +35,14 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from grader.authoring.hollow import HollowMutant, hollow, hollowable
-from grader.authoring.mutation import GeneratedMutant, generate
+from grader.authoring.mutation import GeneratedMutant, called_name, generate
 from grader.course.folder import (Course, CourseError, DeclaredMutant, course_source,
                                   read_mutant)
 from grader.errors import GraderUnavailable, UsageError
@@ -229,14 +229,20 @@ def not_passed(result: SubmissionResult) -> set[str]:
     return {c.id for c in result.checks if c.status != "passed"}
 
 
+def _check_trees(course: Course, exercise: str) -> Iterator[ast.Module]:
+    """The parsed check files of `exercise` (one that cannot be read or parsed is skipped:
+    grading it says why)."""
+    for path in course.check_files([exercise]):
+        try:
+            yield ast.parse(path.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
+
+
 def declared_checks(course: Course, exercise: str) -> set[str]:
     """Ids of every check the exercise's check files define (top-level `test_*` functions)."""
     found = set()
-    for path in course.check_files([exercise]):
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (OSError, SyntaxError, UnicodeDecodeError):
-            continue
+    for tree in _check_trees(course, exercise):
         found |= {f"{exercise}.{fn.name.removeprefix('test_')}" for fn in tree.body
                   if isinstance(fn, ast.FunctionDef) and fn.name.startswith("test_")}
     return found
@@ -246,13 +252,9 @@ def check_targets(course: Course, exercise: str) -> list[frozenset[str] | None]:
     """The `targets=` of every `@check(...)` in the exercise's check files: the names, where
     it is a literal (a name or a list of names), else None."""
     found = []
-    for path in course.check_files([exercise]):
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (OSError, SyntaxError, UnicodeDecodeError):
-            continue
+    for tree in _check_trees(course, exercise):
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and _called(node.func) == "check"):
+            if not (isinstance(node, ast.Call) and called_name(node.func) == "check"):
                 continue
             for kw in node.keywords:
                 if kw.arg != "targets":
@@ -266,11 +268,6 @@ def check_targets(course: Course, exercise: str) -> list[frozenset[str] | None]:
                                                                   for n in names)
                 found.append(frozenset(names) if literal else None)
     return found
-
-
-def _called(func: ast.expr) -> str:
-    return func.id if isinstance(func, ast.Name) else (
-        func.attr if isinstance(func, ast.Attribute) else "")
 
 
 def _solution_verdict(runs: list[SubmissionResult | None], verdict: ExerciseVerdict) -> None:
