@@ -382,10 +382,29 @@ def test_a_student_missing_from_a_later_download_keeps_their_grade_in_the_class_
     students = [row["student"] for row in csv.DictReader(
         (out / "grades.csv").read_text().splitlines())]
     assert sorted(students) == ["ann", "dan"]
+    # --exercises names no assignment: the class folder does, as when the files chose them
+    assert {row["assignment"] for row in csv.DictReader(
+        (out / "grades.csv").read_text().splitlines())} == {"subs"}
     assert "dan/report.html" in (out / "index.html").read_text()
     assert torchgrade("index", out).returncode == 0
     assert sorted(row["student"] for row in csv.DictReader(
         (out / "grades.csv").read_text().splitlines())) == ["ann", "dan"]
+
+
+@pytest.mark.fast
+def test_the_summary_line_splits_the_count_only_when_some_were_up_to_date(tmp_path):
+    from grader.commands.grade import GradeSummary, summary_line
+
+    def result(student: str) -> SubmissionResult:
+        return SubmissionResult(student=student, grader_version="0", checks=[], score=0,
+                                max_score=10)
+
+    summary = GradeSummary(out=tmp_path, results=[result("ann"), result("bob")], graded=2,
+                           seconds=4.0)
+    assert summary_line(summary).startswith("Graded 2 submissions in 4.0 s, 2.00 s each: ")
+    summary.graded, summary.up_to_date = 1, 1
+    assert summary_line(summary).startswith(
+        "Graded 2 submissions (1 graded now, 1 up to date) in 4.0 s")
 
 
 @pytest.mark.fast

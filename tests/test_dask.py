@@ -167,7 +167,7 @@ def test_dask_grades_like_a_local_run_and_resumes(tmp_path):
         remote = torchgrade("grade", subs, "--out", tmp_path / "dask", "--exercises", EXERCISE,
                             "--dask", running.address)
         assert remote.returncode == 0, remote.stderr + running.log("worker0")
-        assert "Graded 4 submissions (4 graded)" in remote.stdout
+        assert "Graded 4 submissions in" in remote.stdout
         # Every result, check by check (scores, statuses, messages, notes, fingerprints).
         expected, got = results_of(tmp_path / "local"), results_of(tmp_path / "dask")
         assert sorted(got) == sorted(expected) == sorted(p.name for p in subs.iterdir())
@@ -214,7 +214,7 @@ def test_a_worker_killed_mid_run_costs_only_a_retry(tmp_path):
         finally:
             Cluster.kill(grading)
     assert grading.returncode == 0, stderr
-    assert "Graded 12 submissions (12 graded)" in stdout, stdout + stderr
+    assert "Graded 12 submissions in" in stdout, stdout + stderr
     results = {p.parent.name: read_json(p) for p in out.glob("*/results.json")}
     assert len(results) == 12
     for student, result in results.items():

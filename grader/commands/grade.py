@@ -106,7 +106,12 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
     submissions, out = Path(submissions), Path(out)
     check_folders(submissions, out)
     layout = download_layout(submissions, lms)
+    # Without an assignment file, the assignment is named after the class folder (the CSV's
+    # `assignment`, the index's title), whether --exercises chose the exercises or not.
+    unnamed = submissions.stem if layout != "folders" else submissions.name
     plan = plan_of(assignment, exercises)
+    if plan is not None and assignment is None:
+        plan = plan.model_copy(update={"name": unnamed})
     found = read_class(submissions, layout, plan.zone if plan is not None else None)
     if jobs is not None and jobs < 1:
         raise UsageError("-j must be at least 1")
@@ -134,9 +139,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
         if plan is None:  # the exercises found in the submissions, by file names only
             known = known_exercises()
             present = set().union(*(exercises_in(path, known) for _, path in students))
-            plan = from_exercises([e for e in known if e in present] or known,
-                                  name=submissions.stem if layout != "folders"
-                                  else submissions.name)
+            plan = from_exercises([e for e in known if e in present] or known, name=unnamed)
         chosen = plan.exercise_names
         scoring = plan.scoring_key()
         if manifest is not None:  # another key, another grading: results are not reused
@@ -509,8 +512,9 @@ def _num(value: float) -> str:
 
 def summary_line(summary: GradeSummary) -> str:
     n = len(summary.results)
-    done = f"{summary.graded} graded now, {summary.up_to_date} up to date" if summary.up_to_date \
-        else f"{summary.graded} graded"
+    # (the split only when some were not graded now: "3 submissions (3 graded)" said it twice)
+    done = (f" ({summary.graded} graded now, {summary.up_to_date} up to date)"
+            if summary.up_to_date else "")
     rate = (f", {summary.seconds / summary.graded:.2f} s each" if summary.graded else "")
     failures = (f", {summary.failures} NOT GRADED (grader failures; run again)"
                 if summary.failures else "")
@@ -521,5 +525,5 @@ def summary_line(summary: GradeSummary) -> str:
     # count of "submissions" that holds them misled instructors: said apart.
     absent = sum(NOTHING_HANDED_IN in r.notes for r in summary.results)
     empty = f"; {absent} handed in nothing (0 points)" if absent else ""
-    return (f"Graded {n} submission{'' if n == 1 else 's'} ({done}) in {summary.seconds:.1f} s"
+    return (f"Graded {n} submission{'' if n == 1 else 's'}{done} in {summary.seconds:.1f} s"
             f"{rate}: {summary.full_marks} with full marks{failures}{empty}. {where}")

@@ -51,5 +51,8 @@ def main(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"{exc.filename or html}: cannot be written "
                          f"({exc.strerror or exc})") from None
-    print(f"Survivors: {os.fspath(html)}" + (f"; JSON: {args.json}" if args.json else ""))
+    survivors = sum(len(v.generated_mutants.survivors) for v in report.exercises.values())
+    # (the page is every exercise's verdict: "Survivors: PATH" read as if some had survived)
+    print(f"Verdicts page ({survivors} survivor{'' if survivors == 1 else 's'} listed): "
+          f"{os.fspath(html)}" + (f"; JSON: {args.json}" if args.json else ""))
     return report.exit_code()
