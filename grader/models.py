@@ -260,6 +260,14 @@ class Adjustment(BaseModel):
     reason: Line = ""
 
 
+class EarlierGrade(BaseModel):
+    """The grade a result replaced in OUT (kept whole as results.previous.json)."""
+
+    final_score: float
+    max_score: float
+    graded_at: datetime
+
+
 class SubmissionResult(BaseModel):
     model_config = ConfigDict(validate_assignment=True)
 
@@ -291,6 +299,9 @@ class SubmissionResult(BaseModel):
     adjustments: list[Adjustment] = Field([], description="the instructor's overrides, applied")
     grading_s: float = Field(0.0, ge=0, description="wall time the grader spent on this "
                              "submission, seconds")
+    replaced: EarlierGrade | None = Field(None, description="the grade this result replaced "
+                                          "when it was written to OUT: a regrade, shown as "
+                                          "one in the report and the class index")
     checks_s: float = Field(0.0, ge=0, description="the checks' own compute, seconds: every "
                             "check's duration, including a bug hunt's checks that did not count "
                             "for this student's copy (what `grading_s` spends beyond it is the "

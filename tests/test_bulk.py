@@ -355,6 +355,13 @@ def test_rerun_skips_graded_submissions_and_rebuilds_the_class_files(graded):
     assert "Regraded 1 student who had a grade: changed: bob 0 -> 10. " in third.stdout
     assert read_json(out / "bob" / "results.previous.json").score == 0
     assert not (out / "ann" / "results.previous.json").exists()
+    # ... in bob's report and the class index too (and the result), not in ann's
+    assert after["bob"].replaced is not None and after["bob"].replaced.final_score == 0
+    assert after["ann"].replaced is None
+    assert "this grade replaces 0 / 10" in (out / "bob" / "report.html").read_text()
+    assert "Regraded:" not in (out / "ann" / "report.html").read_text()
+    index = (out / "index.html").read_text()
+    assert index.count("regraded: was ") == 1 and ">regraded: was 0</span>" in index
     # another assignment (other points) is another grading
     other = root / "other.toml"
     other.write_text('name = "hw1b"\nexercises = ["strides_broadcasting"]\n')

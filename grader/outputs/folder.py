@@ -9,7 +9,7 @@ import logging
 from collections.abc import Container
 from pathlib import Path
 
-from grader.models import SubmissionResult
+from grader.models import EarlierGrade, SubmissionResult
 from grader.outputs.gradescope import gradescope_json
 from grader.outputs.report import render_report
 from grader.outputs.writing import read_json, write_atomic, write_json
@@ -21,31 +21,42 @@ PREVIOUS = "results.previous.json"
 def write_submission_outputs(result: SubmissionResult, out: Path) -> Path:
     """Write OUT/<student>/report.html, gradescope.json and results.json, each atomically;
     results.json last, so that a results.json whose fingerprint matches vouches for the rest.
-    Returns the report's path."""
+    Returns the report's path. A result that replaces a grade records it (`result.replaced`,
+    set here: only now is it known what the folder held)."""
     folder = Path(out) / result.student
-    keep_previous(folder)
+    if (earlier := keep_previous(folder)) is not None:
+        result.replaced = earlier
     write_atomic(folder / "report.html", render_report(result))
     write_atomic(folder / "gradescope.json", gradescope_json(result))
     write_json(result, folder / "results.json")
     return folder / "report.html"
 
 
-def keep_previous(folder: Path) -> None:
+def keep_previous(folder: Path) -> EarlierGrade | None:
     """Keep the grade in `folder`'s results.json, if it holds one (not a grader failure, which
     has no checks), as results.previous.json before a new result replaces it: a regrade is
     never the only record of what the student had. Copied when the new result is written, not
-    before grading starts, so that a run stopped before it leaves the two files as they were."""
+    before grading starts, so that a run stopped before it leaves the two files as they were.
+    Returns the grade kept, or None when there was none."""
+    path = folder / "results.json"
     try:
-        text = (folder / "results.json").read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
         graded = bool(json.loads(text).get("checks"))
     except FileNotFoundError:
-        return
+        return None
     except (OSError, ValueError, AttributeError) as exc:
-        log.warning("torchgrade: warning: %s/results.json could not be read, so it is not kept "
-                    "as %s (%s)", folder, PREVIOUS, type(exc).__name__)
-        return
-    if graded:
-        write_atomic(folder / PREVIOUS, text)
+        log.warning("torchgrade: warning: %s could not be read, so it is not kept as %s (%s)",
+                    path, PREVIOUS, type(exc).__name__)
+        return None
+    if not graded:
+        return None
+    write_atomic(folder / PREVIOUS, text)
+    try:  # (kept whole even when another version's result does not load as one of ours)
+        earlier = SubmissionResult.model_validate_json(text)
+    except ValueError:
+        return None
+    return EarlierGrade(final_score=earlier.final_score, max_score=earlier.max_score,
+                        graded_at=earlier.graded_at)
 
 
 def read_results(out: Path, *, besides: Container[str] = ()) -> list[SubmissionResult]:

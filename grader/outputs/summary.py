@@ -14,8 +14,8 @@ from datetime import datetime, timezone
 from pydantic import BaseModel, Field
 
 import grader
-from grader.models import (NOT_STARTED, CheckResult, ExerciseResult, SubmissionResult, Visibility,
-                           state_of)
+from grader.models import (NOT_STARTED, CheckResult, EarlierGrade, ExerciseResult,
+                           SubmissionResult, Visibility, state_of)
 from grader.outputs.exports import remarks
 from grader.outputs.outcomes import OUTCOMES
 
@@ -42,6 +42,7 @@ class StudentRow(BaseModel):
     broken: int = Field(description="checks whose code raised (not counting code not "
                         "implemented yet), timed out or crashed")
     grader_failure: bool = False
+    replaced: EarlierGrade | None = Field(None, description="the grade this one replaced")
     notes: list[str] = []
     remarks: str = Field("", description="nothing handed in, not in the roster, extension, "
                          "lateness, the instructor's adjustments (`exports.remarks`)")
@@ -163,7 +164,8 @@ def student_row(result: SubmissionResult, exercises: list[str]) -> StudentRow:
         percent=round(percent_of(result), 2),
         not_passed=sum(c.status != "passed" for c in result.checks),
         broken=sum(is_broken(c) for c in result.checks),
-        grader_failure=is_grader_failure(result), notes=list(result.notes))
+        grader_failure=is_grader_failure(result), replaced=result.replaced,
+        notes=list(result.notes))
 
 
 def histogram(percents: list[float], bins: int = HISTOGRAM_BINS) -> list[HistogramBin]:
