@@ -1,7 +1,8 @@
 """`torchgrade verify` on a tiny course folder written here with the public API: a weak check
 lets a generated mutant survive (reported, not fatal; fatal with --strict unless marked
 equivalent), a mutant declared wrongly makes it exit 1, and so does a check that passes for a
-hollow implementation (one that does nothing but raise or return)."""
+hollow implementation (one that does nothing but raise, return None or its input, or zeros
+shaped like its answer)."""
 
 from __future__ import annotations
 
@@ -153,10 +154,28 @@ REJECTS_1D_ONLY = REJECTS_1D + '''    x = np.ones((2, 3))
 '''
 
 
+# A shape alone: `row_sums` answering zeros of its answer's shape passes it (and only that
+# hollow implementation does: None, x itself and a raise fail it).
+ZEROS_BODY = "return zeros shaped like its answer"
+SHAPE_ONLY = """
+
+@check(points=1, targets="row_sums", visibility="hidden")
+def test_rejects_vectors(sub):
+    \"\"\"row_sums gives one number per row\"\"\"
+    import numpy as np
+    from grader import fail
+    answer = sub.call("row_sums", np.ones((2, 3)))
+    if not isinstance(answer, np.ndarray) or answer.shape != (2,):
+        fail("row_sums(x) must give one number per row of x")
+"""
+
+
 @pytest.mark.parametrize("check_text, vacuous, literal", [
-    (REJECTS_1D, True, True), (REJECTS_1D_ONLY, False, True),
+    # (zeros shaped like the answer: the solution's raise passes through)
+    (REJECTS_1D, ["raise ValueError", ZEROS_BODY], True), (REJECTS_1D_ONLY, [], True),
+    (SHAPE_ONLY, [ZEROS_BODY], True),
     # Targets that are not literals are known only once graded: every function is hollowed.
-    (REJECTS_1D, True, False)])
+    (REJECTS_1D, ["raise ValueError", ZEROS_BODY], False)])
 def test_a_check_that_passes_for_a_hollow_implementation_makes_verify_exit_1(
         tmp_path, check_text, vacuous, literal):
     course = write_course(tmp_path / "course")
@@ -172,16 +191,16 @@ def test_a_check_that_passes_for_a_hollow_implementation_makes_verify_exit_1(
         ZEROS.replace("symmetric, offset", "offset, rejects_vectors, symmetric"), encoding="utf-8")
     code, report, output = run_verify(tmp_path, course, "--max-mutants", "0")
     hollow = report["exercises"]["row_sums"]["hollow"]
-    assert hollow["total"] == 3, output  # raise, return None, return x
+    assert hollow["total"] == 4, output  # raise, return None, return x, return zeros
     if not vacuous:
         assert code == 0 and hollow["vacuous"] == [], output
         return
     assert code == 1 and report["ok"] is False, output
     assert hollow["vacuous"] == [{"check": "row_sums.rejects_vectors", "functions": ["row_sums"],
-                                  "body": "raise ValueError"}]
-    assert ("vacuous check row_sums.rejects_vectors: passes when row_sums does nothing but "
-            "raise ValueError: make it ask for the behaviour too") in output
-    assert "hollow implementations 3 (1 vacuous check)" in output and "exit 1" in output
+                                  "body": body} for body in vacuous]
+    assert all(("vacuous check row_sums.rejects_vectors: passes when row_sums does nothing but "
+                f"{body}: make it ask for the behaviour too") in output for body in vacuous)
+    assert "hollow implementations 4 (1 vacuous check)" in output and "exit 1" in output
     assert "row_sums.rejects_vectors" in (tmp_path / "verify.html").read_text()
 
 

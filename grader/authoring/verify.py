@@ -12,9 +12,10 @@ pytest session and its own zygote):
    then every check of the exercise must be failed by some declared mutant;
 4. hollow implementations (`grader.authoring.hollow`): for the targets of each check (module-
    level functions), the solution with those functions only raising ValueError,
-   returning None, or returning their first argument: every check (with points) whose targets
-   are among them fails on each. One that passes is vacuous: it scores a side property
-   (raises on bad input, leaves its input alone, returns a view) of code that does nothing;
+   returning None, returning their first argument, or returning zeros shaped like their
+   answer: every check (with points) whose targets are among them fails on each. One that
+   passes is vacuous: it scores a side property (raises on bad input, leaves its input alone,
+   returns a view, has the right shape) of code that does nothing;
 5. generated mutants of the solution (`grader.authoring.mutation`): each graded; one that
    still scores full marks with every check passed is a survivor, listed with where and what
    changed, unless the course marks it equivalent (`[[equivalent]]` in course.toml:
