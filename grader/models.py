@@ -144,6 +144,9 @@ class CheckInfo(BaseModel):
     timeout: float | None = Field(None, gt=0, description="default deadline of each call, seconds")
     title: str = ""
     reveal: Reveal = "fix"
+    autograd: bool = Field(True, description="False: the submission's code cannot run a "
+                           "backward pass (backward(), torch.autograd.grad, torch.func) during "
+                           "the check's calls: for functions whose contract is gradients by hand")
 
 
 class PendingCheck(BaseModel):

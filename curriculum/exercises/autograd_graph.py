@@ -51,8 +51,8 @@ def leaves_reached(y: torch.Tensor, tensors: dict[str, torch.Tensor]) -> list[st
     `AccumulateGrad` nodes, each of which holds its leaf in `node.variable`. List the name of every tensor of `tensors` that is one of
     those leaves (compare with `is`). A tensor that does not require grad, a non-leaf, and a
     leaf that `y` does not reach through the graph (it was used through `.detach()` or under
-    `torch.no_grad()`, or not used at all) are not listed. Do not run backward: every `.grad`
-    stays as it was.
+    `torch.no_grad()`, or not used at all) are not listed. Do not run backward (the grader
+    switches backward passes off for it): every `.grad` stays as it was.
 
     >>> a = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
     >>> b = torch.tensor([3.0, 4.0], dtype=torch.float64, requires_grad=True)

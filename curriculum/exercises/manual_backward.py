@@ -24,7 +24,8 @@ def mse_linear_grads(X: np.ndarray, y: np.ndarray, w: np.ndarray, b: float
     """Gradients of the mean squared error of a linear model.
 
     X (N, D), y (N,), w (D,), b a float. The loss is L = mean((X @ w + b - y) ** 2).
-    Returns (dL/dw as an array of shape (D,), dL/db as a Python float).
+    Returns (dL/dw as an array of shape (D,), dL/db as a Python float). By hand: the grader
+    runs it with autograd's backward passes switched off (no backward(), torch.autograd.grad).
 
     >>> X = np.array([[1.0, 2.0], [3.0, 4.0]]); y = np.array([1.0, 2.0])
     >>> dw, db = mse_linear_grads(X, y, np.zeros(2), 0.0)   # residuals r = [-1, -2]
@@ -42,7 +43,7 @@ def fit_linear_gd(X: np.ndarray, y: np.ndarray, lr: float, steps: int
     Returns (w, b, losses): w of shape (D,), b a float, and losses a list of `steps` Python
     floats where losses[k] is the loss BEFORE update k (so losses[0] is the loss at w = 0,
     b = 0). Each update is w -= lr * dL/dw, b -= lr * dL/db. Deterministic: the grader compares
-    your trajectory with its own step for step.
+    your trajectory with its own step for step. By hand, as above: no backward passes.
 
     >>> X = np.array([[1.0], [2.0]]); y = np.array([2.0, 4.0])
     >>> w, b, losses = fit_linear_gd(X, y, lr=0.1, steps=2)
@@ -61,6 +62,7 @@ def softmax_cross_entropy(logits: np.ndarray, labels: np.ndarray) -> tuple[float
     logits (N, C) float, labels (N,) int in [0, C). Returns (loss as a Python float,
     dL/dlogits of shape (N, C)), where loss = mean over rows of -log softmax(logits[i])[labels[i]].
     Must be finite and correct for logits as large as +-1e4 (exp(1e4) overflows: shift first).
+    By hand, as above: no backward passes.
 
     >>> loss, grad = softmax_cross_entropy(np.array([[0.0, 0.0]]), np.array([1]))
     >>> round(loss, 6), grad                  # -log(1/2); softmax - one_hot, divided by N = 1
@@ -77,7 +79,7 @@ def mlp_loss_and_grads(X: np.ndarray, labels: np.ndarray, params: dict
     params = {"W1": (D, H), "b1": (H,), "W2": (H, C), "b2": (C,)}; X (N, D); labels (N,).
     logits = relu(X @ W1 + b1) @ W2 + b2, loss = mean softmax cross-entropy (as above).
     Returns (loss, grads) where grads has the same keys as params and grads[k] has the shape of
-    params[k]. X and params are not modified.
+    params[k]. X and params are not modified. No backward passes, as above.
 
     >>> params = {"W1": np.eye(2), "b1": np.zeros(2), "W2": np.eye(2), "b2": np.zeros(2)}
     >>> loss, grads = mlp_loss_and_grads(np.array([[1.0, -1.0]]), np.array([0]), params)

@@ -314,5 +314,6 @@ def module_for(grading: GradingSession, item: pytest.Item) -> StudentModule:
     info = info_of(item)
     module.default_timeout = (info.timeout if info and info.timeout else
                               grading.limits.call_timeout)
+    module.autograd = info.autograd if info else True
     return module
 

@@ -87,6 +87,7 @@ class StudentModule:
         self.source = source
         self.limits = limits
         self.default_timeout = limits.call_timeout
+        self.autograd = True  # False: the current check's calls run without backward passes
         self.budget = budget or TimeBudget(limits.submission_budget)
         self._check_spent = 0.0  # seconds the current check's calls took (`end_check` resets)
         self._check_longest = 0.0  # the longest deadline one of them was given
@@ -308,6 +309,8 @@ class StudentModule:
             text = describe()
             raise (self._over_check_budget(text) if check_left <= 0
                    else self._over_submission_budget(text))
+        if not self.autograd:
+            message["autograd"] = False
         self.segments.publish()
         started = time.monotonic()
         try:

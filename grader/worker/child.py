@@ -32,6 +32,7 @@ import typing
 from collections.abc import Callable
 
 from grader.worker import messages, seal, syscalls, wire
+from grader.worker.no_backward import backward_switch
 from grader.worker.limits import WorkerLimits, apply_limits, die_with_parent, exit_now
 
 FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, name).compiler_flag
@@ -369,7 +370,8 @@ def call(module: types.ModuleType | None,
     if not callable(target):
         return messages.failed(messages.problem(
             "not_callable", f"{name} is a {type(target).__name__}, not a function"))
-    return _run(target, request.get("args", []), request.get("kwargs", {}), _student_files)
+    with backward_switch(request.get("autograd", True)):
+        return _run(target, request.get("args", []), request.get("kwargs", {}), _student_files)
 
 
 def probe(module: types.ModuleType | None, request: messages.ProbeRequest,
@@ -386,7 +388,8 @@ def probe(module: types.ModuleType | None, request: messages.ProbeRequest,
             else f"the worker has no probe {request['probe']!r}")))
     args = [module] + list(request.get("args", []))
     changed = sealed.changed()
-    reply = _run(fn, args, request.get("kwargs", {}), _student_files)
+    with backward_switch(request.get("autograd", True)):
+        reply = _run(fn, args, request.get("kwargs", {}), _student_files)
     changed = changed or sealed.changed()
     if changed:
         return messages.failed(messages.problem("protocol", (

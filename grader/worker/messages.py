@@ -200,7 +200,13 @@ def load_request(module: str, chunks: list[Chunk]) -> LoadRequest:
     return {"op": "load", "module": module, "chunks": chunks}
 
 
-class CallRequest(TypedDict):
+class RunSwitches(TypedDict, total=False):
+    """How the worker runs a call or a probe (absent: as usual)."""
+
+    autograd: bool  # False: no backward pass can run during it (CheckInfo.autograd)
+
+
+class CallRequest(RunSwitches):
     """grader -> worker: call a module-level name of the student's module."""
 
     op: Literal["call"]
@@ -213,7 +219,7 @@ def call_request(name: str, args: list[Any], kwargs: dict[str, Any]) -> CallRequ
     return {"op": "call", "name": name, "args": args, "kwargs": kwargs}
 
 
-class ProbeRequest(TypedDict):
+class ProbeRequest(RunSwitches):
     """grader -> worker: run probe `probe` ("module:function" of `grader.probes`) as
     `function(student_module, *args, **kwargs)`."""
 

@@ -1,4 +1,4 @@
-# must fail: leaves_reached_branches
+# must fail: leaves_reached_branches, leaves_reached_values
 """autograd_graph with a mistake: the leaves are found by running a backward pass (right names, but .grad is filled)."""
 
 from __future__ import annotations
