@@ -139,8 +139,16 @@ def test_notebook_cells_magics_and_syntax_errors(tmp_path):
 
 
 def test_strip_ipython_keeps_line_numbers():
-    code, note = strip_ipython("a = 1\n%time b = 2\n  !echo\nc = 3")
+    code, note = strip_ipython("a = 1\n%timeit b = 2\n  !echo\nc = 3")
     assert code.splitlines() == ["a = 1", "pass", "  pass", "c = 3"] and "2" in note
+
+
+def test_a_timed_statement_is_kept_without_its_magic():
+    """`%time y = f(x)` runs and assigns in Jupyter: removing the line lost y (a NameError in
+    code that works in the notebook)."""
+    code, note = strip_ipython("def f(x):\n    %time y = x - 1\n    return y\n%time\n")
+    assert code.splitlines() == ["def f(x):", "    y = x - 1", "    return y", "pass"]
+    assert "2 IPython magic" in note
 
 
 def test_a_single_file_with_the_wrong_name(tmp_path):

@@ -19,6 +19,9 @@ PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug"}
 # f()`, `files = !ls`), and help (`obj?`, `obj??`, `?obj`).
 _LINE_MAGIC = re.compile(r"^(\s*)(%|!|[A-Za-z_][\w.,\s\[\]]*=\s*[%!]|\?+[A-Za-z_]"
                          r"|[A-Za-z_][\w.]*\s*\?{1,2}\s*$)")
+# Line magics that run the rest of their line as a statement in the notebook's namespace
+# (`%time y = f(x)` assigns y): the statement is kept, only the magic is removed.
+_STATEMENT_MAGIC = re.compile(r"^(\s*)%time\s+(?=\S)")
 
 
 # A notebook is parsed (JSON, then nbformat's validation) only within these bounds: 480,000
@@ -113,8 +116,10 @@ def strip_ipython(source: str) -> tuple[str | None, str | None]:
         note = f"cell magic %%{magic} removed"
     removed = 0
     for i, line in enumerate(lines):
-        m = _LINE_MAGIC.match(line)
-        if m:
+        if m := _STATEMENT_MAGIC.match(line):
+            lines[i] = m.group(1) + line[m.end():]
+            removed += 1
+        elif m := _LINE_MAGIC.match(line):
             # `pass` keeps an indented block valid and the line numbers unchanged.
             lines[i] = f"{m.group(1)}pass"
             removed += 1
