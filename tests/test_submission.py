@@ -165,3 +165,38 @@ def test_symlinks_are_not_followed(tmp_path):
     (root / "link").symlink_to(secret)
     sub = load_submission(root, exercises=EX)
     assert sub.modules == {} and "symbolic link" in sub.notes[0]
+
+
+@pytest.mark.parametrize("name", ["Strides_Broadcasting.PY", "strides_broadcasting (2).PY",
+                                  "STRIDES_BROADCASTING.IPYNB"])
+def test_an_upper_case_suffix_is_the_suffix(tmp_path, name):
+    """Windows and some LMSs upper-case names: `X.PY` is a Python file (it was listed among the
+    files found, and the exercise scored as not handed in)."""
+    text = "x = 1\n" if name.endswith(".PY") else notebook("x = 1")
+    root = write(tmp_path / "s", {name: text})
+    sub = load_submission(root, exercises=EX)
+    assert list(sub.modules) == ["strides_broadcasting"]
+    assert sub.modules["strides_broadcasting"].kind == ("py" if name.endswith(".PY") else "ipynb")
+    zipped = tmp_path / "z" / "ALICE.ZIP"
+    zipped.parent.mkdir()
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.writestr(name, text)
+    assert list(load_submission(zipped, exercises=EX).modules) == ["strides_broadcasting"]
+
+
+def test_a_misnamed_file_is_said_in_the_gradebook_remarks(tmp_path):
+    from grader.intake.submission import misfiled
+    from grader.models import SubmissionResult
+    from grader.outputs.exports import remarks
+
+    sub = load_submission(write(tmp_path / "s", {"stridesbroadcasting.py": "x = 1\n"}),
+                          exercises=["strides_broadcasting"])
+    assert sub.modules == {}
+    said = [m for n in sub.notes if (m := misfiled(n))]
+    assert said == ["no file for strides_broadcasting (files found: stridesbroadcasting.py)"]
+    result = SubmissionResult(student="s", grader_version="0", notes=sub.notes)
+    assert remarks(result) == said[0]
+    # An empty folder is "nothing handed in", not a misnamed file.
+    (tmp_path / "e").mkdir()
+    empty = load_submission(tmp_path / "e", exercises=["strides_broadcasting"])
+    assert not any(misfiled(n) for n in empty.notes)

@@ -29,7 +29,8 @@ from grader.intake.fingerprint import fingerprint, grading_digest, submission_di
 from grader.intake.lms import STAGING, read_sidecar
 from grader.intake.shards import Shard
 from grader.intake.students import check_folders, class_students, download_layout, read_class
-from grader.intake.submission import NOTHING_HANDED_IN, OUT_MARKER, exercises_in, load_quietly
+from grader.intake.submission import (NOTHING_HANDED_IN, OUT_MARKER, exercises_in, load_quietly,
+                                     misfiled)
 from grader.models import CheckRun, Submission, SubmissionResult, is_grader_failure
 from grader.outputs.exports import canvas_csv, grades_csv, moodle_csv
 from grader.outputs.progress import Progress
@@ -525,5 +526,10 @@ def summary_line(summary: GradeSummary) -> str:
     # count of "submissions" that holds them misled instructors: said apart.
     absent = sum(NOTHING_HANDED_IN in r.notes for r in summary.results)
     empty = f"; {absent} handed in nothing (0 points)" if absent else ""
+    # A misnamed file scores as a missing one: counted, so that it is looked at before grades
+    # are uploaded (each one's remark, in the CSVs and the index, names the files found).
+    unmatched = sum(any(misfiled(n) for n in r.notes) for r in summary.results)
+    misnamed = (f"; {unmatched} with no file for some exercise but other files (misnamed? "
+                "see the remarks)" if unmatched else "")
     return (f"Graded {n} submission{'' if n == 1 else 's'}{done} in {summary.seconds:.1f} s"
-            f"{rate}: {summary.full_marks} with full marks{failures}{empty}. {where}")
+            f"{rate}: {summary.full_marks} with full marks{failures}{empty}{misnamed}. {where}")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from grader.errors import UsageError
 from grader.intake.submission import (CLASS_FILES, NOTHING_HANDED_IN, OUT_MARKER, safe_id,
-                                     student_id_for)
+                                     student_id_for, suffix_of)
 
 log = logging.getLogger("torchgrade")
 
@@ -39,7 +39,7 @@ def find_students(submissions: Path) -> list[tuple[str, Path]]:
             log.warning("torchgrade: warning: %s is not graded: it is a symbolic link (copy "
                         "the student's folder into %s)", safe_id(entry.name), submissions.name)
             continue
-        if entry.is_dir() or entry.suffix == ".zip":
+        if entry.is_dir() or suffix_of(entry) == ".zip":
             sid = student_id_for(entry)
             if sid in students:
                 sid = safe_id(entry.name)

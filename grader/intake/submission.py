@@ -18,7 +18,7 @@ import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 
 from grader.course.bughunt import FOLDER as BUGHUNT_FOLDER, exercise_for
 from grader.intake.files import Refused, open_regular, read_regular, refusal
@@ -36,6 +36,12 @@ MAX_ZIP_RATIO = 200         # uncompressed / compressed, per member over 1 MB
 MAX_DEPTH = 3  # a student folder, hw1/, and one more level (zip roots often add one)
 SKIP_DIRS = {"__pycache__", "__MACOSX", ".ipynb_checkpoints", ".git", "node_modules"}
 SUFFIXES = (".py", ".ipynb")
+
+
+def suffix_of(name: str | PurePath) -> str:
+    """A file name's suffix in lower case: `ALICE.ZIP` and `Clip_Norm.PY` are what they say
+    (Windows and some LMSs upper-case names)."""
+    return PurePosixPath(name).suffix.lower()
 
 log = logging.getLogger("torchgrade")
 
@@ -106,7 +112,7 @@ def student_id_for(path: Path) -> str:
 def _id_source(path: Path) -> str:
     if path.is_dir():
         return path.resolve().name
-    if path.suffix == ".zip":
+    if suffix_of(path) == ".zip":
         return path.stem
     return path.resolve().parent.name
 
@@ -146,7 +152,7 @@ def match_exercise(relpath: str, wanted: list[str]) -> tuple[str | None, str | N
     if exact is not None:
         return exact, None
     path = PurePosixPath(relpath)
-    if path.suffix.lower() not in SUFFIXES:
+    if suffix_of(path) not in SUFFIXES:
         return None, None
     stem = LEADING.sub("", path.stem.strip())
     while (bare := DECORATION.sub("", stem)) != stem and bare:
@@ -202,7 +208,7 @@ def load_submission(path: Path, *, exercises: Iterable[str], student: str | None
         # An exactly named file comes before a decorated one, then shallowest, .py first.
         options = sorted(by_exercise.get(exercise, []),
                          key=lambda o: (o[1] is not None, rank_depth(o[0]),
-                                        not o[0].relpath.endswith(".py"), o[0].relpath))
+                                        suffix_of(o[0].relpath) != ".py", o[0].relpath))
         if not options:
             continue
         chosen, decorated = options[0]
@@ -223,6 +229,19 @@ def load_submission(path: Path, *, exercises: Iterable[str], student: str | None
     return sub
 
 
+NO_FILE_FOR = "no file for "
+
+
+def misfiled(note: str) -> str | None:
+    """For a `files_found_note` of a submission that holds files, but none for some exercise
+    (misnamed, most often): "no file for a (files found: x.py)", for a gradebook's remarks;
+    else None."""
+    if not note.startswith(NO_FILE_FOR) or note.endswith("files found: none"):
+        return None
+    missing, _, rest = note.partition(": expected ")
+    return f"{missing} (files found: {rest.partition('files found: ')[2]})"
+
+
 def files_found_note(path: Path, candidates: list[Found], missing: list[str]) -> str:
     """What a submission holds, for one with no file for some exercise: the names found (at
     most 20; a folder's every file, within MAX_DEPTH) and the names expected."""
@@ -238,7 +257,7 @@ def files_found_note(path: Path, candidates: list[Found], missing: list[str]) ->
             if len(names) > 20:
                 break
     shown = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
-    return (f"no file for {', '.join(missing)}: expected {expected_names(missing)} (or "
+    return (f"{NO_FILE_FOR}{', '.join(missing)}: expected {expected_names(missing)} (or "
             f".ipynb); files found: {shown or 'none'}")
 
 
@@ -278,9 +297,9 @@ def scan(path: Path, wanted: list[str], notes: list[str]) -> list[Found]:
     if path.is_dir():
         return _scan_dir(path, notes)
     name = display_path(Path(path.name))
-    if path.suffix == ".zip":
+    if suffix_of(path) == ".zip":
         return _scan_zip(path, "", notes)
-    if path.suffix in SUFFIXES:
+    if suffix_of(path) in SUFFIXES:
         try:
             st = os.stat(path)
         except OSError as exc:
@@ -314,7 +333,7 @@ def _scan_dir(root: Path, notes: list[str]) -> list[Found]:
         for name in sorted(filenames):
             full = Path(dirpath) / name
             relpath = display_path(rel / name)
-            if name.startswith(".") or not name.endswith(SUFFIXES + (".zip",)):
+            if name.startswith(".") or suffix_of(name) not in SUFFIXES + (".zip",):
                 continue
             try:
                 st = os.lstat(full)
@@ -324,7 +343,7 @@ def _scan_dir(root: Path, notes: list[str]) -> list[Found]:
             if why is not None:
                 notes.append(f"{relpath} {why}: it was skipped")
                 continue
-            if name.endswith(".zip"):
+            if suffix_of(name) == ".zip":
                 found += _scan_zip(full, relpath, notes, depth)
             else:
                 found.append(Found(relpath, depth, st.st_size, partial(read_regular, full)))
@@ -372,7 +391,7 @@ def _scan_zip(path: Path, relname: str, notes: list[str], depth0: int = 0) -> li
     for info in infos:
         parts = PurePosixPath(info.filename).parts
         if (info.is_dir() or not parts or any(p in SKIP_DIRS or p.startswith(".") for p in parts)
-                or not info.filename.endswith(SUFFIXES) or ".." in parts):
+                or suffix_of(info.filename) not in SUFFIXES or ".." in parts):
             continue
         depth = depth0 + len(parts) - 1
         if depth > MAX_DEPTH:
@@ -414,7 +433,7 @@ def _text(exc: BaseException) -> str:
 
 def read_module(exercise: str, found: Found) -> ModuleSource:
     """Decode and syntax-check one exercise file (never raises for bad content)."""
-    kind = "ipynb" if found.relpath.endswith(".ipynb") else "py"
+    kind = "ipynb" if suffix_of(found.relpath) == ".ipynb" else "py"
     module = ModuleSource(exercise=exercise, path=found.relpath, kind=kind)
     limit = MAX_NOTEBOOK_BYTES if kind == "ipynb" else MAX_SOURCE_BYTES
     if found.size > limit:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from grader.intake.submission import NOTHING_HANDED_IN
+from grader.intake.submission import NOTHING_HANDED_IN, misfiled
 from grader.models import SubmissionResult
 
 
@@ -50,6 +50,9 @@ def remarks(result: SubmissionResult) -> str:
     parts = [n for n in result.notes
              if n == NOTHING_HANDED_IN or n.startswith("not in the roster")]
     parts = [p.split(":", 1)[0] for p in parts]
+    # A file the grader did not take for the exercise (a misnamed one, most often) scores as
+    # nothing handed in: said where the grade is read, not only in the student's report.
+    parts += [m for n in result.notes if (m := misfiled(n))]
     if result.extended and result.due is not None:
         parts.append(f"extension to {_time(result.due)}")
     if result.days_late:
