@@ -873,3 +873,20 @@ def test_a_zygote_failing_unexpectedly_is_said_not_a_silent_early_death(tmp_path
                       serve=serve_with_a_broken_installation, template=False)
     assert "PermissionError" in str(broken.value) and "/usr/lib/python3/fake" in str(broken.value)
     assert not (tmp_path / "out" / "ann").exists()
+
+
+def test_a_class_with_no_file_of_the_course_is_warned_of(tmp_path):
+    """Grading another course's class without --course scored everyone 0, silently."""
+    subs = write_class(tmp_path / "subs", {"ann": "x = 1\n", "bob": "x = 1\n"})
+    for student in ("ann", "bob"):
+        (subs / student / f"{EXERCISE}.py").rename(subs / student / "clip_norm.py")
+    out = tmp_path / "out"
+    run = torchgrade("grade", subs, "--out", out, "--exercises", EXERCISE, "-j", "1")
+    assert run.returncode == 0, run.stderr
+    assert "no submission holds a file of any exercise graded (strides_broadcasting)" in run.stderr
+    assert "2 with no file for some exercise but other files" in run.stdout
+    # One student with the course's file: no warning.
+    (subs / "ann" / "clip_norm.py").rename(subs / "ann" / f"{EXERCISE}.py")
+    again = torchgrade("grade", subs, "--out", tmp_path / "out2", "--exercises", EXERCISE,
+                       "-j", "1")
+    assert "no submission holds" not in again.stderr, again.stderr

@@ -22,6 +22,7 @@ from grader.commands.common import (GraderUnavailable, UsageError, default_jobs,
                                     limits_of, plan_of, roster_of)
 from grader.commands.variants import read_variants
 from grader.course.bughunt import apply_variants
+from grader.course.folder import active_course
 from grader.course.registry import known_exercises
 from grader.intake.assignment import Assignment, from_exercises, roster_aliases, submission_time
 from grader.intake.files import Inode, class_hard_links, own_links
@@ -142,6 +143,12 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
             present = set().union(*(exercises_in(path, known) for _, path in students))
             plan = from_exercises([e for e in known if e in present] or known, name=unnamed)
         chosen = plan.exercise_names
+        if students and not any(exercises_in(path, chosen) for _, path in students):
+            course = active_course()
+            log.warning("torchgrade: warning: no submission holds a file of any exercise "
+                        "graded (%s) of the course %r (%s): every student will score 0. The "
+                        "wrong course (--course, $TORCHGRADE_COURSE) or the wrong folder?",
+                        ", ".join(chosen), course.name, course.root)
         scoring = plan.scoring_key()
         if manifest is not None:  # another key, another grading: results are not reused
             scoring += "\nvariants " + manifest.model_dump_json()
