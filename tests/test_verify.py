@@ -222,3 +222,17 @@ def test_verify_usage_errors_exit_2_with_one_line(tmp_path, args, words):
                           text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 2 and words in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and proc.stdout == ""
+
+
+def test_a_check_the_solution_fails_is_named_with_what_it_said(tmp_path):
+    """"the solution fails row_sums.offset" alone sent authors to grade the solution again to
+    learn why."""
+    course = write_course(tmp_path / "course")
+    hidden = course / "checks/test_row_sums_hidden.py"
+    hidden.write_text(HIDDEN.replace("SYMMETRIC.sum(axis=1) + 3.0", "SYMMETRIC.sum(axis=1) + 4.0"))
+    code, report, output = run_verify(tmp_path, course, "--max-mutants", "0")
+    assert code == 1, output
+    problems = report["exercises"]["row_sums"]["problems"]
+    assert len(problems) == 1 and problems[0].startswith("the solution fails row_sums.offset: "
+                                                         "failed: "), problems
+    assert "row_sums(x, 3.0)" in problems[0] and problems[0] in output

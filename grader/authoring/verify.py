@@ -48,7 +48,7 @@ from grader.course.folder import (Course, CourseError, DeclaredMutant, course_so
                                   read_mutant)
 from grader.errors import GraderUnavailable, UsageError
 from grader.intake.assignment import from_exercises
-from grader.models import CheckRun, SubmissionResult, is_grader_failure
+from grader.models import CheckResult, CheckRun, SubmissionResult, is_grader_failure
 from grader.running.pool import GradeTask, GradingSteps, PoolSettings
 
 log = logging.getLogger("torchgrade")
@@ -281,12 +281,22 @@ def _solution_verdict(runs: list[SubmissionResult | None], verdict: ExerciseVerd
     full = all(r.max_score > 0 and r.score == r.max_score for r in graded)
     verdict.solution_full_marks = full and not bad and same
     if bad:
-        verdict.problems.append(f"the solution fails {', '.join(bad)}")
+        # each with what it said (the first run's), so that the author need not grade the
+        # solution again to learn why
+        said = {c.id: c for r in reversed(graded) for c in r.checks if c.id in bad}
+        verdict.problems += [f"the solution fails {c}: {_first_line(said[c])}" for c in bad]
     elif not full:
         verdict.problems.append("the solution does not score full marks (no checks, or no "
                                 "points)")
     elif not same:
         verdict.problems.append(f"the solution's verdicts differ between its {len(runs)} runs")
+
+
+def _first_line(check: CheckResult, limit: int = 300) -> str:
+    """A check's verdict in one line: its status and the first line of its message."""
+    line = (check.message.strip().splitlines() or [""])[0]
+    line = line if len(line) <= limit else line[:limit - 1] + "…"
+    return f"{check.status}: {line}" if line else check.status
 
 
 def _stub_verdict(result: SubmissionResult | None, verdict: ExerciseVerdict) -> None:
