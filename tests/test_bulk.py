@@ -412,6 +412,13 @@ def test_the_summary_line_splits_the_count_only_when_some_were_up_to_date(tmp_pa
     summary.graded, summary.up_to_date = 1, 1
     assert summary_line(summary).startswith(
         "Graded 2 submissions (1 graded now, 1 up to date) in 4.0 s")
+    # Full marks are the grade's, after a late penalty, as the class index counts them.
+    check = CheckResult(id="e.c", exercise="e", targets=["f"], visibility="visible", points=10,
+                        max_points=10, status="passed")
+    on_time = SubmissionResult(student="cat", grader_version="0", checks=[check])
+    late = SubmissionResult(student="dan", grader_version="0", checks=[check], late_penalty=1)
+    summary.results = [on_time, late]
+    assert summary.full_marks == 1 and ": 1 with full marks" in summary_line(summary)
 
 
 @pytest.mark.fast

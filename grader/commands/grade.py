@@ -71,7 +71,8 @@ class GradeSummary:
 
     @property
     def full_marks(self) -> int:
-        return sum(r.max_score > 0 and r.score == r.max_score for r in self.results)
+        # (the grade's, after any late penalty: as the class index counts them)
+        return sum(r.max_score > 0 and r.final_score == r.max_score for r in self.results)
 
 
 def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
