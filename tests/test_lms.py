@@ -426,6 +426,8 @@ def test_canvas_zip_gradebooks_hold_every_roster_student(canvas_zip_graded):
     assert len(moodle) == 4
     index = (out / "index.html").read_text()
     assert "nothing handed in" in index and "not handed in" in index
+    # the roster's names beside the ids, where the filter finds them
+    assert '12345</a> <span class="muted">Ada Lovelace</span>' in index
     report = (out / "23456" / "report.html").read_text()
     assert "your extension" in report and "Lateness" in report
     assert "copied a docstring" in (out / "12345" / "report.html").read_text()
@@ -455,7 +457,12 @@ def test_moodle_and_blackboard_folders_end_to_end(tmp_path):
     assert tree(moodle) == before
     scores = {p.parent.name: read_json(p).score for p in (tmp_path / "mout").glob("*/results.json")}
     assert scores["101"] == scores["101"] > 0 and scores["102"] == 0 and len(scores) == 2
-    assert "Participant 101" in (tmp_path / "mout" / "moodle_grades.csv").read_text()
+    worksheet = {r["Identifier"]: r for r in csv.DictReader(io.StringIO(
+        (tmp_path / "mout" / "moodle_grades.csv").read_text()))}
+    # Without a roster, the download's names (Moodle's worksheet wants them back), also in the
+    # class index
+    assert worksheet["Participant 101"]["Full name"] == "Ada Lovelace"
+    assert "Alan Turing" in (tmp_path / "mout" / "index.html").read_text()
 
     bb = write(tmp_path / "bb", {
         "HW 1_ann_attempt_2026-03-01-10-00-00_strides_broadcasting.py": SOLUTION,

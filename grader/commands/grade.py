@@ -27,7 +27,7 @@ from grader.course.registry import known_exercises
 from grader.intake.assignment import Assignment, from_exercises, roster_aliases, submission_time
 from grader.intake.files import Inode, class_hard_links, own_links
 from grader.intake.fingerprint import fingerprint, grading_digest, submission_digest
-from grader.intake.lms import STAGING, read_sidecar
+from grader.intake.lms import STAGING, read_sidecar, staged_names
 from grader.intake.shards import Shard
 from grader.intake.students import check_folders, class_students, download_layout, read_class
 from grader.intake.submission import (NOTHING_HANDED_IN, OUT_MARKER, exercises_in, load_quietly,
@@ -386,8 +386,13 @@ def write_class_files(summary: GradeSummary, results: list[SubmissionResult],
                          roster: dict | None) -> None:
     plan = summary.assignment
     name = plan.name if plan else ""
+    # Who each id is, for the index and Moodle's worksheet: the roster's names, else the LMS's
+    # (a download's folder names).
+    names = staged_names(summary.out) | {sid: person.full_name for sid, person in
+                                         (roster or {}).items() if person.full_name}
     write_atomic(summary.out / "index.html",
                  render_index(results, summary.exercises, assignment=name,
+                              names=names,
                               title=(f"torchgrade results: {name}" if name
                                      else "torchgrade results")))
     write_atomic(summary.out / "grades.csv",
@@ -395,7 +400,8 @@ def write_class_files(summary: GradeSummary, results: list[SubmissionResult],
                             duedate=plan.due if plan else None, roster=roster))
     write_atomic(summary.out / "canvas_grades.csv",
                  canvas_csv(results, assignment=name or "torchgrade", roster=roster))
-    write_atomic(summary.out / "moodle_grades.csv", moodle_csv(results, roster=roster))
+    write_atomic(summary.out / "moodle_grades.csv", moodle_csv(results, roster=roster,
+                                                                names=names))
 
 
 

@@ -80,6 +80,11 @@ class StudentInfo(BaseModel):
     email: str = ""
     lms_id: str = ""
 
+    @property
+    def full_name(self) -> str:
+        """"First Last", or what there is of it."""
+        return " ".join(p for p in (self.first_name, self.last_name) if p)
+
 
 class Override(BaseModel):
     """One line of the overrides file: the instructor's word on one exercise or check."""

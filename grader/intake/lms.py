@@ -588,6 +588,16 @@ class Sidecar:
     notes: list[str] = field(default_factory=list)
 
 
+def staged_names(out: Path) -> dict[str, str]:
+    """The name the LMS gave each student staged in `out` (by student id; those it named)."""
+    try:
+        homes = sorted(p for p in (Path(out) / STAGING).iterdir()
+                       if p.is_dir() and not p.is_symlink())
+    except OSError:
+        return {}
+    return {home.name: name for home in homes if (name := read_sidecar(home).name)}
+
+
 def read_sidecar(folder: Path) -> Sidecar:
     """The sidecar of a staged folder (never raises: a folder without one gets an empty one)."""
     try:

@@ -12,6 +12,7 @@ usable with a keyboard alone (sections are <details>, sortable headings take Ent
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -303,11 +304,13 @@ def draw_pictures(checks: list[CheckResult], views: dict[int, CheckView],
 
 
 def render_index(results: list[SubmissionResult], exercises: list[str], *,
-                 title: str = "torchgrade results", assignment: str = "") -> str:
+                 title: str = "torchgrade results", assignment: str = "",
+                 names: Mapping[str, str] | None = None) -> str:
     """The class index: every student (sortable), the score distribution, the pass rate of
-    every check, the most frequent diagnoses, links to the reports. Self-contained."""
+    every check, the most frequent diagnoses, links to the reports. Self-contained. `names`:
+    student id -> the name shown (and found by the filter) beside it."""
     from grader.outputs.summary import summarize
 
     return environment().get_template("index.html.j2").render(
-        s=summarize(results, exercises, title=title, assignment=assignment),
+        s=summarize(results, exercises, title=title, assignment=assignment, names=names),
         fault_titles=fault_titles())

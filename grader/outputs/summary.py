@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections import Counter
+from collections.abc import Mapping
 from datetime import datetime, timezone
 
 from pydantic import BaseModel, Field
@@ -32,6 +33,7 @@ class ExerciseCell(BaseModel):
 
 class StudentRow(BaseModel):
     student: str
+    name: str = Field("", description="the roster's name of the student, when there is one")
     exercises: list[ExerciseCell]
     score: float
     max_score: float
@@ -230,9 +232,12 @@ def diagnosis_stats(results: list[SubmissionResult]) -> list[DiagnosisStat]:
 
 
 def summarize(results: list[SubmissionResult], exercises: list[str], *,
-              title: str = "torchgrade results", assignment: str = "") -> ClassSummary:
+              title: str = "torchgrade results", assignment: str = "",
+              names: Mapping[str, str] | None = None) -> ClassSummary:
     results = sorted(results, key=lambda r: r.student)
     rows = [student_row(r, exercises) for r in results]
+    for row in rows:
+        row.name = (names or {}).get(row.student, "")
     graded = [row for row in rows if not row.grader_failure]
     percents = [percent_of(r) for r, row in zip(results, rows) if not row.grader_failure]
     return ClassSummary(
