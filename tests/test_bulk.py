@@ -362,6 +362,14 @@ def test_rerun_skips_graded_submissions_and_rebuilds_the_class_files(graded):
     assert "Regraded:" not in (out / "ann" / "report.html").read_text()
     index = (out / "index.html").read_text()
     assert index.count("regraded: was ") == 1 and ">regraded: was 0</span>" in index
+    # a --force that changes no grade keeps the record of the last change (it replaced it)
+    forced = torchgrade("grade", subs, "--out", out, "--assignment", root / "hw1.toml",
+                        "--force", "-j", "1")
+    assert forced.returncode == 0 and "no final score changed" in forced.stdout, forced.stdout
+    assert read_json(out / "bob" / "results.previous.json").score == 0
+    assert results_of(out)["bob"].replaced.final_score == 0
+    assert results_of(out)["bob"].graded_at > after["bob"].graded_at
+    assert read_json(out / "ann" / "results.previous.json").score == 10
     # another assignment (other points) is another grading
     other = root / "other.toml"
     other.write_text('name = "hw1b"\nexercises = ["strides_broadcasting"]\n')

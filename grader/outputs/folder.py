@@ -9,7 +9,7 @@ import logging
 from collections.abc import Container
 from pathlib import Path
 
-from grader.models import EarlierGrade, SubmissionResult
+from grader.models import EarlierGrade, SubmissionResult, is_grader_failure
 from grader.outputs.gradescope import gradescope_json
 from grader.outputs.report import render_report
 from grader.outputs.writing import read_json, write_atomic, write_json
@@ -24,7 +24,7 @@ def write_submission_outputs(result: SubmissionResult, out: Path) -> Path:
     Returns the report's path. A result that replaces a grade records it (`result.replaced`,
     set here: only now is it known what the folder held)."""
     folder = Path(out) / result.student
-    if (earlier := keep_previous(folder)) is not None:
+    if (earlier := keep_previous(folder, result)) is not None:
         result.replaced = earlier
     write_atomic(folder / "report.html", render_report(result))
     write_atomic(folder / "gradescope.json", gradescope_json(result))
@@ -32,12 +32,16 @@ def write_submission_outputs(result: SubmissionResult, out: Path) -> Path:
     return folder / "report.html"
 
 
-def keep_previous(folder: Path) -> EarlierGrade | None:
+def keep_previous(folder: Path, new: SubmissionResult) -> EarlierGrade | None:
     """Keep the grade in `folder`'s results.json, if it holds one (not a grader failure, which
-    has no checks), as results.previous.json before a new result replaces it: a regrade is
-    never the only record of what the student had. Copied when the new result is written, not
-    before grading starts, so that a run stopped before it leaves the two files as they were.
-    Returns the grade kept, or None when there was none."""
+    has no checks), as results.previous.json before `new` replaces it: a regrade is never the
+    only record of what the student had. Copied when the new result is written, not before
+    grading starts, so that a run stopped before it leaves the two files as they were.
+    Returns the grade kept, or None when there was none.
+
+    A regrade to the same grade (a --force, a new grader version) keeps the results.previous
+    .json there is, and returns the grade the one it replaces had replaced: the record is of
+    the last grade that changed, which a --force with nothing changed lost."""
     path = folder / "results.json"
     try:
         text = path.read_text(encoding="utf-8")
@@ -50,10 +54,15 @@ def keep_previous(folder: Path) -> EarlierGrade | None:
         return None
     if not graded:
         return None
-    write_atomic(folder / PREVIOUS, text)
     try:  # (kept whole even when another version's result does not load as one of ours)
-        earlier = SubmissionResult.model_validate_json(text)
+        earlier: SubmissionResult | None = SubmissionResult.model_validate_json(text)
     except ValueError:
+        earlier = None
+    if (earlier is not None and (folder / PREVIOUS).exists() and not is_grader_failure(new)
+            and (earlier.final_score, earlier.max_score) == (new.final_score, new.max_score)):
+        return earlier.replaced
+    write_atomic(folder / PREVIOUS, text)
+    if earlier is None:
         return None
     return EarlierGrade(final_score=earlier.final_score, max_score=earlier.max_score,
                         graded_at=earlier.graded_at)
