@@ -166,7 +166,9 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
         strangers = [sid for sid, _ in students if roster and sid not in roster]
         if strangers:
             log.warning("torchgrade: warning: %d submission(s) not in the roster, graded and "
-                        "marked \"not in the roster\": %s", len(strangers),
+                        "marked \"not in the roster\": %s. Add each that is a student of the "
+                        "class to the roster (as a row's lms_id, student_id or email)",
+                        len(strangers),
                         ", ".join(strangers[:10]) + (" ..." if len(strangers) > 10 else ""))
         warn_unknown_students(plan, everyone)
         for sid, path in students:
@@ -185,9 +187,10 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
             task = task_for(sid, mark, path, links.get(sid, set()),
                             staged=path.parent == out / STAGING)
             if roster and sid not in roster:
+                # (said to the student too: what to do about it is the instructor's, in the
+                # warning above)
                 task.notes.append("not in the roster: graded under the id the submission "
-                                  "gives; add it to the roster (as a row's lms_id, student_id "
-                                  "or email) if it is a student of the class")
+                                  "gives")
             tasks.append(task)
         summary.up_to_date = len(summary.results)
         if on_start is not None:
