@@ -420,7 +420,8 @@ def test_the_terminal_summary_shows_control_characters_from_student_code_escaped
     must not clear, retitle or overwrite the student's terminal, colour or not."""
     from grader.outputs import terminal
 
-    nasty = "\x1b[2J\x1b]0;pwned\x07\rfake [ PASSED ]\x9b"
+    # (\u202e: a right-to-left override, which shows what follows it reversed)
+    nasty = "\x1b[2J\x1b]0;pwned\x07\rfake [ PASSED ]\x9b\u202eDELIAF"
     check = CheckResult(id="e.c", exercise="e", targets=["f"], visibility="visible",
                         points=0, max_points=1, status="error", message=f"f() raised {nasty}")
     result = SubmissionResult(student="s", grader_version="0", checks=[check],
@@ -429,7 +430,7 @@ def test_the_terminal_summary_shows_control_characters_from_student_code_escaped
                                                         notes=[nasty])],
                               notes=[nasty])
     for text in (terminal.summary(result, color=False), terminal.checks_text(result)):
-        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", text)
-        assert "\\x1b[2J" in text and "\\x0dfake" in text
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]", text)
+        assert "\\x1b[2J" in text and "\\x0dfake" in text and "\\u202eDELIAF" in text
     coloured = terminal.summary(result, color=True)
     assert "\x1b[2J" not in coloured and "\x07" not in coloured and "\r" not in coloured

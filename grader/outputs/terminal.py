@@ -24,13 +24,17 @@ _CODES = {**{state: outcome.colour for state, outcome in OUTCOMES.items()},
 
 # Control characters but newline and tab (C0, DEL, C1): text from student code or files (an
 # exception's message, a file name) must not drive the terminal (clear it, retitle it, move the
-# cursor over the verdict lines); shown escaped instead.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# cursor over the verdict lines); shown escaped instead. So are the bidirectional overrides and
+# isolates, which reorder what a line shows ("Trojan source": a verdict read backwards).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e"
+                      r"\u2066-\u2069]")
 
 
 def plain(text: str) -> str:
-    """`text` with every control character but newline and tab shown as an escape (\\x1b)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """`text` with every control character but newline and tab shown as an escape (\\x1b,
+    \\u202e)."""
+    return _CONTROL.sub(lambda m: (f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                                   else f"\\u{ord(m.group()):04x}"), text)
 
 
 class Painter:
