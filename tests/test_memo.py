@@ -64,6 +64,12 @@ def test_shared_computes_once_per_submission_and_key():
     shared(sub, "other", lambda: compute(sub))
     shared(other, "k", lambda: compute(other))
     assert runs[sub] == 2 and runs[other] == 1
+    # So does a check that runs with backward passes switched off (@check(autograd=False)):
+    # the run the others made with them is not the one it asks for.
+    sub.autograd = False
+    assert shared(sub, "k", lambda: compute(sub)) == {"value": 3}
+    sub.autograd = True
+    assert shared(sub, "k", lambda: compute(sub)) == {"value": 1}
 
 
 @pytest.mark.fast
