@@ -96,6 +96,14 @@ def test_check_prints_verdicts_and_sets_the_exit_code(tmp_path):
     assert "[  TODO   ]" in bad.stdout and "[  ERROR  ]" not in bad.stdout
     stub = read_json(tmp_path / "b" / EXERCISE / "results.json")
     assert {(c.status, c.reason) for c in stub.checks} == {("error", "not_implemented")}
+    # The report says what the hidden checks add, as the terminal does; a later check into the
+    # same folder is no regrade (a student's checks are not grades)
+    html = (tmp_path / "b" / EXERCISE / "report.html").read_text()
+    assert "Hidden checks: " in html and "run when your work is graded" in html
+    again = torchgrade("check", SOLUTIONS / f"{EXERCISE}.py", "--out", tmp_path / "b")
+    assert again.returncode == 0, again.stderr
+    assert "Regraded" not in (tmp_path / "b" / EXERCISE / "report.html").read_text()
+    assert read_json(tmp_path / "b" / EXERCISE / "results.json").replaced is None
 
 
 def test_check_starts_its_sandbox_before_the_grader_imports_torch():

@@ -18,13 +18,15 @@ log = logging.getLogger("torchgrade")
 PREVIOUS = "results.previous.json"
 
 
-def write_submission_outputs(result: SubmissionResult, out: Path) -> Path:
+def write_submission_outputs(result: SubmissionResult, out: Path, *,
+                             regrade: bool = True) -> Path:
     """Write OUT/<student>/report.html, gradescope.json and results.json, each atomically;
     results.json last, so that a results.json whose fingerprint matches vouches for the rest.
-    Returns the report's path. A result that replaces a grade records it (`result.replaced`,
-    set here: only now is it known what the folder held)."""
+    Returns the report's path. With `regrade` (a grade in a class's OUT, not a student's own
+    check), a result that replaces a grade records it (`result.replaced`, set here: only now
+    is it known what the folder held) and the grade it replaced is kept (`keep_previous`)."""
     folder = Path(out) / result.student
-    if (earlier := keep_previous(folder, result)) is not None:
+    if regrade and (earlier := keep_previous(folder, result)) is not None:
         result.replaced = earlier
     write_atomic(folder / "report.html", render_report(result))
     write_atomic(folder / "gradescope.json", gradescope_json(result))

@@ -72,12 +72,10 @@ def summary(result: SubmissionResult, *, pending: Iterable[PendingCheck] = (),
         if later and is_bughunt(part.exercise):
             lines.append(paint(f"  {bughunt_line(later)}", "bold"))
         elif later:
-            total = pending_points(later)
             counted = ("" if all(p.counted for p in later) else
                        "; those for the faults your copy holds count, any other only if it "
                        "fails")
-            lines.append(paint(f"  Hidden checks: {len(later)} more ({_points(total)}) run when "
-                               f"your work is graded{counted}:", "bold"))
+            lines.append(paint(f"  {hidden_line(later)}{counted}:", "bold"))
             lines += [f"  [{PENDING_WORD:^9}] {p.title}  ({_points(p.points)}"
                       f"{'' if p.counted else ' if it fails'})" for p in later]
     lines.append("")
@@ -105,6 +103,12 @@ def bughunt_line(later: list[PendingCheck]) -> str:
     return (f"{faults} fault{'' if faults == 1 else 's'} to find, "
             f"{_points(pending_points(later))}, graded when you hand in (breaking what works "
             "costs points too).")
+
+
+def hidden_line(later: list[PendingCheck]) -> str:
+    """What a module's hidden checks add, in one line (no full stop)."""
+    return (f"Hidden checks: {len(later)} more ({_points(pending_points(later))}) run when your "
+            "work is graded")
 
 
 def pending_points(pending: list[PendingCheck]) -> float:
