@@ -253,3 +253,12 @@ def test_a_check_of_what_a_student_has_does_not_list_what_they_lack():
     assert chosen == [EXERCISE] and not [n for n in submission.notes if "no file for" in n]
     submission, _ = one_submission(SOLUTIONS / f"{EXERCISE}.py", [EXERCISE, "parameters"])
     assert [n for n in submission.notes if n.startswith("no file for parameters")]
+
+
+@pytest.mark.parametrize("only, refused", [("nope", "nope"), ("c_strides,c_stridez", "c_stridez")])
+def test_only_refuses_a_name_no_check_is_about_even_beside_one_that_is(tmp_path, only, refused):
+    """`--only Value,fit_linear` checked Value alone and said nothing of fit_linear."""
+    done = torchgrade("check", str(SOLUTIONS / f"{EXERCISE}.py"), "--only", only,
+                      "--no-server", "--out", str(tmp_path / "o"), cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"is about {refused} (give the name of a function or class" in done.stderr

@@ -38,6 +38,7 @@ class CheckSelection:
         self.targets = set(targets) if targets else None
         self.pending: list[PendingCheck] = []
         self.selected = 0
+        self.matched: set[str] = set()  # the targets asked for that some check is about
 
     def wants_targets(self, targets: Collection[str]) -> bool:
         return self.targets is None or bool(self.targets & set(targets))
@@ -47,6 +48,8 @@ class CheckSelection:
         keep, drop = [], []
         for item in items:
             info = info_of(item)
+            if info is not None and self.targets is not None:
+                self.matched |= self.targets & set(info.targets)
             if info is None or not self.wants_targets(info.targets):
                 drop.append(item)
             elif info.visibility == "hidden" and not self.hidden:

@@ -88,10 +88,14 @@ def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
                                select=select)
             private_view = bool(own.view and not own.leaks)
         report_ready.join()
-    if only and select.selected == 0:
+    # A name no check is about is refused even beside one that is (`--only Value,fit_linear`
+    # checked Value alone, silently: the student took fit_linear_gd for checked).
+    unknown = [name for name in only or [] if name not in select.matched]
+    if only and (select.selected == 0 or unknown):
         graded = ", ".join(chosen)
-        raise UsageError(f"no visible check of {graded} is about {', '.join(only)} (give the "
-                         "name of a function or class of the exercise)")
+        raise UsageError(f"no visible check of {graded} is about "
+                         f"{', '.join(unknown or only)} (give the name of a function or class "
+                         "of the exercise)")
     pending = select.pending + hidden_in_release(chosen, set(only) if only else None)
     try:
         reports = write_check_reports(result, Path(out), pending)
