@@ -119,7 +119,11 @@ FIRES: dict[str, list[tuple[dict, dict]]] = {
         ({"target_dtype": "float32"}, {}),
         ({}, {"message": "RuntimeError: expected scalar type Long but found Float"}),
     ],
-    "unstable-softmax": [({"nonfinite": True, "max_abs_logit": 1000.0}, {})],
+    "unstable-softmax": [({"nonfinite": True, "max_abs_logit": 1000.0}, {}),
+                         ({"nonfinite": True, "max_abs_logit": 1000.0, "loss_is_inf": False,
+                           "grad_finite": False}, {})],
+    "log-of-rounded-softmax": [({"nonfinite": True, "max_abs_logit": 1000.0,
+                                 "loss_is_inf": True, "grad_finite": True}, {})],
     "unnormalised-features": [
         ({"feature_std": [1.0, 250.0], "feature_mean": [0.0, 3.0]}, {}),
         ({"feature_std": [1.0, 1.0], "feature_mean": [40.0, 0.0]}, {}),
@@ -223,6 +227,15 @@ SILENT: dict[str, list[tuple[dict, dict]]] = {
     "unstable-softmax": [
         ({"nonfinite": True, "max_abs_logit": 10.0}, {}),
         ({"nonfinite": False, "max_abs_logit": 1000.0}, {}),
+        # log() of a probability that rounded to 0: the softmax itself was stable
+        ({"nonfinite": True, "max_abs_logit": 1000.0, "loss_is_inf": True,
+          "grad_finite": True}, {}),
+    ],
+    "log-of-rounded-softmax": [
+        ({"nonfinite": True, "max_abs_logit": 1000.0, "loss_is_inf": False,
+          "grad_finite": True}, {}),
+        ({"nonfinite": True, "max_abs_logit": 1000.0, "loss_is_inf": True,
+          "grad_finite": False}, {}),
     ],
     "unnormalised-features": [
         ({"feature_std": [1.0, 0.98], "feature_mean": [0.01, -0.02],

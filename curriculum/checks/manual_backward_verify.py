@@ -160,7 +160,9 @@ MSE_HINT = ("with r = X @ w + b - y and L = mean(r**2), dL/dr = 2 * r / N (the 2
 GD_HINT = ("start from w = 0, b = 0; each step first records the loss at the current w, b, then "
            "takes the gradient at those same w, b and updates w -= lr * dw, b -= lr * db.")
 CE_HINT = ("subtract each row's maximum before exp (it cancels in the softmax, and keeps exp "
-           "from overflowing); the gradient of the mean loss is (softmax - one_hot(labels)) / N.")
+           "from overflowing), and take the log as log-softmax = shifted - log(sum(exp("
+           "shifted))), not log(softmax), which meets log(0) when a probability rounds to 0; "
+           "the gradient of the mean loss is (softmax - one_hot(labels)) / N.")
 MLP_HINT = ("go back one layer at a time: dlogits from the cross-entropy, dW2 = h.T @ dlogits, "
             "dh = dlogits @ W2.T; relu passes dh on only where its input was > 0; then "
             "dW1 = X.T @ dpre; each bias gradient sums over the batch.")
@@ -379,9 +381,14 @@ def check_cross_entropy(sub, logits, labels, where, evidence):
     grad = got[1]
     if not np.isfinite(loss) or (isinstance(grad, np.ndarray) and grad.dtype.kind == "f"
                                  and not np.isfinite(grad).all()):
-        # nan or inf where the reference is finite: overflow (for diagnoses).
+        # nan or inf where the reference is finite (for diagnoses): an overflowing softmax
+        # (inf / inf: nan everywhere), or log() of a probability that rounded to 0 (a loss
+        # of inf beside a finite gradient)
         evidence["nonfinite"] = True
         evidence["max_abs_logit"] = float(np.abs(logits).max())
+        evidence["loss_is_inf"] = bool(np.isinf(loss))
+        evidence["grad_finite"] = bool(isinstance(grad, np.ndarray) and grad.dtype.kind == "f"
+                                       and np.isfinite(grad).all())
     note = ratio_note(np.array([loss]), np.array([loss_ref]))
     expect_close(loss, loss_ref, call=call + "[0]" + where, what="the loss", rtol=RTOL,
                  atol=ATOL, hint=with_note(note, CE_HINT))

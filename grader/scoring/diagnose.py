@@ -307,9 +307,21 @@ def _float_labels(c: CheckResult) -> bool:
         c, "expected target dtype to be Long", "expected scalar type Long")
 
 
+def _log_of_zero(c: CheckResult) -> bool:
+    # A loss of inf beside a finite gradient: the softmax was computed stably (its gradient,
+    # softmax - one_hot, is fine) and log() met a probability that rounded to 0.
+    return ev(c, E.loss_is_inf) is True and ev(c, E.grad_finite) is True
+
+
 @rule("unstable-softmax")
 def _unstable_softmax(c: CheckResult) -> bool:
-    return ev(c, E.nonfinite) is True and ev(c, E.max_abs_logit, 0) >= 100
+    return (ev(c, E.nonfinite) is True and ev(c, E.max_abs_logit, 0) >= 100
+            and not _log_of_zero(c))
+
+
+@rule("log-of-rounded-softmax")
+def _log_of_rounded_softmax(c: CheckResult) -> bool:
+    return ev(c, E.nonfinite) is True and ev(c, E.max_abs_logit, 0) >= 100 and _log_of_zero(c)
 
 
 # --------------------------------------------------------------------------- the data

@@ -1,5 +1,5 @@
 # must fail: softmax_cross_entropy_large_logits
-# diagnoses: unstable-softmax
+# diagnoses: log-of-rounded-softmax
 """Gradients by hand, then by autograd: reference solution.
 
 Its contract: CURRICULUM.md, `manual_backward`.
