@@ -157,7 +157,8 @@ class Value:
     number on either side (2 * v, v - 1, 1 / v, ...); also unary -v and the methods relu(),
     tanh() and exp(). backward(), called on the output, sets .grad of every node in the graph
     to d(output)/d(node): the output's own to 1.0, then each node in reverse topological order,
-    ADDING the contributions where a node is used more than once.
+    ADDING the contributions where a node is used more than once. An engine of your own: the
+    grader runs it with torch's backward passes switched off.
 
     >>> a = Value(2.0); b = Value(-3.0)
     >>> c = a * b + a            # a is used twice

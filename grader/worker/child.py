@@ -32,7 +32,7 @@ import typing
 from collections.abc import Callable
 
 from grader.worker import messages, seal, syscalls, wire
-from grader.worker.no_backward import backward_switch
+from grader.worker import no_backward
 from grader.worker.limits import WorkerLimits, apply_limits, die_with_parent, exit_now
 
 FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, name).compiler_flag
@@ -185,6 +185,7 @@ def start(sock_fd: int, out_fd: int, scratch: str, limits: dict, uid: int | None
         import torch
 
         torch.set_num_threads(1)
+        no_backward.install()  # before student code: what it keeps of torch's engine is ours
         syscalls.load()  # no kernel keyrings, no user namespaces (see syscalls.py)
         # Last step before the socket opens: from here on student code may run.
         serve(socket.socket(fileno=sock_fd), seal.seal())
@@ -370,8 +371,13 @@ def call(module: types.ModuleType | None,
     if not callable(target):
         return messages.failed(messages.problem(
             "not_callable", f"{name} is a {type(target).__name__}, not a function"))
-    with backward_switch(request.get("autograd", True)):
-        return _run(target, request.get("args", []), request.get("kwargs", {}), _student_files)
+    with no_backward.backward_switch(request.get("autograd", True)) as switched:
+        reply = _run(target, request.get("args", []), request.get("kwargs", {}), _student_files)
+    return _refused(no_backward.TAMPERED) if switched.tampered else reply
+
+
+def _refused(why: str) -> messages.Failed:
+    return messages.failed(messages.problem("protocol", why))
 
 
 def probe(module: types.ModuleType | None, request: messages.ProbeRequest,
@@ -388,8 +394,10 @@ def probe(module: types.ModuleType | None, request: messages.ProbeRequest,
             else f"the worker has no probe {request['probe']!r}")))
     args = [module] + list(request.get("args", []))
     changed = sealed.changed()
-    with backward_switch(request.get("autograd", True)):
+    with no_backward.backward_switch(request.get("autograd", True)) as switched:
         reply = _run(fn, args, request.get("kwargs", {}), _student_files)
+    if switched.tampered:
+        return _refused(no_backward.TAMPERED)
     changed = changed or sealed.changed()
     if changed:
         return messages.failed(messages.problem("protocol", (
