@@ -147,6 +147,9 @@ class CheckInfo(BaseModel):
     autograd: bool = Field(True, description="False: the submission's code cannot run a "
                            "backward pass (backward(), torch.autograd.grad, torch.func) during "
                            "the check's calls: for functions whose contract is gradients by hand")
+    forbid: list[str] = Field([], description="fragments of aten operator names the "
+                              "contract forbids (\"batch_norm\"): refused in the worker during "
+                              "the check's calls")
 
 
 class PendingCheck(BaseModel):

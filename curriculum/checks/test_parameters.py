@@ -81,7 +81,7 @@ def test_count_parameters_nested_and_frozen(sub):
 # --------------------------------------------------------------------------- RunningNorm
 
 
-@check(points=2, targets="RunningNorm", visibility="visible")
+@check(points=2, targets="RunningNorm", visibility="visible", forbid=["batch_norm"])
 def test_running_norm_registers_parameters_and_buffers(sub):
     """RunningNorm has parameters weight and bias, and buffers running_mean and running_var"""
     for c, momentum, eps in ((4, 0.1, 1e-5), (3, 0.2, 1e-3)):
@@ -114,7 +114,7 @@ def test_running_norm_registers_parameters_and_buffers(sub):
             fail(f"{label}: weight and bias must require grad.", call=label)
 
 
-@check(points=3, targets="RunningNorm", visibility="visible")
+@check(points=3, targets="RunningNorm", visibility="visible", forbid=["batch_norm"])
 def test_running_norm_training_mode_matches_batchnorm(sub):
     """RunningNorm in training mode matches nn.BatchNorm1d step after step, buffers included"""
     check_running_norm(sub, 4, 0.1, 1e-5, [("train", 8), ("train", 5), ("train", 16),

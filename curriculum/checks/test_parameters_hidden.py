@@ -164,7 +164,7 @@ def test_count_parameters_shared_and_buffers(sub):
 # --------------------------------------------------------------------------- RunningNorm
 
 
-@check(points=3, targets="RunningNorm")
+@check(points=3, targets="RunningNorm", forbid=["batch_norm"])
 def test_running_norm_both_modes_step_after_step(sub):
     """RunningNorm matches nn.BatchNorm1d in training and eval mode, defaults included"""
     plan = [("eval", 6), ("train", 4), ("train", 2), ("eval", 5), ("train", 9), ("eval", 3),
@@ -176,7 +176,7 @@ def test_running_norm_both_modes_step_after_step(sub):
     check_running_norm(sub, 4, 0.1, 1e-5, plan, seed=500, defaults=True)
 
 
-@check(points=2, targets="RunningNorm")
+@check(points=2, targets="RunningNorm", forbid=["batch_norm"])
 def test_running_norm_gradients_match_batchnorm(sub, evidence):
     """RunningNorm backpropagates through the batch statistics like nn.BatchNorm1d"""
     c, n = 5, 7
@@ -219,7 +219,7 @@ def test_running_norm_gradients_match_batchnorm(sub, evidence):
                  "them with autograd on (no torch.no_grad(), no .detach()) in training mode.")
 
 
-@check(points=1, targets="RunningNorm")
+@check(points=1, targets="RunningNorm", forbid=["batch_norm"])
 def test_running_norm_built_by_hand(sub):
     """RunningNorm is built without nn.BatchNorm* or F.batch_norm"""
     label = "RunningNorm(4)"

@@ -44,9 +44,9 @@ def shared(sub, key: Any, compute: Callable[[], T]) -> T:
     The records live on `sub` (`StudentModule.shared_records`, emptied when it closes): a kept
     exception's traceback holds frames that hold `sub`, a cycle the collector frees with it."""
     store = sub.shared_records
-    # A run made with backward passes switched off is not the run a check that allows them
-    # asks for, nor the other way round (CheckInfo.autograd).
-    key = (key, getattr(sub, "autograd", True))
+    # A run made with backward passes switched off, or operators refused, is not the run a
+    # check that allows them asks for, nor the other way round (CheckInfo.autograd, .forbid).
+    key = (key, getattr(sub, "autograd", True), tuple(getattr(sub, "forbid", ())))
     if key not in store:
         start = len(sub.worker_records)
         try:

@@ -315,5 +315,6 @@ def module_for(grading: GradingSession, item: pytest.Item) -> StudentModule:
     module.default_timeout = (info.timeout if info and info.timeout else
                               grading.limits.call_timeout)
     module.autograd = info.autograd if info else True
+    module.forbid = list(info.forbid) if info else []
     return module
 

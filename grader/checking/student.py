@@ -88,6 +88,7 @@ class StudentModule:
         self.limits = limits
         self.default_timeout = limits.call_timeout
         self.autograd = True  # False: the current check's calls run without backward passes
+        self.forbid: list[str] = []  # aten operators the current check's calls may not run
         self.budget = budget or TimeBudget(limits.submission_budget)
         self._check_spent = 0.0  # seconds the current check's calls took (`end_check` resets)
         self._check_longest = 0.0  # the longest deadline one of them was given
@@ -311,6 +312,8 @@ class StudentModule:
                    else self._over_submission_budget(text))
         if not self.autograd:
             message["autograd"] = False
+        if self.forbid:
+            message["forbid"] = list(self.forbid)
         self.segments.publish()
         started = time.monotonic()
         try:

@@ -21,7 +21,7 @@ MARK = "check"
 
 def check(*, points: float, targets: list[str] | str, visibility: Visibility = "hidden",
           timeout: float | None = None, title: str | None = None, reveal: Reveal = "fix",
-          autograd: bool = True):
+          autograd: bool = True, forbid: list[str] | tuple[str, ...] = ()):
     """Declare a test function a graded check.
 
     `targets` are the contract names it exercises; `timeout` the default deadline in seconds of
@@ -29,14 +29,17 @@ def check(*, points: float, targets: list[str] | str, visibility: Visibility = "
     `reveal` is how much of a diagnosed fault the student sees: "symptom", "cause" or "fix";
     `autograd=False` switches torch's backward passes off in the worker during each of its
     calls and probes (a gradient computed by `backward()`, `torch.autograd.grad` or `torch.func`
-    raises there), for a contract of gradients by hand.
+    raises there), for a contract of gradients by hand; `forbid`: fragments of aten operator
+    names refused in the worker during its calls and probes (`forbid=["batch_norm"]` refuses
+    nn.BatchNorm*, F.batch_norm and every other way to the same operator), for a contract that
+    says "without X".
     """
 
     def decorate(fn):
         doc_title = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
         info = CheckInfo(points=points, targets=[targets] if isinstance(targets, str) else targets,
                          visibility=visibility, timeout=timeout, reveal=reveal,
-                         autograd=autograd,
+                         autograd=autograd, forbid=list(forbid),
                          title=title or doc_title or fn.__name__.removeprefix("test_"))
         return getattr(pytest.mark, MARK)(info=info)(fn)
 

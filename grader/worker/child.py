@@ -33,6 +33,7 @@ from collections.abc import Callable
 
 from grader.worker import messages, seal, syscalls, wire
 from grader.worker import no_backward
+from grader.worker.forbidden_ops import forbidden_ops
 from grader.worker.limits import WorkerLimits, apply_limits, die_with_parent, exit_now
 
 FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, name).compiler_flag
@@ -371,7 +372,8 @@ def call(module: types.ModuleType | None,
     if not callable(target):
         return messages.failed(messages.problem(
             "not_callable", f"{name} is a {type(target).__name__}, not a function"))
-    with no_backward.backward_switch(request.get("autograd", True)) as switched:
+    with no_backward.backward_switch(request.get("autograd", True)) as switched, \
+            forbidden_ops(request.get("forbid", [])):
         reply = _run(target, request.get("args", []), request.get("kwargs", {}), _student_files)
     return _refused(no_backward.TAMPERED) if switched.tampered else reply
 
@@ -394,7 +396,8 @@ def probe(module: types.ModuleType | None, request: messages.ProbeRequest,
             else f"the worker has no probe {request['probe']!r}")))
     args = [module] + list(request.get("args", []))
     changed = sealed.changed()
-    with no_backward.backward_switch(request.get("autograd", True)) as switched:
+    with no_backward.backward_switch(request.get("autograd", True)) as switched, \
+            forbidden_ops(request.get("forbid", [])):
         reply = _run(fn, args, request.get("kwargs", {}), _student_files)
     if switched.tampered:
         return _refused(no_backward.TAMPERED)

@@ -204,6 +204,7 @@ class RunSwitches(TypedDict, total=False):
     """How the worker runs a call or a probe (absent: as usual)."""
 
     autograd: bool  # False: no backward pass can run during it (CheckInfo.autograd)
+    forbid: list[str]  # aten operators refused during it (CheckInfo.forbid)
 
 
 class CallRequest(RunSwitches):

@@ -1,4 +1,4 @@
-# must fail: running_norm_built_by_hand
+# must fail: running_norm_both_modes_step_after_step, running_norm_built_by_hand, running_norm_gradients_match_batchnorm, running_norm_training_mode_matches_batchnorm
 """Reference solution for `parameters` (its contract: CURRICULUM.md, `parameters`)."""
 
 from __future__ import annotations
