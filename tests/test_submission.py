@@ -200,3 +200,20 @@ def test_a_misnamed_file_is_said_in_the_gradebook_remarks(tmp_path):
     (tmp_path / "e").mkdir()
     empty = load_submission(tmp_path / "e", exercises=["strides_broadcasting"])
     assert not any(misfiled(n) for n in empty.notes)
+
+
+def test_a_cell_is_named_by_its_place_and_the_run_count_jupyter_shows():
+    """The check cell named a cell by its run count, `torchgrade check` of the saved file by its
+    place among all cells: the same cell read "cell 4" and "cell 6"."""
+    from grader.intake.notebook import FROM_HISTORY, notebook_chunks
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# intro"),
+        nbformat.v4.new_code_cell("x = 1", execution_count=4),
+        nbformat.v4.new_code_cell("y = 2")])
+    chunks, _ = notebook_chunks(nbformat.writes(nb), "e.ipynb")
+    assert [c.label for c in chunks] == ["cell 2, In [4]", "cell 3"]
+    assert chunks[0].filename == "e.ipynb [cell 2, In [4]]"
+    nb.metadata["torchgrade"] = {FROM_HISTORY: True}  # the kernel's history (grader.jupyter)
+    chunks, _ = notebook_chunks(nbformat.writes(nb), "e.ipynb")
+    assert [c.label for c in chunks] == ["In [4]", "cell 3"]

@@ -36,8 +36,23 @@ class NotebookError(ValueError):
     """The file cannot be read as a notebook; the message says why, for the student."""
 
 
-def read_cells(text: str) -> tuple[list[tuple[int, str]], list[str]]:
-    """(cell number, source) of every code cell, and notes on what was unusual."""
+# Set by the "check your work" cells (grader.jupyter) on the notebook they make of the cells run
+# so far: its cells are the kernel's history, so a cell is named by its run count alone.
+FROM_HISTORY = "from_history"
+
+
+def cell_label(number: int, cell: dict, *, from_history: bool) -> str:
+    """How messages name a code cell: its place in the file ("cell 6"), with the run count
+    Jupyter shows beside it when the file has one ("cell 6, In [4]"); a cell of the kernel's
+    history by its run count alone ("In [4]"), as the student sees it."""
+    count = cell.get("execution_count")
+    if not isinstance(count, int) or isinstance(count, bool):
+        return f"cell {number}"
+    return f"In [{count}]" if from_history else f"cell {number}, In [{count}]"
+
+
+def read_cells(text: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """(label, source) of every code cell (`cell_label`), and notes on what was unusual."""
     notes: list[str] = []
     _check_size(text)
     try:
@@ -77,17 +92,21 @@ def read_cells(text: str) -> tuple[list[tuple[int, str]], list[str]]:
         raise NotebookError("the notebook has no list of cells")
     if len(cells) > MAX_CELLS:
         raise NotebookError(f"the notebook has {len(cells)} cells; the limit is {MAX_CELLS}")
+    metadata = nb.get("metadata")
+    ours = metadata.get("torchgrade") if isinstance(metadata, dict) else None
+    from_history = isinstance(ours, dict) and ours.get(FROM_HISTORY) is True
     out = []
     for number, cell in enumerate(cells, start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
+        label = cell_label(number, cell, from_history=from_history)
         source = cell.get("source", "")
         if isinstance(source, list):
             source = "".join(str(s) for s in source)
         if not isinstance(source, str):
-            notes.append(f"cell {number} has no readable source and was skipped")
+            notes.append(f"{label} has no readable source and was skipped")
             continue
-        out.append((number, source))
+        out.append((label, source))
     return out, notes
 
 
@@ -132,19 +151,19 @@ def notebook_chunks(text: str, display_name: str) -> tuple[list[SourceChunk], li
     """The code cells of a notebook as chunks, with notes; raises NotebookError."""
     cells, notes = read_cells(text)
     chunks = []
-    for number, source in cells:
+    for label, source in cells:
         if is_check_cell(source):
             if _defines_something(source):
-                notes.append(f"cell {number} asks the grader to check your work, so it is not "
+                notes.append(f"{label} asks the grader to check your work, so it is not "
                              "graded: the code in it was ignored (move it to a cell of its own)")
             continue
         code, note = strip_ipython(source)
         if note:
-            notes.append(f"cell {number}: {note}")
+            notes.append(f"{label}: {note}")
         if code is None or not code.strip():
             continue
-        chunks.append(SourceChunk(code=code, filename=f"{display_name} [cell {number}]",
-                                  label=f"cell {number}", keep_going=True))
+        chunks.append(SourceChunk(code=code, filename=f"{display_name} [{label}]",
+                                  label=label, keep_going=True))
     return chunks, notes
 
 
