@@ -180,6 +180,22 @@ def test_a_timeout_fails_only_that_call_and_a_fresh_worker_serves_the_next(zygot
         assert sub.call("ok", 2) == 1  # a fresh import: the old worker's state is gone
 
 
+def test_a_timeout_says_where_the_code_was_and_keeps_its_stack_out_of_the_output(zygote):
+    """"timed out" alone left a student looking for the loop: the worker is asked for its
+    stack before it is killed (messages.WHERE_SIGNAL, through the keeper and init of its
+    namespaces), and the innermost line of the student's own file is named."""
+    code = ("def helper(n):\n    while n >= 0:\n        n = n + 1\n\n"
+            "def spin():\n    print('started')\n    return helper(0)\n")
+    with module_of(zygote, code) as sub:
+        with pytest.raises(StudentError) as info:
+            sub.call("spin", timeout=0.5)
+        assert info.value.status == "timeout"
+        assert str(info.value).endswith(
+            "It was stopped in m.py, line 3, in helper: `n = n + 1`."), str(info.value)
+        output = sub.end_check()
+        assert "started" in output and "most recent call first" not in output
+
+
 @pytest.mark.parametrize("body, words", [
     ("import os; os._exit(3)", "exited with status 3"),
     ("import ctypes; ctypes.string_at(0)", "segmentation fault"),

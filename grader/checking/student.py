@@ -37,6 +37,11 @@ MRO_ENTRIES = 64
 MESSAGE_CHARS = 2000
 # Python's own words for a module lacking a name (AttributeError, since 3.7).
 MISSING_ATTRIBUTE = re.compile(r"module '(?P<module>[^']+)' has no attribute '(?P<name>[^']+)'")
+# What faulthandler writes for a worker stopped for time (messages.WHERE_SIGNAL): one block per
+# thread, innermost frame first.
+STACK_DUMP = re.compile(r"^(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):\n"
+                        r"(?:  (?:File .*|<no Python frame>)\n?)*", re.M)
+STACK_FRAME = re.compile(r'^  File "(?P<file>.*)", line (?P<line>\d+) in (?P<name>.*)$', re.M)
 TRACEBACK_CHARS = 4000  # the last characters: the innermost frames
 # Where this Python keeps its libraries (the workers see the same paths): Python's own words
 # name them ("cannot import name 'x' from 'torch' (/opt/venv/lib/python3.11/site-packages/
@@ -184,11 +189,33 @@ class StudentModule:
         return str(self._failure) if self._failure is not None else None
 
     def _fail_import(self, worker: Worker, first: bool, message: str, status: Status):
-        output = worker.close()
+        output, where = self._split_stack(worker.close())
+        message += where
         if first:
             self.import_output = output
         self._failure = ModuleUnavailable(message, status=status)
         raise self._failure
+
+    def _split_stack(self, output: str) -> tuple[str, str]:
+        """The output of a worker stopped for time without the stacks it wrote when asked
+        (`messages.WHERE_SIGNAL`), and where in the student's code it was then: " It was
+        stopped in f.py, line 3, in g: `while True:`", or "" when in none of its files."""
+        dumps = list(STACK_DUMP.finditer(output))
+        if not dumps:
+            return output, ""
+        rest = STACK_DUMP.sub("", output)
+        chunks = {c.filename: c.code for c in self.source.chunks} if self.source else {}
+        for dump in dumps:
+            for frame in STACK_FRAME.finditer(dump.group()):
+                if frame["file"] not in chunks:
+                    continue
+                number = int(frame["line"])
+                lines = chunks[frame["file"]].splitlines()
+                code = lines[number - 1].strip() if 0 < number <= len(lines) else ""
+                return rest, (f" It was stopped in {_text(frame['file'], TYPE_CHARS)}, line "
+                              f"{number}, in {_text(frame['name'], TYPE_CHARS)}"
+                              + (f": `{_text(code, TYPE_CHARS)}`" if code else "") + ".")
+        return rest, ""
 
     def _retire(self) -> None:
         if self._worker is not None:
@@ -321,12 +348,15 @@ class StudentModule:
         except WorkerTimeout:
             self.segments.settle()  # no verdict on them: the call already failed
             self._retire()
+            where = ""
+            if self._output:
+                self._output[-1], where = self._split_stack(self._output[-1])
             text = describe()
             if deadline < seconds:
                 raise (self._over_check_budget(text) if check_left <= self.budget.left()
                        else self._over_submission_budget(text, stopped=True)) from None
             raise StudentError(f"{text} timed out after {seconds:g} s (an endless loop, or far "
-                               "too slow).", status="timeout", call=text) from None
+                               f"too slow).{where}", status="timeout", call=text) from None
         except WorkerCrashed as exc:
             self.segments.settle()
             self._retire()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import __future__
 import ctypes
+import faulthandler
 import functools
 import linecache
 import operator
@@ -187,6 +188,8 @@ def start(sock_fd: int, out_fd: int, scratch: str, limits: dict, uid: int | None
 
         torch.set_num_threads(1)
         no_backward.install()  # before student code: what it keeps of torch's engine is ours
+        faulthandler.register(messages.WHERE_SIGNAL, file=sys.stderr, all_threads=True,
+                              chain=False)
         syscalls.load()  # no kernel keyrings, no user namespaces (see syscalls.py)
         # Last step before the socket opens: from here on student code may run.
         serve(socket.socket(fileno=sock_fd), seal.seal())

@@ -584,6 +584,7 @@ class Zygote:
 # outside the worker's CPU cap). Between reads the worker's writes wait in the pipe, and a
 # flood blocks the worker on its own full pipe, in its own time.
 DRAIN_INTERVAL = 0.005
+WHERE_WAIT = 0.3  # seconds a worker out of time gets to write where it was (messages.WHERE_SIGNAL)
 PIPE_BYTES = 1 << 20  # Linux's default ceiling for an unprivileged pipe
 READ_BYTES = 1 << 16
 
@@ -690,7 +691,7 @@ class Worker:
                 now = time.monotonic()
                 remaining = deadline - now
                 if remaining <= 0:
-                    self.kill()
+                    self._stop_late()
                     raise WorkerTimeout(timeout)
                 watched: list[socket.socket | int] = [self.sock]
                 if now >= self._next_drain:
@@ -743,6 +744,26 @@ class Worker:
             self.output.add(data)
             if reads is not None:
                 reads -= 1
+
+    def _stop_late(self) -> None:
+        """Kill a worker that ran out of time, once it has written where it was: its stack
+        (faulthandler, on messages.WHERE_SIGNAL) lands in its output, read here first."""
+        try:
+            os.kill(self.pid, messages.WHERE_SIGNAL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        else:
+            end = time.monotonic() + WHERE_WAIT
+            # The first output, then until the pipe stays quiet for a moment (the stack comes
+            # at once) or time is up.
+            wait = WHERE_WAIT
+            while (left := end - time.monotonic()) > 0:
+                readable, _, _ = select.select([self.out_fd], [], [], min(left, wait))
+                if not readable:
+                    break
+                self._drain(0, reads=PIPE_BYTES // READ_BYTES)
+                wait = 0.05
+        self.kill()
 
     def _drain_some(self, _timeout: float) -> None:
         self._drain(0, reads=PIPE_BYTES // READ_BYTES)

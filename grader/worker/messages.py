@@ -25,9 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+import signal
 from typing import Any, Literal, TypedDict
 
 MALFORMED = "the worker sent a malformed reply"
+# grader -> worker, when a call ran out of time: write every thread's Python stack to the output
+# (faulthandler, registered before student code), so that "timed out" can say where it was.
+WHERE_SIGNAL = signal.SIGUSR2
 # Bounds of what a load reply may bring into the grader.
 NAMES = 10_000  # public names of a module
 CELL_ERRORS = 100  # notebook cells that raised

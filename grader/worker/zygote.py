@@ -161,6 +161,9 @@ def spawn_contained(request: messages.Spawn, fds: list[int], uid: int, close: li
         die_with_parent()
         child.unshare_namespaces()
         status_r, status_w = os.pipe()
+        # The grader asks a worker out of time where it was by signalling the keeper (the pid
+        # it knows): passed on to init, then to the worker (whose faulthandler answers).
+        signal.signal(messages.WHERE_SIGNAL, signal.SIG_IGN)
         init = os.fork()
         if init == 0:
             os.close(status_r)
@@ -169,6 +172,7 @@ def spawn_contained(request: messages.Spawn, fds: list[int], uid: int, close: li
             if worker == 0:
                 os.close(status_w)
                 child.start(fds[0], fds[1], request["scratch"], request["limits"], uid=uid)
+            _pass_on(messages.WHERE_SIGNAL, worker)
             for fd in fds:
                 os.close(fd)
             while True:  # PID 1 reaps every orphan; it leaves when the worker does
@@ -176,6 +180,7 @@ def spawn_contained(request: messages.Spawn, fds: list[int], uid: int, close: li
                 if pid == worker:
                     os.write(status_w, struct.pack("i", ended))
                     os._exit(0)
+        _pass_on(messages.WHERE_SIGNAL, init)
         os.close(status_w)
         for fd in fds:
             os.close(fd)
@@ -190,6 +195,17 @@ def spawn_contained(request: messages.Spawn, fds: list[int], uid: int, close: li
         os._exit(os.WEXITSTATUS(status) if status is not None else 70)
     except BaseException:  # noqa: BLE001 - the keeper must never return into the zygote loop
         os._exit(71)
+
+
+def _pass_on(sig: int, pid: int) -> None:
+    """From now on, signal `sig` received here is sent on to `pid`."""
+    def forward(_signum, _frame) -> None:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+
+    signal.signal(sig, forward)
 
 
 def spawn_direct(request: messages.Spawn, fds: list[int], close: list[int], group=None) -> int:
