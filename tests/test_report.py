@@ -434,3 +434,14 @@ def test_the_terminal_summary_shows_control_characters_from_student_code_escaped
         assert "\\x1b[2J" in text and "\\x0dfake" in text and "\\u202eDELIAF" in text
     coloured = terminal.summary(result, color=True)
     assert "\x1b[2J" not in coloured and "\x07" not in coloured and "\r" not in coloured
+
+
+@pytest.mark.fast
+def test_records_made_in_the_sandbox_are_said_once_for_passed_checks_and_in_a_failed_one():
+    passed = [failed(f"ex.p{i}", status="passed", points=2, message="", call=None,
+                     worker_records=["m:probe"]) for i in range(3)]
+    bad = failed("ex.bad", worker_records=["m:other"])
+    html = render_report(result(*passed, bad), draw=False)
+    assert html.count("rest partly on records made inside the sandbox") == 1
+    assert "4 of these verdicts rest partly" in html
+    assert html.count("Part of this verdict rests on a record") == 1 and "m:other" in html
