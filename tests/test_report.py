@@ -445,3 +445,15 @@ def test_records_made_in_the_sandbox_are_said_once_for_passed_checks_and_in_a_fa
     assert html.count("rest partly on records made inside the sandbox") == 1
     assert "4 of these verdicts rest partly" in html
     assert html.count("Part of this verdict rests on a record") == 1 and "m:other" in html
+
+
+@pytest.mark.fast
+def test_the_terminal_counts_printed_lines_and_says_what_was_left_out():
+    from grader.outputs import terminal
+
+    output = "a\nb\n[... 21552354 bytes of output omitted ...]\nc\n"
+    check = failed(output=output)
+    text = terminal.summary(result(check), color=False)
+    assert "your code printed 3 line(s) and 21,552,354 more bytes left out" in text
+    assert "your code printed 2 line(s); see the report" in terminal.summary(
+        result(failed(output="x\ny\n")), color=False)

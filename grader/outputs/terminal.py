@@ -160,10 +160,18 @@ def _check_lines(c: CheckResult, paint: Painter, shown: set[str] | None = None) 
     for title in _diagnosis_titles(c):
         lines.append(INDENT + paint(f"Likely cause: {title} (see the report)", "bold"))
     if c.output.strip():
-        printed = c.output.strip().splitlines()
-        lines.append(INDENT + paint(f"your code printed {len(printed)} line(s); see the report",
-                                    "dim"))
+        # (the output kept is its head and tail: a count of its lines alone read as all of it)
+        omitted = OMITTED.search(c.output)
+        printed = len(OMITTED.sub("\n", c.output).strip().splitlines())
+        lines.append(INDENT + paint(
+            f"your code printed {printed} line(s)" + (
+                f" and {int(omitted['bytes']):,} more bytes left out" if omitted else "")
+            + "; see the report", "dim"))
     return lines
+
+
+# What grader.worker.client.OutputBuffer puts where it cut a long output.
+OMITTED = re.compile(r"\n?\[\.\.\. (?P<bytes>\d+) bytes of output omitted \.\.\.\]\n?")
 
 
 def _diagnosis_titles(c: CheckResult) -> list[str]:
