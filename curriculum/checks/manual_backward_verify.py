@@ -389,6 +389,14 @@ def check_cross_entropy(sub, logits, labels, where, evidence):
         evidence["loss_is_inf"] = bool(np.isinf(loss))
         evidence["grad_finite"] = bool(isinstance(grad, np.ndarray) and grad.dtype.kind == "f"
                                        and np.isfinite(grad).all())
+    if np.isfinite(loss) and not np.isclose(loss, loss_ref, rtol=RTOL, atol=ATOL):
+        # The softmax taken down each column (axis=0) instead of along each row: the loss it
+        # gives, for diagnoses. (Moderate logits only: it overflows where the rows' does not.)
+        shifted = logits - logits.max(axis=0, keepdims=True)
+        columns = shifted - np.log(np.exp(shifted).sum(axis=0, keepdims=True))
+        by_columns = float(-columns[np.arange(len(labels)), labels].mean())
+        if np.isfinite(by_columns) and np.isclose(loss, by_columns, rtol=1e-6, atol=1e-9):
+            evidence["softmax_over_columns"] = True
     note = ratio_note(np.array([loss]), np.array([loss_ref]))
     expect_close(loss, loss_ref, call=call + "[0]" + where, what="the loss", rtol=RTOL,
                  atol=ATOL, hint=with_note(note, CE_HINT))

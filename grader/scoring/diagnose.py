@@ -319,6 +319,11 @@ def _unstable_softmax(c: CheckResult) -> bool:
             and not _log_of_zero(c))
 
 
+@rule("softmax-over-columns")
+def _softmax_over_columns(c: CheckResult) -> bool:
+    return ev(c, E.softmax_over_columns) is True
+
+
 @rule("log-of-rounded-softmax")
 def _log_of_rounded_softmax(c: CheckResult) -> bool:
     return ev(c, E.nonfinite) is True and ev(c, E.max_abs_logit, 0) >= 100 and _log_of_zero(c)
