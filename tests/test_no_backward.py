@@ -37,6 +37,20 @@ def _saved_engine():
     return engine.run_backward((y,), (torch.ones_like(y),), False, False, (x,), False, False)
 
 
+SAVED_METHOD: list = []
+
+
+def _call_saved_method():
+    x = _x()
+    y = (x * 2).sum()
+    return SAVED_METHOD[0]((y,), (torch.ones_like(y),), False, False, (x,), False, False)
+
+
+def _aten_backward():
+    x = _x()
+    torch.ops.aten._backward((x * 2).sum(), [x])
+
+
 ROUTES = {
     "Tensor.backward": lambda: (_x() * 2).sum().backward(),
     "torch.autograd.grad": lambda: (lambda x: torch.autograd.grad((x ** 2).sum(), x))(_x()),
@@ -47,11 +61,14 @@ ROUTES = {
     "torch.func.jacfwd": lambda: torch.func.jacfwd(torch.sin)(_x().detach()),
     "forward_ad": lambda: torch.autograd.forward_ad.dual_level().__enter__(),
     "an engine saved before": _saved_engine,
+    "a method of it saved before": _call_saved_method,
+    "torch.ops.aten._backward": _aten_backward,
 }
 
 
 @pytest.mark.parametrize("route", sorted(ROUTES))
 def test_every_route_is_refused_while_off_and_works_after(route):
+    SAVED_METHOD[:] = [variable.Variable._execution_engine.run_backward]  # with the switch on
     with backward_switch(False) as switched:
         with pytest.raises(RuntimeError, match="switched off for this check"):
             ROUTES[route]()

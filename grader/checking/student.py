@@ -205,7 +205,9 @@ class StudentModule:
             return output, ""
         rest = STACK_DUMP.sub("", output)
         chunks = {c.filename: c.code for c in self.source.chunks} if self.source else {}
-        for dump in dumps:
+        # faulthandler lists the newest thread first and the main thread, which runs the
+        # call, last: a helper thread of the student's must not be named in its place.
+        for dump in reversed(dumps):
             for frame in STACK_FRAME.finditer(dump.group()):
                 if frame["file"] not in chunks:
                     continue

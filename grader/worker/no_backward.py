@@ -10,15 +10,19 @@ worker's whole life: each passes through to torch while the switch is on and rai
 that says why while it is off. So a reference student code took at import is a stand-in too,
 and the engine's class in `torch._C` is one that refuses to make an engine (a new engine of
 one's own was the next way round).
-`backward_switch(False)` turns the switch off for one call or probe, and says afterwards
+`torch.ops.aten._backward`, which runs the engine from C++, is refused by a torch-function
+mode while the switch is off. `backward_switch(False)` turns the switch off for one call or
+probe, and says afterwards
 whether the code put something else in either place (`Switched.tampered`): that call's answer
 is then refused, and the stand-ins are put back.
 
 Building graphs (a forward pass with `requires_grad`) still works: a check may look at the
 graph student code builds. What stays open, as for every record made in the worker (see
-`grader.worker.seal`): code that digs the real engine out of the stand-in's closure, or a
-process forked before the call (whose engine the switch does not reach), is deliberate
-circumvention of a contract the report states, not an honest attempt.
+`grader.worker.seal`): code that digs the real engine out of the stand-in's closure, leaves
+the mode's stack, runs TorchScript that differentiates (its interpreter calls the engine from
+C++), calls the graph's nodes one by one, or forks a process before the call (whose engine the
+switch does not reach), is deliberate circumvention of a contract the report states, not an
+honest attempt.
 """
 
 from __future__ import annotations
@@ -62,7 +66,17 @@ def install() -> None:
 
         def __getattr__(self, name: str) -> Any:
             _refuse_when_off()
-            return getattr(engine, name)
+            found = getattr(engine, name)
+            if not callable(found):
+                return found
+
+            # A method taken while the switch is on (`run = ENGINE.run_backward` at import)
+            # must still refuse when it is called with the switch off.
+            def method(*args: Any, **kwargs: Any) -> Any:
+                _refuse_when_off()
+                return found(*args, **kwargs)
+
+            return method
 
     enter: Callable[[], int] = torch._C._enter_dual_level
 
@@ -126,7 +140,22 @@ def backward_switch(on: bool) -> Iterator[Switched]:
     _put_back()  # what the submission put there before (at import) does not run now
     _ON[0] = False
     try:
-        yield switched
+        with _refuse_backward_ops():
+            yield switched
     finally:
         _ON[0] = True
         switched.tampered = _put_back()
+
+
+def _refuse_backward_ops() -> Any:
+    """A torch-function mode refusing the operator that runs the engine from C++
+    (`torch.ops.aten._backward`), which the engine's stand-in never sees."""
+    from torch.overrides import TorchFunctionMode
+
+    class Refuse(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if str(func).split(".")[:2] == ["aten", "_backward"]:
+                raise RuntimeError(REFUSED)
+            return func(*args, **(kwargs or {}))
+
+    return Refuse()
