@@ -265,6 +265,8 @@ class E:
     nonfinite = Key(Flag, "softmax_cross_entropy returned nan or inf", "manual_backward_verify")
     max_abs_logit = Key(Number, "the largest |logit| of that case", "manual_backward_verify")
     loss_is_inf = Key(Flag, "that loss was inf (not nan)", "manual_backward_verify")
+    single_precision = Key(Flag, "the values agree with the expected ones to float32's "
+                           "precision only", "manual_backward_verify")
     softmax_over_columns = Key(Flag, "the loss is the one of a softmax down each column "
                                "(axis=0)", "manual_backward_verify")
     grad_finite = Key(Flag, "that gradient was finite", "manual_backward_verify")

@@ -125,6 +125,7 @@ FIRES: dict[str, list[tuple[dict, dict]]] = {
     "log-of-rounded-softmax": [({"nonfinite": True, "max_abs_logit": 1000.0,
                                  "loss_is_inf": True, "grad_finite": True}, {})],
     "softmax-over-columns": [({"softmax_over_columns": True}, {})],
+    "single-precision": [({"single_precision": True}, {})],
     "unnormalised-features": [
         ({"feature_std": [1.0, 250.0], "feature_mean": [0.0, 3.0]}, {}),
         ({"feature_std": [1.0, 1.0], "feature_mean": [40.0, 0.0]}, {}),
@@ -233,6 +234,7 @@ SILENT: dict[str, list[tuple[dict, dict]]] = {
           "grad_finite": True}, {}),
     ],
     "softmax-over-columns": [({"softmax_over_columns": False}, {})],
+    "single-precision": [({"single_precision": False}, {})],
     "log-of-rounded-softmax": [
         ({"nonfinite": True, "max_abs_logit": 1000.0, "loss_is_inf": False,
           "grad_finite": True}, {}),

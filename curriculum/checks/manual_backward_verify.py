@@ -195,10 +195,38 @@ def record_grad_errors(evidence: dict, pairs) -> None:
 
 def check_grad_array(got, expected, *, call, hint, evidence):
     """expect_values with a note when `got` is a constant multiple of `expected`."""
-    note = ratio_note(got, expected)
+    note: tuple[float | None, str] | None = ratio_note(got, expected)
     if note:
         evidence["grad_ratio"] = note[0]
+    else:
+        note = precision_note(got, expected, evidence)
     expect_values(got, expected, call=call, rtol=RTOL, atol=ATOL, hint=with_note(note, hint))
+
+
+# Relative errors that float32 arithmetic gives (about 7 digits), far above float64's (1e-15) and
+# below any formula slip's.
+SINGLE_PRECISION = (2e-8, 1e-4)
+
+
+def precision_note(got, expected, evidence: dict) -> tuple[None, str] | None:
+    """(None, a sentence) when `got` agrees with `expected` only to single precision: the
+    signature of a float32 cast, or of torch.tensor()/torch.Tensor's float32 default; records
+    `single_precision` in `evidence` for the diagnosis. None otherwise. Never raises."""
+    try:
+        g = np.asarray(got, dtype=np.float64).ravel()
+        e = np.asarray(expected, dtype=np.float64).ravel()
+        if g.shape != e.shape or not (np.isfinite(g).all() and np.isfinite(e).all()) \
+                or not np.any(e != 0):
+            return None
+        relative = float(np.abs(g - e).max() / np.abs(e).max())
+    except (TypeError, ValueError):
+        return None
+    low, high = SINGLE_PRECISION
+    if not low < relative <= high:
+        return None
+    evidence["single_precision"] = True
+    return None, (f"Your values agree with the expected ones to {relative:.1e} (relative): the "
+                  "precision of float32, not of float64.")
 
 
 def with_note(note, hint: str) -> str:
@@ -216,7 +244,8 @@ def check_mse(got, X, y, w, b, *, where, evidence):
                           if got_db is not None else []))
     check_grad_array(got[0], dw, call=call + "[0]" + where, hint=MSE_HINT, evidence=evidence)
     got_db = as_number(got[1], call=call + "[1]" + where, what="dL/db")
-    note = ratio_note(np.array([got_db]), np.array([db]))
+    note = (ratio_note(np.array([got_db]), np.array([db]))
+            or precision_note([got_db], [db], evidence))
     expect_close(got_db, db, call=call + "[1]" + where, what="dL/db", rtol=RTOL, atol=ATOL,
                  hint=with_note(note, MSE_HINT))
 
@@ -397,7 +426,8 @@ def check_cross_entropy(sub, logits, labels, where, evidence):
         by_columns = float(-columns[np.arange(len(labels)), labels].mean())
         if np.isfinite(by_columns) and np.isclose(loss, by_columns, rtol=1e-6, atol=1e-9):
             evidence["softmax_over_columns"] = True
-    note = ratio_note(np.array([loss]), np.array([loss_ref]))
+    note = (ratio_note(np.array([loss]), np.array([loss_ref]))
+            or precision_note([loss], [loss_ref], evidence))
     expect_close(loss, loss_ref, call=call + "[0]" + where, what="the loss", rtol=RTOL,
                  atol=ATOL, hint=with_note(note, CE_HINT))
     check_grad_array(got[1], grad_ref, call=call + "[1]" + where, hint=CE_HINT,
@@ -410,7 +440,8 @@ def check_mlp(got, X, labels, params, *, where, evidence):
     loss_ref, grads_ref = mlp_reference(X, labels, params)
     loss = as_number(got[0], call=call + "[0]" + where, what="the loss")
     expect_close(loss, loss_ref, call=call + "[0]" + where, what="the loss", rtol=RTOL,
-                 atol=ATOL, hint=MLP_HINT)
+                 atol=ATOL, hint=with_note(precision_note([loss], [loss_ref], evidence),
+                                           MLP_HINT))
     grads = got[1]
     if not isinstance(grads, dict) or set(grads) != set(grads_ref):
         keys = sorted(map(str, grads)) if isinstance(grads, dict) else None

@@ -319,6 +319,11 @@ def _unstable_softmax(c: CheckResult) -> bool:
             and not _log_of_zero(c))
 
 
+@rule("single-precision")
+def _single_precision(c: CheckResult) -> bool:
+    return ev(c, E.single_precision) is True
+
+
 @rule("softmax-over-columns")
 def _softmax_over_columns(c: CheckResult) -> bool:
     return ev(c, E.softmax_over_columns) is True
