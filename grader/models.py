@@ -219,6 +219,10 @@ class CheckResult(BaseModel):
     expected: Line | None = None
     got: Line | None = None
     hint: Line | None = Field(None, description="one line on the concept behind the check")
+    stopped_at: Line | None = Field(None, description="where the student's code was when a call "
+                                    "ran out of time (\"f.py, line 3, in g: `code`\"): a "
+                                    "sample, which can differ between two gradings like the "
+                                    "durations, so kept out of the message")
     output: Output = Field("", description="what the student's code printed during this check")
     evidence: Annotated[dict[str, Any], AfterValidator(bounded_evidence)] = Field(
         {}, description="plain facts the check measured (numbers, short lists): what diagnoses "

@@ -71,6 +71,7 @@ def comparable(result: SubmissionResult) -> dict:
     data = result.model_dump(mode="json", exclude={"graded_at", "grading_s", "checks_s"})
     for check in data["checks"]:
         check.pop("duration_s")
+        check.pop("stopped_at")  # where a timed-out call was: a sample, like its duration
     return data
 
 

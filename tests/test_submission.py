@@ -193,13 +193,17 @@ def test_a_misnamed_file_is_said_in_the_gradebook_remarks(tmp_path):
                           exercises=["strides_broadcasting"])
     assert sub.modules == {}
     said = [m for n in sub.notes if (m := misfiled(n))]
-    assert said == ["no file for strides_broadcasting (files found: stridesbroadcasting.py)"]
+    assert said == ["not graded: stridesbroadcasting.py (no exercise has its name)"]
     result = SubmissionResult(student="s", grader_version="0", notes=sub.notes)
     assert remarks(result) == said[0]
-    # An empty folder is "nothing handed in", not a misnamed file.
+    # An empty folder is "nothing handed in", not a misnamed file; nor is a missing exercise
+    # beside files that are other exercises' (or not Python at all).
     (tmp_path / "e").mkdir()
     empty = load_submission(tmp_path / "e", exercises=["strides_broadcasting"])
-    assert not any(misfiled(n) for n in empty.notes)
+    other = load_submission(write(tmp_path / "o", {"other.py": "x = 1\n", "notes.txt": "hi"}),
+                            exercises=EX)
+    assert not any(misfiled(n) for n in empty.notes + other.notes)
+    assert any(n.startswith("no file for strides_broadcasting") for n in other.notes)
 
 
 def test_a_cell_is_named_by_its_place_and_the_run_count_jupyter_shows():

@@ -223,7 +223,7 @@ def make_result(item: pytest.Item, call: pytest.CallInfo, output: str, *,
                            **{**fields, "evidence": {**(evidence or {}), **exc.evidence}})
     if isinstance(exc, StudentError):
         return CheckResult(status=exc.status, reason=exc.reason, message=str(exc),
-                           call=exc.call, **fields)
+                           call=exc.call, stopped_at=exc.stopped_at, **fields)
     if isinstance(exc, AssertionError):  # a bare assert in a check: its message only
         return CheckResult(status="failed", message=str(exc) or "the check failed", **fields)
     log.error("torchgrade: internal error in %s", item.nodeid, exc_info=(

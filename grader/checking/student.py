@@ -59,11 +59,12 @@ class StudentError(Exception):
     message."""
 
     def __init__(self, message: str, *, status: Status = "error", call: str | None = None,
-                 reason: Reason | None = None):
+                 reason: Reason | None = None, stopped_at: str | None = None):
         super().__init__(message)
         self.status = status
         self.call = call
         self.reason = reason
+        self.stopped_at = stopped_at  # CheckResult.stopped_at
 
 
 class ModuleUnavailable(StudentError):
@@ -190,19 +191,18 @@ class StudentModule:
 
     def _fail_import(self, worker: Worker, first: bool, message: str, status: Status):
         output, where = self._split_stack(worker.close())
-        message += where
         if first:
             self.import_output = output
-        self._failure = ModuleUnavailable(message, status=status)
+        self._failure = ModuleUnavailable(message, status=status, stopped_at=where)
         raise self._failure
 
-    def _split_stack(self, output: str) -> tuple[str, str]:
+    def _split_stack(self, output: str) -> tuple[str, str | None]:
         """The output of a worker stopped for time without the stacks it wrote when asked
-        (`messages.WHERE_SIGNAL`), and where in the student's code it was then: " It was
-        stopped in f.py, line 3, in g: `while True:`", or "" when in none of its files."""
+        (`messages.WHERE_SIGNAL`), and where in the student's code it was then ("f.py, line 3,
+        in g: `while True:`"; None when in none of its files)."""
         dumps = list(STACK_DUMP.finditer(output))
         if not dumps:
-            return output, ""
+            return output, None
         rest = STACK_DUMP.sub("", output)
         chunks = {c.filename: c.code for c in self.source.chunks} if self.source else {}
         # faulthandler lists the newest thread first and the main thread, which runs the
@@ -214,10 +214,10 @@ class StudentModule:
                 number = int(frame["line"])
                 lines = chunks[frame["file"]].splitlines()
                 code = lines[number - 1].strip() if 0 < number <= len(lines) else ""
-                return rest, (f" It was stopped in {_text(frame['file'], TYPE_CHARS)}, line "
-                              f"{number}, in {_text(frame['name'], TYPE_CHARS)}"
-                              + (f": `{_text(code, TYPE_CHARS)}`" if code else "") + ".")
-        return rest, ""
+                return rest, (f"{_text(frame['file'], TYPE_CHARS)}, line {number}, in "
+                              f"{_text(frame['name'], TYPE_CHARS)}"
+                              + (f": `{_text(code, TYPE_CHARS)}`" if code else ""))
+        return rest, None
 
     def _retire(self) -> None:
         if self._worker is not None:
@@ -350,7 +350,7 @@ class StudentModule:
         except WorkerTimeout:
             self.segments.settle()  # no verdict on them: the call already failed
             self._retire()
-            where = ""
+            where = None
             if self._output:
                 self._output[-1], where = self._split_stack(self._output[-1])
             text = describe()
@@ -358,7 +358,8 @@ class StudentModule:
                 raise (self._over_check_budget(text) if check_left <= self.budget.left()
                        else self._over_submission_budget(text, stopped=True)) from None
             raise StudentError(f"{text} timed out after {seconds:g} s (an endless loop, or far "
-                               f"too slow).{where}", status="timeout", call=text) from None
+                               "too slow).", status="timeout", call=text,
+                               stopped_at=where) from None
         except WorkerCrashed as exc:
             self.segments.settle()
             self._retire()

@@ -546,7 +546,7 @@ def summary_line(summary: GradeSummary) -> str:
     # A misnamed file scores as a missing one: counted, so that it is looked at before grades
     # are uploaded (each one's remark, in the CSVs and the index, names the files found).
     unmatched = sum(any(misfiled(n) for n in r.notes) for r in summary.results)
-    misnamed = (f"; {unmatched} with no file for some exercise but other files (misnamed? "
-                "see the remarks)" if unmatched else "")
+    misnamed = (f"; {unmatched} with a file no exercise has the name of (misnamed? see the "
+                "remarks)" if unmatched else "")
     return (f"Graded {n} submission{'' if n == 1 else 's'}{done} in {summary.seconds:.1f} s"
             f"{rate}: {summary.full_marks} with full marks{failures}{empty}{misnamed}. {where}")

@@ -200,10 +200,13 @@ def load_submission(path: Path, *, exercises: Iterable[str], student: str | None
         sub.notes.append(note)
     by_exercise: dict[str, list[tuple[Found, str | None]]] = {}
     candidates = scan(path, wanted, sub.notes)
+    unmatched = []  # .py and .ipynb files no exercise has the name of
     for found in candidates:
         exercise, decorated = match_exercise(found.relpath, wanted)
         if exercise is not None:
             by_exercise.setdefault(exercise, []).append((found, decorated))
+        elif suffix_of(found.relpath) in SUFFIXES:
+            unmatched.append(found.relpath)
     for exercise in wanted:
         # An exactly named file comes before a decorated one, then shallowest, .py first.
         options = sorted(by_exercise.get(exercise, []),
@@ -226,20 +229,21 @@ def load_submission(path: Path, *, exercises: Iterable[str], student: str | None
         # index and the LMS remarks then read the same for both.
         nothing = not sub.modules and found_note.endswith("files found: none")
         sub.notes.append(NOTHING_HANDED_IN if nothing else found_note)
+        if unmatched:  # beside a missing exercise: misnamed, most likely
+            shown = ", ".join(unmatched[:10]) + (" ..." if len(unmatched) > 10 else "")
+            sub.notes.append(f"{NOT_GRADED}{shown} (no exercise has its name)")
     return sub
 
 
-NO_FILE_FOR = "no file for "
+# The note of a submission missing an exercise's file and holding Python files or notebooks that
+# no exercise has the name of: a misnamed file, most often, which scores as not handed in.
+NOT_GRADED = "handed in but not graded: "
 
 
 def misfiled(note: str) -> str | None:
-    """For a `files_found_note` of a submission that holds files, but none for some exercise
-    (misnamed, most often): "no file for a (files found: x.py)", for a gradebook's remarks;
-    else None."""
-    if not note.startswith(NO_FILE_FOR) or note.endswith("files found: none"):
-        return None
-    missing, _, rest = note.partition(": expected ")
-    return f"{missing} (files found: {rest.partition('files found: ')[2]})"
+    """The `NOT_GRADED` note as a gradebook's remark ("not graded: clipnorm.py (no exercise
+    has its name)"); None for any other note."""
+    return "not graded: " + note[len(NOT_GRADED):] if note.startswith(NOT_GRADED) else None
 
 
 def files_found_note(path: Path, candidates: list[Found], missing: list[str]) -> str:
@@ -257,7 +261,7 @@ def files_found_note(path: Path, candidates: list[Found], missing: list[str]) ->
             if len(names) > 20:
                 break
     shown = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
-    return (f"{NO_FILE_FOR}{', '.join(missing)}: expected {expected_names(missing)} (or "
+    return (f"no file for {', '.join(missing)}: expected {expected_names(missing)} (or "
             f".ipynb); files found: {shown or 'none'}")
 
 

@@ -148,6 +148,8 @@ def _check_lines(c: CheckResult, paint: Painter, shown: set[str] | None = None) 
         return [head, INDENT + paint("the same error as above", "dim")]
     if shown is not None:
         shown.add(message)
+    if c.stopped_at:
+        body.append(f"It was stopped in {plain(c.stopped_at)}.")
     if c.hint and c.hint not in c.message:
         body.append(f"Hint: {c.hint}")
     if len(body) > MAX_MESSAGE_LINES:
@@ -205,6 +207,8 @@ def checks_text(result: SubmissionResult) -> str:
             if c.status == "passed":
                 continue
             lines += [f"              {line}" for line in plain(c.message).splitlines()]
+            if c.stopped_at:
+                lines.append(f"              It was stopped in {plain(c.stopped_at)}.")
             for d in diagnosis_views(c):
                 if not d.known:
                     continue
