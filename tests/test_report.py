@@ -457,3 +457,18 @@ def test_the_terminal_counts_printed_lines_and_says_what_was_left_out():
     assert "your code printed 3 line(s) and 21,552,354 more bytes left out" in text
     assert "your code printed 2 line(s); see the report" in terminal.summary(
         result(failed(output="x\ny\n")), color=False)
+
+
+@pytest.mark.fast
+def test_where_a_timed_out_call_was_stopped_is_shown_everywhere_its_message_is():
+    from grader.outputs import terminal
+    from grader.outputs.gradescope import gradescope_json
+
+    check = failed(status="timeout", message="f(x) timed out after 5 s (an endless loop, or far "
+                   "too slow).", expected=None, got=None,
+                   stopped_at="m.py, line 3, in helper: `n = n + 1`")
+    where = "m.py, line 3, in helper: `n = n + 1`"
+    assert f"It was stopped in {where}." in terminal.summary(result(check), color=False)
+    assert f"It was stopped in {where}." in terminal.checks_text(result(check))
+    assert "Where it was stopped:" in render_report(result(check), draw=False)
+    assert "it was stopped in m.py, line 3" in gradescope_json(result(check))

@@ -91,6 +91,8 @@ def _check_output(check: CheckResult) -> str:
     if check.status == "passed":
         return "passed"
     parts = [f"[{check.status}] {check.message}".rstrip()]
+    if check.stopped_at:
+        parts.append(f"it was stopped in {check.stopped_at}")
     if check.hint and check.hint not in check.message:
         parts.append(f"hint: {check.hint}")
     if check.output:
