@@ -125,16 +125,14 @@ def canvas_csv(results: list[SubmissionResult], *, assignment: str,
 def moodle_csv(results: list[SubmissionResult], *, roster: Mapping[str, Any] | None = None,
                names: Mapping[str, str] | None = None) -> str:
     """`OUT/moodle_grades.csv`, Moodle's grading worksheet: `Participant <id>` for the
-    download's participant ids, the final score and a line of feedback per student. The full
-    name is the roster's, else `names`' (the download's)."""
+    download's participant ids, the final score and a line of feedback per student. `names`:
+    the full name by student id (`grade` gives the roster's, else the download's)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(MOODLE_COLUMNS)
     for result in sorted(results, key=lambda r: r.student):
         person = (roster or {}).get(result.student)
-        name = " ".join(x for x in (getattr(person, "first_name", ""),
-                                    getattr(person, "last_name", "")) if x) or (
-            names or {}).get(result.student, "")
+        name = (names or {}).get(result.student, "")
         ident = f"Participant {result.student}" if result.student.isdigit() else result.student
         writer.writerow([_cell(ident), _cell(name), _cell(getattr(person, "email", "")),
                          _num(final_score(result)) if result.checks else "",

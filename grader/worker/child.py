@@ -375,14 +375,19 @@ def call(module: types.ModuleType | None,
     if not callable(target):
         return messages.failed(messages.problem(
             "not_callable", f"{name} is a {type(target).__name__}, not a function"))
+    return _run_as_asked(target, request.get("args", []), request)
+
+
+def _run_as_asked(fn, args: list, request: messages.CallRequest | messages.ProbeRequest
+                  ) -> messages.Returned | messages.Failed:
+    """`_run` under the request's switches (`messages.RunSwitches`: backward passes off,
+    operators forbidden); refused when the code put its own engine in place of the stand-in."""
     with no_backward.backward_switch(request.get("autograd", True)) as switched, \
             forbidden_ops(request.get("forbid", [])):
-        reply = _run(target, request.get("args", []), request.get("kwargs", {}), _student_files)
-    return _refused(no_backward.TAMPERED) if switched.tampered else reply
-
-
-def _refused(why: str) -> messages.Failed:
-    return messages.failed(messages.problem("protocol", why))
+        reply = _run(fn, args, request.get("kwargs", {}), _student_files)
+    if switched.tampered:
+        return messages.failed(messages.problem("protocol", no_backward.TAMPERED))
+    return reply
 
 
 def probe(module: types.ModuleType | None, request: messages.ProbeRequest,
@@ -399,11 +404,7 @@ def probe(module: types.ModuleType | None, request: messages.ProbeRequest,
             else f"the worker has no probe {request['probe']!r}")))
     args = [module] + list(request.get("args", []))
     changed = sealed.changed()
-    with no_backward.backward_switch(request.get("autograd", True)) as switched, \
-            forbidden_ops(request.get("forbid", [])):
-        reply = _run(fn, args, request.get("kwargs", {}), _student_files)
-    if switched.tampered:
-        return _refused(no_backward.TAMPERED)
+    reply = _run_as_asked(fn, args, request)
     changed = changed or sealed.changed()
     if changed:
         return messages.failed(messages.problem("protocol", (
