@@ -42,6 +42,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -313,7 +314,12 @@ def main() -> None:
     full = sum(r["score"] == r["max_score"] for r in results)
     # When each submission was done: its results.json is written last, the moment it is done.
     done = [(out / s / "results.json").stat().st_mtime for s in students]
-    startup = min(d - g for d, g in zip(done, in_process)) - run.started
+    # When each started grading: its result is made (`graded_at`) the moment its checks are
+    # over, `grading_s` after they began; the first start ends the run's start-up (its outputs,
+    # written after `graded_at`, are not start-up).
+    began = [datetime.fromisoformat(r["graded_at"]).timestamp() - g
+             for r, g in zip(results, in_process)]
+    startup = min(began) - run.started
     tail = run.ended - max(done)
     busy = args.j * (grader_s - startup - tail)  # grading-process seconds between first and last
     whole_overhead = (busy - sum(check_s)) / args.n

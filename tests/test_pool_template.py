@@ -106,6 +106,36 @@ def test_a_forked_zygote_reports_what_a_launched_one_does(template, tmp_path):
         assert forked.isolation == "full" and forked.threads == 1
 
 
+def test_zygotes_that_train_come_from_the_trainer_with_torch_dynamo(template):
+    """Zygotes of exercises that build no optimizer are forked by the template at once, with
+    torch._dynamo deferred; those that may build one by its trainer, which imported it: the
+    first exercises of a run do not wait for that import, the others never import it per
+    worker."""
+    code = ("import sys\n"
+            "def dynamo():\n"
+            "    return type(sys.modules.get('torch._dynamo')).__name__\n")
+    link = template.link()
+    seen = {}
+    with Zygote(template=link, optimizers=False) as plain, Zygote(template=link) as trainer:
+        for name, zygote in (("plain", plain), ("trainer", trainer)):
+            assert isinstance(zygote.process, ForkedProcess)
+            assert zygote.isolation == "full"
+            sub = module_of(zygote, code)
+            try:
+                seen[name] = sub.call("dynamo")
+            finally:
+                sub.close()
+        # Two templates forked them: the trainer is the template's child.
+        assert parent_of(plain.process.pid) != parent_of(trainer.process.pid)
+        assert parent_of(parent_of(trainer.process.pid)) == parent_of(plain.process.pid)
+    assert seen == {"plain": "DeferredDynamo", "trainer": "module"}
+
+
+def parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
 def test_the_self_test_of_a_forked_zygote_looks_at_the_templates_view(template):
     """The pool's scratch folder is in the template's view: a path to hide there must be
     reported as seen (the self-test proves the real view, not a nominal one), and the isolation

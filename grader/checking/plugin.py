@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -78,11 +79,41 @@ def prepare_checks(checks_dir: Path) -> None:
     install_recorded(checks_dir)
 
 
+class Zygotes:
+    """A grading process's two zygotes: `trainer` forks the workers of the exercises in
+    `training` (which may build torch.optim optimizers: torch._dynamo imported once, in it),
+    `plain` those of the others (torch._dynamo deferred). Each is a callable that awaits its
+    zygote (starting in a thread), so that the first submission's first exercises need not
+    wait for the trainer. A trainer that failed to start leaves its exercises to `plain`, whose
+    workers import torch._dynamo themselves if they need it: slower, never another result."""
+
+    def __init__(self, plain: Callable[[], Zygote], trainer: Callable[[], Zygote],
+                 training: Collection[str]):
+        self._plain = plain
+        self._trainer: Callable[[], Zygote] | None = trainer
+        self.training = frozenset(training)
+
+    def for_exercise(self, exercise: str) -> Zygote:
+        if exercise in self.training and self._trainer is not None:
+            try:
+                return self._trainer()
+            except Exception as exc:  # noqa: BLE001 - the plain zygote serves instead
+                log.warning("torchgrade: the worker parent for exercises that train did not "
+                            "start (%s); the other one serves them", exc)
+                self._trainer = None
+        return self._plain()
+
+    @property
+    def isolation(self) -> str:
+        return self._plain().isolation
+
+
 class GradingSession:
-    """The submission under test and its workers, for one pytest session."""
+    """The submission under test and its workers, for one pytest session. `zygote` forks the
+    workers (one per exercise by `Zygotes`); one is started when none is given."""
 
     def __init__(self, submission: Submission, *, limits: WorkerLimits | None = None,
-                 zygote: Zygote | None = None):
+                 zygote: Zygote | Zygotes | None = None):
         self.submission = submission
         self.limits = limits or WorkerLimits()
         self._zygote = zygote
@@ -93,16 +124,19 @@ class GradingSession:
     def pytest_configure(self, config: pytest.Config) -> None:
         config.stash[SESSION_KEY] = self
 
-    def zygote(self) -> Zygote:
+    def zygote(self, exercise: str) -> Zygote:
+        """The zygote that forks `exercise`'s workers."""
         if self._zygote is None:
             self._zygote = Zygote()
+        if isinstance(self._zygote, Zygotes):
+            return self._zygote.for_exercise(exercise)
         return self._zygote
 
     def module(self, exercise: str) -> StudentModule:
         if exercise not in self.modules:
             self.modules[exercise] = StudentModule(
                 exercise, self.submission.modules.get(exercise),
-                spawn=lambda limits: self.zygote().spawn(limits), limits=self.limits,
+                spawn=lambda limits: self.zygote(exercise).spawn(limits), limits=self.limits,
                 budget=self.budget)
         return self.modules[exercise]
 
@@ -120,7 +154,7 @@ class GradingSession:
     def close(self) -> None:
         for module in self.modules.values():
             module.close()
-        if self._own_zygote and self._zygote is not None:
+        if self._own_zygote and isinstance(self._zygote, Zygote):
             self._zygote.close()
             self._zygote = None
 

@@ -31,7 +31,7 @@ import torch
 from grader.models import CheckResult, CheckRun, ModuleRun, Submission
 from grader.checking import plugin
 from grader.checking.plugin import (EVIDENCE_KEY, SESSION_KEY, GradingSession, ResultCollector,
-                                    prepare_checks, session_args)
+                                    Zygotes, prepare_checks, session_args)
 from grader.checking.student import StudentModule
 from grader.course.registry import MARK, info_of
 from grader.course.folder import active_course
@@ -53,7 +53,7 @@ class BatchRunner:
 
     def __init__(self, submissions: Iterable[Submission], finish: Finish, *,
                  exercises: list[str], limits: WorkerLimits | None,
-                 zygote: Zygote | Callable[[], Zygote], collector: ResultCollector):
+                 zygote: Zygote | Zygotes | Callable[[], Zygote], collector: ResultCollector):
         self.submissions = submissions
         self.finish = finish
         self.exercises = exercises
@@ -98,7 +98,8 @@ class BatchRunner:
 
     def run_items(self, session: pytest.Session, items: list[pytest.Item],
                   submission: Submission, closer: Executor | None = None) -> list[CheckResult]:
-        zygote = self.zygote if isinstance(self.zygote, Zygote) else self.zygote()
+        zygote = (self.zygote if isinstance(self.zygote, (Zygote, Zygotes))
+                  else self.zygote())
         grading = GradingSession(submission, limits=self.limits, zygote=zygote)
         session.config.stash[SESSION_KEY] = grading
         self.collector.results = []
@@ -204,13 +205,14 @@ def _close_quietly(grading: GradingSession) -> None:
 
 
 def grade_batch(submissions: Iterable[Submission], finish: Finish, *, exercises: list[str],
-                limits: WorkerLimits | None, zygote: Zygote | Callable[[], Zygote],
+                limits: WorkerLimits | None, zygote: Zygote | Zygotes | Callable[[], Zygote],
                 checks_dir: Path | None = None) -> int:
     """Grade every submission `submissions` yields in one pytest session (student code only in
-    workers forked by `zygote`, or by the one it returns when it is a callable: asked for each
-    submission, once `submissions` yielded it, so that a zygote still starting can be awaited
-    there while pytest collects); `finish(submission, run)` receives each run as soon as it
-    is over. Returns how many were graded. Never raises for anything a submission does."""
+    workers forked by `zygote`, by the one `Zygotes` gives each exercise, or by the one it
+    returns when it is a callable: asked for each submission, once `submissions` yielded it, so
+    that a zygote still starting can be awaited there while pytest collects);
+    `finish(submission, run)` receives each run as soon as it is over. Returns how many were
+    graded. Never raises for anything a submission does."""
     torch.set_num_threads(1)  # references single-threaded, like the workers (see runner)
     defer_dynamo()
     collector = ResultCollector()

@@ -5,9 +5,11 @@ Processes and what they hold:
     torchgrade (parent)   finds and fingerprints submissions, dispatches them, shows
       |                   progress, writes the class outputs; never imports torch
       +- zygote template  bwrap + python -m grader.worker.template, started first: imports
-      |    |              torch (torch._dynamo when the exercises may build an optimizer, the
-      |    |              probes) once, in the workers' view,
-      |    |              while the fork server imports its own; checks never enter it
+      |    |              torch (and the probes) once, in the workers' view, while the fork
+      |    |              server imports its own; checks never enter it
+      |    +- trainer     forked from it when the exercises may build an optimizer; imports
+      |    |    |         torch._dynamo meanwhile
+      |    |    +- zygote x N  for the exercises that train, one per grading process
       |    +- zygote x N  one forked per grading process, on its request (see below)
       +- forkserver       multiprocessing's fork server: imported torch, pytest and the checks
            |              once (`PRELOAD`, with torch._dynamo only for exercises that may build
@@ -19,12 +21,15 @@ Processes and what they hold:
                 +- (its zygote: forked by the template, spoken to over its control socket)
                      +- worker      one per student module, forked in ~10 ms
 
-One zygote per grading process: a zygote's control socket serves one client (its `Zygote`
-object is not process-safe), and sharing one would need a broker in front of it (passing every
-worker's socket between processes, and its exit notes back). Each is forked from the run's
-zygote template (`grader.worker.client.ZygoteTemplate`, where the machine gives root and
-bubblewrap): its imports are the template's, its start is its self-tests (~0.1 s), not ~3 s of
-CPU per grading process importing torch and torch._dynamo at once on few cores. It keeps its
+One zygote per grading process (two when some of its exercises train and some do not: the
+exercises that build no optimizer start without waiting for the trainer's import of
+torch._dynamo, `grader.checking.plugin.Zygotes`): a zygote's control socket serves one client
+(its `Zygote` object is not process-safe), and sharing one would need a broker in front of it
+(passing every worker's socket between processes, and its exit notes back). Each is forked from
+the run's zygote template (`grader.worker.client.ZygoteTemplate`, where the machine gives root
+and bubblewrap), or from its trainer: its imports are the template's, its start is its
+self-tests (~0.1 s), not ~3 s of CPU per grading process importing torch and torch._dynamo at
+once on few cores. It keeps its
 own session, mount namespace (/tmp, /dev/shm), uid range, cgroup folder (under the run's) and
 scratch folder (under the run's, bound once into the template's view). Without a template (not
 root, no bubblewrap, TORCHGRADE_ZYGOTE_TEMPLATE=0), or once it is gone, a grading process
@@ -63,7 +68,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -73,6 +78,9 @@ from grader.course.registry import check_files
 from grader.intake.assignment import Assignment
 from grader.models import CheckRun, Submission, SubmissionResult
 from grader.worker.limits import WorkerLimits, die_with_parent
+
+if TYPE_CHECKING:
+    from grader.worker.client import Zygote
 
 log = logging.getLogger("torchgrade")
 
@@ -205,28 +213,26 @@ def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None
     os.dup2(devnull, 1)
     os.close(devnull)
     try:
+        from grader.checking.plugin import Zygotes
         from grader.running.batch import grade_batch
-        from grader.worker.client import Zygote, ZygoteError
+        from grader.worker.client import ZygoteError
 
         # The course crosses into this process by its folder: a forkserver started earlier (for
         # another course) would otherwise give its own.
         use_course(load_course(settings.course))
         # The zygote starts (its self-tests: ~0.3 s) while pytest configures itself and
         # collects the checks; the first submission waits for it. Its thread only waits on the
-        # zygote's socket, so the collection keeps the GIL.
-        starting = concurrent.futures.Future[Zygote]()
-
-        def start_zygote() -> None:
-            try:
-                starting.set_result(Zygote(
-                    hidden=[p for p in (settings.out, settings.submissions, settings.course)
-                            if p],
-                    optimizers=active_course().may_build_optimizers(settings.exercises),
-                    template=settings.template))
-            except BaseException as exc:  # noqa: BLE001 - the main thread says what it was
-                starting.set_exception(exc)
-
-        threading.Thread(target=start_zygote, daemon=True, name="torchgrade-zygote").start()
+        # zygote's socket, so the collection keeps the GIL. With a template, the exercises that
+        # may build optimizers get a zygote of their own (`Zygotes`), forked by the template's
+        # trainer once it has imported torch._dynamo: the first exercises need not wait for it.
+        course = active_course()
+        training = [e for e in settings.exercises if course.may_build_optimizers([e])]
+        split = (settings.template is not None and settings.template.optimizers
+                 and 0 < len(training) < len(settings.exercises))
+        starting = _start_zygote(settings, optimizers=bool(training) and not split)
+        trainer = _start_zygote(settings, optimizers=True) if split else None
+        zygotes = (Zygotes(starting.result, trainer.result, training) if trainer is not None
+                   else starting.result)
         current: list[GradeTask] = []
 
         def submissions() -> Iterable[Submission]:
@@ -251,10 +257,12 @@ def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None
 
         try:
             grade_batch(submissions(), finish, exercises=settings.exercises,
-                        limits=settings.limits, zygote=starting.result)
+                        limits=settings.limits, zygote=zygotes)
         finally:
-            if starting.done() and starting.exception() is None:
-                zygote = starting.result()
+            for future in (starting, trainer):
+                if future is None or not future.done() or future.exception() is not None:
+                    continue
+                zygote = future.result()
                 # Every worker is closed and the zygote has nothing left to do: its graceful
                 # exit is an interpreter tearing down torch (about a second, which the run's
                 # last grading process would add to every run). Its workers die with it anyway.
@@ -267,6 +275,25 @@ def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None
     # Everything is written (atomically) and the zygote is closed: skip the interpreter's
     # teardown of torch and pytest (up to a second the parent would wait for).
     os._exit(0)
+
+
+def _start_zygote(settings: PoolSettings, *, optimizers: bool
+                  ) -> concurrent.futures.Future[Zygote]:
+    """A zygote for this grading process, started in a thread: its future."""
+    from grader.worker.client import Zygote
+
+    starting = concurrent.futures.Future[Zygote]()
+
+    def start() -> None:
+        try:
+            starting.set_result(Zygote(
+                hidden=[p for p in (settings.out, settings.submissions, settings.course) if p],
+                optimizers=optimizers, template=settings.template))
+        except BaseException as exc:  # noqa: BLE001 - its user says what it was
+            starting.set_exception(exc)
+
+    threading.Thread(target=start, daemon=True, name="torchgrade-zygote").start()
+    return starting
 
 
 def _import_all(names: list[str]) -> None:

@@ -124,7 +124,7 @@ class TemplateLink:
     scratch_root: str
     cgroup: cgroups.ZygoteGroup | None
     binds: list[tuple[str, str, str]]
-    optimizers: bool = True  # the template imported torch._dynamo (see `zygote.warm`)
+    optimizers: bool = True  # the template forks zygotes with torch._dynamo (its trainer)
 
     def usable(self) -> bool:
         return self.sock.fileno() >= 0
@@ -138,14 +138,16 @@ class TemplateLink:
         return self.cgroup is not None and all(h.mount in self.cgroup.dirs
                                                for h in cgroup.hierarchies)
 
-    def fork(self, scratch: str, env: dict[str, str], ctrl_fd: int, log_fd: int,
-             timeout: float = READY_TIMEOUT) -> ForkedProcess:
-        """Have the template fork a zygote on `ctrl_fd` (see `grader.worker.template`);
-        TemplateError if it cannot (gone, still importing after `timeout`, or refused)."""
+    def fork(self, scratch: str, env: dict[str, str], ctrl_fd: int, log_fd: int, *,
+             optimizers: bool = True, timeout: float = READY_TIMEOUT) -> ForkedProcess:
+        """Have the template fork a zygote on `ctrl_fd` (see `grader.worker.template`), one
+        whose workers may build optimizers unless `optimizers` is False; TemplateError if it
+        cannot (gone, still importing after `timeout`, or refused)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         with ours:
             try:
-                request = json.dumps({"op": "fork", "scratch": scratch, "env": env}).encode()
+                request = json.dumps({"op": "fork", "scratch": scratch, "env": env,
+                                      "optimizers": optimizers}).encode()
                 socket.send_fds(self.sock, [request], [ctrl_fd, log_fd, theirs.fileno()])
             except OSError as exc:
                 raise TemplateError(f"the template is gone ({exc})") from None
@@ -371,7 +373,7 @@ class Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self.process = self._template.fork(self.scratch_root, env, theirs.fileno(),
-                                               self._log.fileno())
+                                               self._log.fileno(), optimizers=self.optimizers)
         except TemplateError:
             ours.close()
             raise

@@ -2,15 +2,22 @@
 
 Run as `python -m grader.worker.template CTRL_FD` by `client.ZygoteTemplate` (the pool's parent,
 once per `torchgrade grade` run), inside the same bubblewrap view as a launched zygote. Like the
-zygote, it imports torch, numpy, torch._dynamo, `grader.worker` and `grader.probes` only
-(`zygote.warm`), never a check, a solution or any other part of the grader, runs no tensor
-operation and stays single-threaded: each fork is a zygote as if launched, minus its imports.
+zygote, it imports torch, numpy, `grader.worker` and `grader.probes` only (`zygote.warm`; its
+trainer, below, torch._dynamo too), never a check, a solution or any other part of the grader,
+runs no tensor operation and stays single-threaded: each fork is a zygote as if launched, minus
+its imports.
 
 Protocol: `CTRL_FD` is a SOCK_SEQPACKET socket whose peer the grading processes share. Each
 packet is one request, JSON plus SCM_RIGHTS descriptors:
 
-  {"op": "fork", "scratch": path, "env": {name: value}}
+  {"op": "fork", "scratch": path, "env": {name: value}, "optimizers": bool}
       fds [the zygote's control socket, its log file, a reply socket]
+
+`optimizers` (default true) asks for a zygote whose workers may build torch.optim optimizers:
+one with torch._dynamo imported. Unless the template was told that none will (WARM_ENV "0"),
+such requests are passed on to the trainer template, which this one forks once torch is
+imported and which then imports torch._dynamo; the others are forked here with it deferred
+(`grader.worker.deferred_dynamo`), without waiting for that import.
 
 `env` may set only the zygote's own settings (`ZYGOTE_ENV`). The reply goes to the reply socket:
 {"pid": n} with the zygote's pidfd (opened here, before the zygote can be reaped, so the pid it
@@ -52,11 +59,51 @@ def main() -> None:
 
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the grader, which ends us
-    zygote.warm()
+    optimizers = os.environ.pop(zygote.WARM_ENV, "1") != "0"
+    zygote.warm(None)
+    # The zygotes whose workers may build an optimizer come from a second template, forked
+    # from this one now, which then imports torch._dynamo (~1 s): meanwhile this one forks the
+    # zygotes of exercises that build none (torch._dynamo deferred in each), and a run's first
+    # submission does not wait for that import.
+    trainer = start_trainer(ctrl) if optimizers else None
+    serve(ctrl, trainer=trainer, optimizers=False)
+
+
+def start_trainer(ctrl: socket.socket) -> socket.socket:
+    """Fork the template of zygotes that may build optimizers: it imports torch._dynamo, then
+    forks a zygote per request it is passed on the socket returned (until that closes)."""
+    from grader.worker import zygote
+    from grader.worker.limits import die_with_parent, exit_now
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            ours.close()
+            ctrl.close()
+            die_with_parent()
+            zygote.warm_optimizers(True)
+            serve(theirs, trainer=None, optimizers=None)
+        except BaseException:  # noqa: BLE001 - the process must exit, whatever happened
+            code = 70
+            traceback.print_exc()
+        finally:
+            exit_now(code)
+    theirs.close()
+    return ours
+
+
+def serve(ctrl: socket.socket, *, trainer: socket.socket | None,
+          optimizers: bool | None) -> None:
+    """Answer the fork requests of `ctrl` until every peer has closed it: a request for a zygote
+    whose workers may build optimizers is passed on to `trainer` when there is one; the others
+    are forked here, with torch._dynamo as `optimizers` says (`zygote.warm_optimizers`)."""
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
+    own = [ctrl.fileno(), wake_r, wake_w] + ([trainer.fileno()] if trainer is not None else [])
     while True:
         watched: list[socket.socket | int] = [ctrl, wake_r]
         readable, _, _ = select.select(watched, [], [])
@@ -72,13 +119,37 @@ def main() -> None:
         if not data:
             return  # every grading process and the pool's parent closed their end
         try:
-            serve_one(data, fds, close=[ctrl.fileno(), wake_r, wake_w])
+            if trainer is not None and trains(data):
+                pass_on(trainer, data, fds)
+            else:
+                serve_one(data, fds, close=own, optimizers=optimizers)
         finally:
             for fd in fds:
                 os.close(fd)
 
 
-def serve_one(data: bytes, fds: list[int], close: list[int]) -> None:
+def trains(data: bytes) -> bool:
+    """Whether a request asks for a zygote whose workers may build optimizers (the default)."""
+    try:
+        request = json.loads(data)
+    except ValueError:
+        return False  # malformed: refused by `serve_one`
+    return not isinstance(request, dict) or request.get("optimizers", True) is not False
+
+
+def pass_on(trainer: socket.socket, data: bytes, fds: list[int]) -> None:
+    """Hand a request to the trainer template; if it is gone, say so on the reply socket (the
+    grading process then launches its zygote)."""
+    try:
+        socket.send_fds(trainer, [data], fds)
+    except OSError as exc:
+        if len(fds) == FDS:
+            with socket.socket(fileno=os.dup(fds[2])) as reply:
+                _answer(reply, {"pid": None, "error": f"the trainer template is gone ({exc})"})
+
+
+def serve_one(data: bytes, fds: list[int], close: list[int],
+              optimizers: bool | None = None) -> None:
     """Fork the zygote one request asks for and answer on its reply socket (fds[2])."""
     if len(fds) != FDS:
         return
@@ -92,7 +163,7 @@ def serve_one(data: bytes, fds: list[int], close: list[int]) -> None:
         pid = os.fork()
         if pid == 0:
             reply.close()
-            _zygote(request, fds[0], fds[1], close + [fds[2]])
+            _zygote(request, fds[0], fds[1], close + [fds[2]], optimizers)
         pidfd = os.pidfd_open(pid)  # not reaped yet: this pid is the zygote's
         try:
             _answer(reply, {"pid": pid}, [pidfd])
@@ -111,6 +182,7 @@ def parse(data: bytes) -> dict:
     if not (isinstance(request, dict) and request.get("op") == "fork"
             and isinstance(request.get("scratch"), str) and os.path.isabs(request["scratch"])
             and isinstance(request.get("env"), dict)
+            and isinstance(request.get("optimizers", True), bool)
             and all(k in ZYGOTE_ENV and isinstance(v, str) for k, v in request["env"].items())):
         raise ValueError("malformed fork request")
     return request
@@ -123,8 +195,10 @@ def _answer(reply: socket.socket, doc: dict, fds: Sequence[int] = ()) -> None:
         pass  # the grading process gave up waiting: its zygote ends on its closed socket
 
 
-def _zygote(request: dict, ctrl_fd: int, log_fd: int, close: list[int]) -> None:
-    """In the forked child: become the zygote `request` describes; never returns."""
+def _zygote(request: dict, ctrl_fd: int, log_fd: int, close: list[int],
+            optimizers: bool | None) -> None:
+    """In the forked child: become the zygote `request` describes (torch._dynamo as
+    `optimizers` says); never returns."""
     from grader.worker.limits import exit_now  # already imported by `main`
 
     code = 0
@@ -143,6 +217,7 @@ def _zygote(request: dict, ctrl_fd: int, log_fd: int, close: list[int]) -> None:
         os.chdir(request["scratch"])
         from grader.worker import zygote
 
+        zygote.warm_optimizers(optimizers)
         zygote.run(socket.socket(fileno=ctrl_fd))
     except BaseException:  # noqa: BLE001 - the zygote must exit, whatever happened
         code = 70

@@ -247,35 +247,47 @@ def main() -> None:
     from grader.worker.limits import die_with_parent
 
     die_with_parent()
-    warm()
+    warm(os.environ.pop(WARM_ENV, "1") != "0")
     run(ctrl)
 
 
-def warm() -> None:
+def warm(optimizers: bool | None) -> None:
     """The imports every worker shares with this process (and, from a `template`, every zygote
-    forked from it): no tensor operation, no thread."""
+    forked from it): no tensor operation, no thread. `optimizers`: whether torch._dynamo is
+    imported for real (True), deferred (False), or left alone (None: a template, which settles
+    it in each process it forks, `warm_optimizers`)."""
     import numpy  # noqa: F401 - warm imports shared by every fork
     import torch
 
     torch.set_num_threads(1)
-    # The first optimizer a process builds (or zero_grads) imports torch._dynamo: 2-3 s, with
-    # sympy. Imported once here (no tensor operation, no thread), not in every worker's deadline:
-    # student code that trains may need more of it than the deferred stand-in answers
-    # (`torch.use_deterministic_algorithms` imports torch._inductor, which imports it). Unless
-    # the grader said that its workers will build no optimizer (WARM_ENV "0": a local check of
-    # exercises that use none, whose cold start would wait for it): then deferred, so that a
-    # worker stepping one anyway does not import it (`grader.worker.deferred_dynamo`).
-    if os.environ.pop(WARM_ENV, "1") != "0":
-        import torch._dynamo  # noqa: F401
-    else:
-        from grader.worker.deferred_dynamo import defer
-
-        defer()
+    # What torch imports on a backward pass's first use (`torch.autograd._make_grads`: sympy
+    # and its symbolic shapes, ~0.3 s), which every exercise's workers take: not in each
+    # worker's first call (torch._dynamo would import it too).
+    import torch.fx.experimental.symbolic_shapes  # noqa: F401
+    warm_optimizers(optimizers)
     # Every probe module, imported once here (each worker resolves and seals them before any
     # student code runs: `seal.py`).
     from grader.worker import seal
 
     seal.resolve_probes()
+
+
+def warm_optimizers(optimizers: bool | None) -> None:
+    """torch._dynamo, imported (True), deferred (False) or left alone (None).
+
+    The first optimizer a process builds (or zero_grads) imports torch._dynamo: 2-3 s, with
+    sympy. Imported once here (no tensor operation, no thread), not in every worker's deadline:
+    student code that trains may need more of it than the deferred stand-in answers
+    (`torch.use_deterministic_algorithms` imports torch._inductor, which imports it). Unless
+    the grader said that its workers will build no optimizer (a local check of exercises that
+    use none, whose cold start would wait for it): then deferred, so that a worker stepping one
+    anyway does not import it (`grader.worker.deferred_dynamo`)."""
+    if optimizers:
+        import torch._dynamo  # noqa: F401
+    elif optimizers is not None:
+        from grader.worker.deferred_dynamo import defer
+
+        defer()
 
 
 def run(ctrl: socket.socket) -> None:
