@@ -260,10 +260,12 @@ def warm(optimizers: bool | None) -> None:
     import torch
 
     torch.set_num_threads(1)
-    # What torch imports on a backward pass's first use (`torch.autograd._make_grads`: sympy
-    # and its symbolic shapes, ~0.3 s), which every exercise's workers take: not in each
-    # worker's first call (torch._dynamo would import it too).
-    import torch.fx.experimental.symbolic_shapes  # noqa: F401
+    if optimizers is None:
+        # A template's zygotes, of every exercise, fork many workers that take backward
+        # passes: what torch imports on a pass's first use (`torch.autograd._make_grads`: sympy
+        # and its symbolic shapes, ~0.3 s; torch._dynamo imports it too) is imported once here,
+        # not in each worker's first call. (A launched zygote of a local check starts without.)
+        import torch.fx.experimental.symbolic_shapes  # noqa: F401
     warm_optimizers(optimizers)
     # Every probe module, imported once here (each worker resolves and seals them before any
     # student code runs: `seal.py`).
