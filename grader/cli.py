@@ -294,6 +294,8 @@ CHECKS_COURSE_FILES_LATER = {"check"}
 # Commands that, run as the program (not `main([...])` in-process), end as soon as their
 # output is out: a student waits for `check`'s prompt to come back.
 EXITS_AT_ONCE = {"check"}
+# Commands that grade in a pool of grading processes: the pool's fork server starts first.
+POOLED = {"grade", "demo"}
 
 # Commands this user's check server answers when one is up (`grader.checkserver`), and leaves
 # behind when none was: a student repeats `check` every few minutes.
@@ -335,6 +337,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     args = build_parser().parse_args(argv)
     as_program = argv is None
+    if as_program and args.command in POOLED and not getattr(args, "dask", None):
+        # First thing: their imports (~1.3 s) then overlap ours and the class's intake.
+        from grader.running.prestart import start_early
+
+        start_early()
     if as_program:
         from grader.outputs.terminal import ReaderGone
 

@@ -106,7 +106,7 @@ def test_a_forked_zygote_reports_what_a_launched_one_does(template, tmp_path):
         assert forked.isolation == "full" and forked.threads == 1
 
 
-def test_zygotes_that_train_come_from_the_trainer_with_torch_dynamo(template):
+def test_zygotes_that_train_come_from_the_trainer_with_torch_dynamo():
     """Zygotes of exercises that build no optimizer are forked by the template at once, with
     torch._dynamo deferred; those that may build one by its trainer, which imported it: the
     first exercises of a run do not wait for that import, the others never import it per
@@ -114,20 +114,25 @@ def test_zygotes_that_train_come_from_the_trainer_with_torch_dynamo(template):
     code = ("import sys\n"
             "def dynamo():\n"
             "    return type(sys.modules.get('torch._dynamo')).__name__\n")
-    link = template.link()
     seen = {}
-    with Zygote(template=link, optimizers=False) as plain, Zygote(template=link) as trainer:
-        for name, zygote in (("plain", plain), ("trainer", trainer)):
-            assert isinstance(zygote.process, ForkedProcess)
-            assert zygote.isolation == "full"
-            sub = module_of(zygote, code)
-            try:
-                seen[name] = sub.call("dynamo")
-            finally:
-                sub.close()
-        # Two templates forked them: the trainer is the template's child.
-        assert parent_of(plain.process.pid) != parent_of(trainer.process.pid)
-        assert parent_of(parent_of(trainer.process.pid)) == parent_of(plain.process.pid)
+    with ZygoteTemplate() as template, \
+            Zygote(template=template.link(), optimizers=False) as plain:
+        link = template.link()
+        # No trainer until a zygote of exercises that train is asked for (a run whose
+        # exercises build no optimizer never imports torch._dynamo).
+        assert children(parent_of(plain.process.pid)) == [plain.process.pid]
+        with Zygote(template=link) as trainer:
+            for name, zygote in (("plain", plain), ("trainer", trainer)):
+                assert isinstance(zygote.process, ForkedProcess)
+                assert zygote.isolation == "full"
+                sub = module_of(zygote, code)
+                try:
+                    seen[name] = sub.call("dynamo")
+                finally:
+                    sub.close()
+            # Two templates forked them: the trainer is the template's child.
+            assert parent_of(plain.process.pid) != parent_of(trainer.process.pid)
+            assert parent_of(parent_of(trainer.process.pid)) == parent_of(plain.process.pid)
     assert seen == {"plain": "DeferredDynamo", "trainer": "module"}
 
 
@@ -356,3 +361,25 @@ def test_no_template_outlives_a_killed_run(tmp_path):
     assert wait_until(lambda: not any(alive(p) for p in everything), 20), \
         [(p, cmdline(p)) for p in everything if alive(p)]
     assert ours and zygotes
+
+
+def test_a_template_started_first_thing_is_closed_when_nothing_is_graded(tmp_path):
+    """`torchgrade grade` starts its template before its own work (`grader.running.prestart`):
+    a run that then grades nothing (every result up to date) ends it at exit, with its scratch
+    folder, as a run that used it does."""
+    subs = tmp_path / "subs"
+    for i in range(2):
+        (subs / f"s{i}").mkdir(parents=True)
+        (subs / f"s{i}" / f"{EXERCISE}.py").write_text(STUB)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    command = [sys.executable, "-m", "grader.cli", "grade", str(subs), "--out",
+               str(tmp_path / "out"), "-j", "2"]
+    before = set(template_pids())
+    for run in ("grades both", "grades neither"):
+        done = subprocess.run(command, cwd=tmp_path, env={**os.environ, "TMPDIR": str(tmp)},
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, (run, done.stdout, done.stderr)
+        assert wait_until(lambda: not set(template_pids()) - before, 10), run
+        assert not list(tmp.glob("torchgrade-pool-*")), run
+    assert "up to date" in done.stdout + done.stderr

@@ -12,8 +12,9 @@ Processes and what they hold:
       |    |    +- zygote x N  for the exercises that train, one per grading process
       |    +- zygote x N  one forked per grading process, on its request (see below)
       +- forkserver       multiprocessing's fork server: imported torch, pytest and the checks
-           |              once (`PRELOAD`, with torch._dynamo only for exercises that may build
-           |              an optimizer); each grading process is a fork of it
+           |              once (`PRELOAD`; `torchgrade grade` starts it first thing, without
+           |              the checks: `grader.running.prestart`); each grading process is a
+           |              fork of it
            +- grading process x N   one pytest session for all its submissions
                 |                   (grader.running.batch),
                 |                   its own warm worker parent; writes each submission's outputs
@@ -77,6 +78,8 @@ from grader.course.folder import (Course, active_course, import_checks_from, loa
 from grader.course.registry import check_files
 from grader.intake.assignment import Assignment
 from grader.models import CheckRun, Submission, SubmissionResult
+from grader.running import prestart
+from grader.running.prestart import PRELOAD, TEMPLATE_ENV
 from grader.worker.limits import WorkerLimits, die_with_parent
 
 if TYPE_CHECKING:
@@ -84,9 +87,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("torchgrade")
 
-# Imported once in the fork server, shared copy-on-write by every grading process (the check
-# modules are added by name: pytest finds them already imported).
-PRELOAD = ["grader.running.batch", "grader.commands.grade"]
 # What the reports' pictures import (matplotlib, ~0.6 s; grader.outputs.plots imports it lazily
 # so that a `torchgrade check` without failures never pays for it): imported by each grading
 # process in a thread while it waits for its zygote, not by the fork server, whose imports every
@@ -103,12 +103,12 @@ MAX_ATTEMPTS = 2            # a submission whose grading process died twice is a
 # ends it with its verdicts).
 TASK_TIMEOUT = 30 * 60.0
 STOP_TIMEOUT = 10.0         # seconds a stopping grading process gets before SIGKILL
-TEMPLATE_ENV = "TORCHGRADE_ZYGOTE_TEMPLATE"  # "0": every grading process launches its zygote
 
 
 def preload(course: Course, exercises: list[str]) -> list[str]:
-    """What the fork server imports for grading `exercises` of `course`: PRELOAD and the
-    checks' modules (by name)."""
+    """What the fork server imports for grading `exercises` of `course`, unless it was started
+    early (`grader.running.prestart`): PRELOAD and the checks' modules (by name: pytest finds
+    them already imported)."""
     return PRELOAD + [f.stem for f in check_files(exercises, checks_dir=course.checks_dir)]
 
 
@@ -344,9 +344,10 @@ def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, steps: 
     if template:
         from grader.worker.client import ZygoteTemplate
 
-        # First: it imports torch while the fork server imports its own.
-        zygote_template = ZygoteTemplate.start(optimizers=load_course(
-            settings.course).may_build_optimizers(settings.exercises))
+        # First: it imports torch while the fork server imports its own (unless the command
+        # started one already, `prestart.start_early`).
+        zygote_template = prestart.take_template() or ZygoteTemplate.start(
+            optimizers=load_course(settings.course).may_build_optimizers(settings.exercises))
     try:
         if zygote_template is not None:
             settings = settings.model_copy(update={"template": zygote_template.link()})
@@ -362,7 +363,7 @@ def _grade_in_pool(pending: deque[GradeTask], *, settings: PoolSettings, steps: 
                    on_isolation: Callable[[str, str], None] | None,
                    serve: Callable[[Connection, PoolSettings, GradingSteps], None]
                    ) -> list[SubmissionResult]:
-    ctx = multiprocessing.get_context("forkserver")
+    ctx = multiprocessing.get_context(prestart.CONTEXT)
     # The checks' modules by their plain names: the forkserver starts with this process's
     # sys.path, which `import_checks_from` leads with the course's checks folder.
     course = load_course(settings.course)

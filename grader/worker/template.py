@@ -15,8 +15,8 @@ packet is one request, JSON plus SCM_RIGHTS descriptors:
 
 `optimizers` (default true) asks for a zygote whose workers may build torch.optim optimizers:
 one with torch._dynamo imported. Unless the template was told that none will (WARM_ENV "0"),
-such requests are passed on to the trainer template, which this one forks once torch is
-imported and which then imports torch._dynamo; the others are forked here with it deferred
+such requests are passed on to the trainer template, which this one forks on the first of them
+and which then imports torch._dynamo; the others are forked here with it deferred
 (`grader.worker.deferred_dynamo`), without waiting for that import.
 
 `env` may set only the zygote's own settings (`ZYGOTE_ENV`). The reply goes to the reply socket:
@@ -62,16 +62,42 @@ def main() -> None:
     optimizers = os.environ.pop(zygote.WARM_ENV, "1") != "0"
     zygote.warm(None)
     # The zygotes whose workers may build an optimizer come from a second template, forked
-    # from this one now, which then imports torch._dynamo (~1 s): meanwhile this one forks the
-    # zygotes of exercises that build none (torch._dynamo deferred in each), and a run's first
-    # submission does not wait for that import.
-    trainer = start_trainer(ctrl) if optimizers else None
-    serve(ctrl, trainer=trainer, optimizers=False)
+    # from this one on the first request for one, which then imports torch._dynamo (~1 s):
+    # meanwhile this one forks the zygotes of exercises that build none (torch._dynamo
+    # deferred in each), and a run's first submission does not wait for that import. A run
+    # whose exercises build none never pays for it.
+    serve(ctrl, trainer=Trainer(ctrl) if optimizers else None, optimizers=False)
 
 
-def start_trainer(ctrl: socket.socket) -> socket.socket:
-    """Fork the template of zygotes that may build optimizers: it imports torch._dynamo, then
-    forks a zygote per request it is passed on the socket returned (until that closes)."""
+class Trainer:
+    """The template of zygotes that may build optimizers, forked on first use (`start`)."""
+
+    def __init__(self, ctrl: socket.socket):
+        self._ctrl = ctrl
+        self.sock: socket.socket | None = None
+
+    def pass_on(self, data: bytes, fds: list[int], own: list[int]) -> None:
+        """Hand a request to the trainer (started if need be: it closes `own`, this template's
+        descriptors, and the request's); if it cannot take it, say so on the reply socket (the
+        grading process then launches its zygote)."""
+        try:
+            if self.sock is None:
+                self.sock = start_trainer(self._ctrl, close=own + fds)
+            socket.send_fds(self.sock, [data], fds)
+        except OSError as exc:
+            if len(fds) == FDS:
+                with socket.socket(fileno=os.dup(fds[2])) as reply:
+                    _answer(reply, {"pid": None,
+                                    "error": f"the trainer template is gone ({exc})"})
+
+    def fileno(self) -> list[int]:
+        return [self.sock.fileno()] if self.sock is not None else []
+
+
+def start_trainer(ctrl: socket.socket, close: list[int]) -> socket.socket:
+    """Fork the template of zygotes that may build optimizers: it closes `close` (nothing of
+    this template's but its imports goes on), imports torch._dynamo, then forks a zygote per
+    request it is passed on the socket returned (until that closes)."""
     from grader.worker import zygote
     from grader.worker.limits import die_with_parent, exit_now
 
@@ -82,6 +108,10 @@ def start_trainer(ctrl: socket.socket) -> socket.socket:
         try:
             ours.close()
             ctrl.close()
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            for fd in close:
+                os.close(fd)
             die_with_parent()
             zygote.warm_optimizers(True)
             serve(theirs, trainer=None, optimizers=None)
@@ -94,8 +124,7 @@ def start_trainer(ctrl: socket.socket) -> socket.socket:
     return ours
 
 
-def serve(ctrl: socket.socket, *, trainer: socket.socket | None,
-          optimizers: bool | None) -> None:
+def serve(ctrl: socket.socket, *, trainer: Trainer | None, optimizers: bool | None) -> None:
     """Answer the fork requests of `ctrl` until every peer has closed it: a request for a zygote
     whose workers may build optimizers is passed on to `trainer` when there is one; the others
     are forked here, with torch._dynamo as `optimizers` says (`zygote.warm_optimizers`)."""
@@ -103,7 +132,6 @@ def serve(ctrl: socket.socket, *, trainer: socket.socket | None,
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    own = [ctrl.fileno(), wake_r, wake_w] + ([trainer.fileno()] if trainer is not None else [])
     while True:
         watched: list[socket.socket | int] = [ctrl, wake_r]
         readable, _, _ = select.select(watched, [], [])
@@ -119,10 +147,11 @@ def serve(ctrl: socket.socket, *, trainer: socket.socket | None,
         if not data:
             return  # every grading process and the pool's parent closed their end
         try:
+            own = [wake_r, wake_w] + (trainer.fileno() if trainer is not None else [])
             if trainer is not None and trains(data):
-                pass_on(trainer, data, fds)
+                trainer.pass_on(data, fds, own)
             else:
-                serve_one(data, fds, close=own, optimizers=optimizers)
+                serve_one(data, fds, close=[ctrl.fileno()] + own, optimizers=optimizers)
         finally:
             for fd in fds:
                 os.close(fd)
@@ -135,17 +164,6 @@ def trains(data: bytes) -> bool:
     except ValueError:
         return False  # malformed: refused by `serve_one`
     return not isinstance(request, dict) or request.get("optimizers", True) is not False
-
-
-def pass_on(trainer: socket.socket, data: bytes, fds: list[int]) -> None:
-    """Hand a request to the trainer template; if it is gone, say so on the reply socket (the
-    grading process then launches its zygote)."""
-    try:
-        socket.send_fds(trainer, [data], fds)
-    except OSError as exc:
-        if len(fds) == FDS:
-            with socket.socket(fileno=os.dup(fds[2])) as reply:
-                _answer(reply, {"pid": None, "error": f"the trainer template is gone ({exc})"})
 
 
 def serve_one(data: bytes, fds: list[int], close: list[int],

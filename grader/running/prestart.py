@@ -1,0 +1,61 @@
+"""What a pool of grading processes (`grader.running.pool`) starts before anything else: its
+fork server and its zygote template.
+
+multiprocessing keeps one fork server per process, started by the first grading process (or
+here), with the imports it was given then; every grading process is a fork of it, sharing those
+imports copy-on-write. The zygote template imports torch once for every worker parent of the
+run (`grader.worker.client.ZygoteTemplate`). Their imports (~1.3 s each) are the longest steps
+before a run's first submission is graded, so `torchgrade grade` starts both first thing
+(`start_early`), before its own imports and the class's intake (~0.3 s, more for a large
+class), which then overlap them. Started that early, neither knows the course or the
+exercises: the fork server imports no check (each grading process imports its exercises'
+checks itself, ~0.06 s for the whole curriculum), and the template forks its trainer (which
+imports torch._dynamo) only if a grading process asks for a zygote of exercises that train.
+"""
+
+from __future__ import annotations
+
+import atexit
+import multiprocessing
+import os
+from multiprocessing import forkserver
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from grader.worker.client import ZygoteTemplate
+
+# Imported once in the fork server, shared copy-on-write by every grading process.
+PRELOAD = ["grader.running.batch", "grader.commands.grade"]
+CONTEXT: Final = "forkserver"
+TEMPLATE_ENV = "TORCHGRADE_ZYGOTE_TEMPLATE"  # "0": every grading process launches its zygote
+
+_template: ZygoteTemplate | None = None  # started early, not yet taken by a pool
+
+
+def start_early() -> None:
+    """Start the fork server (with PRELOAD only, see the module's doc; nothing if it runs) and,
+    where the machine allows one and TEMPLATE_ENV does not say "0", a zygote template for the
+    next pool to take (`take_template`; ended at exit if none does). Needs what any
+    multiprocessing program needs: a main module guarded by `if __name__ == "__main__":`."""
+    global _template
+    multiprocessing.get_context(CONTEXT).set_forkserver_preload(PRELOAD)
+    forkserver.ensure_running()
+    if _template is None and os.environ.get(TEMPLATE_ENV, "1") != "0":
+        from grader.worker.client import ZygoteTemplate
+
+        _template = ZygoteTemplate.start()
+        if _template is not None:
+            atexit.register(_close_untaken)
+
+
+def take_template() -> ZygoteTemplate | None:
+    """The template `start_early` started, now the caller's to close; None if there is none."""
+    global _template
+    template, _template = _template, None
+    return template
+
+
+def _close_untaken() -> None:
+    template = take_template()
+    if template is not None:
+        template.close()
