@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from grader.worker.client import ZygoteTemplate
 
-# Imported once in the fork server, shared copy-on-write by every grading process.
-PRELOAD = ["grader.running.batch", "grader.commands.grade"]
+# Imported once in the fork server, shared copy-on-write by every grading process (the first
+# makes the fork server exit at once when the run is over).
+PRELOAD = ["grader.running.fork_server_exit", "grader.running.batch", "grader.commands.grade"]
 CONTEXT: Final = "forkserver"
 TEMPLATE_ENV = "TORCHGRADE_ZYGOTE_TEMPLATE"  # "0": every grading process launches its zygote
 
