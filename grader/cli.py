@@ -339,9 +339,13 @@ def main(argv: list[str] | None = None) -> int:
     as_program = argv is None
     if as_program and args.command in POOLED and not getattr(args, "dask", None):
         # First thing: their imports (~1.3 s) then overlap ours and the class's intake.
-        from grader.running.prestart import start_early
+        try:
+            from grader.running.prestart import start_early
 
-        start_early()
+            start_early()
+        except KeyboardInterrupt:
+            print(interrupted(args.command), file=sys.stderr)
+            return 130
     if as_program:
         from grader.outputs.terminal import ReaderGone
 
@@ -399,10 +403,10 @@ def run(args: argparse.Namespace, *, prove=None) -> int:
     CHECKS_COURSE_FILES_LATER, how it proves the course's files when it is ready to (run as the
     program: while its zygote starts, ~0.3 s off a cold check; in a check server: once per
     choice of exercises); without it they are proved first, like every other command's."""
-    from grader.course.folder import course_option
-
     module, function = COMMANDS[args.command].split(":")
     try:
+        from grader.course.folder import course_option
+
         if args.command not in WRITES_A_COURSE:
             course_option(args.course)
         if prove is not None and args.command in CHECKS_COURSE_FILES_LATER:

@@ -235,6 +235,16 @@ def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None
                    else starting.result)
         current: list[GradeTask] = []
 
+        def tell(message: ProcessMessage) -> bool:
+            """Send `message` to the parent; False if it is gone, or stopping the run (Ctrl-C:
+            it closed its end), which ends the session quietly (raised inside it, it would be
+            pytest's internal error, printed beside the run's "interrupted")."""
+            try:
+                conn.send(message)
+                return True
+            except OSError:
+                return False
+
         def submissions() -> Iterable[Submission]:
             # Before any task is read: a process whose sandbox did not start has read none.
             try:
@@ -242,18 +252,26 @@ def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None
             except Exception as exc:  # noqa: BLE001 - said to the parent, never lost
                 # Raised here, it would be pytest's internal error, printed to this process's
                 # discarded stdout: the parent would only see a process that ended early.
-                conn.send(SandboxBroken(str(exc) if isinstance(exc, ZygoteError)
-                                        else f"{type(exc).__name__}: {exc}"))
+                tell(SandboxBroken(str(exc) if isinstance(exc, ZygoteError)
+                                   else f"{type(exc).__name__}: {exc}"))
                 return
-            conn.send(SandboxStarted(zygote.isolation, zygote.missing))
+            if not tell(SandboxStarted(zygote.isolation, zygote.missing)):
+                return
             threading.Thread(target=_import_all, args=(PICTURE_IMPORTS,), daemon=True,
                              name="torchgrade-imports").start()
-            while (task := conn.recv()) is not None:
+            while True:
+                try:
+                    task = conn.recv()
+                except (EOFError, OSError):
+                    return  # the parent is gone (see `tell`)
+                if task is None:
+                    return
                 current[:] = [task]
                 yield steps.read(task, settings)
 
         def finish(_submission: Submission, outcome: CheckRun | BaseException) -> None:
-            conn.send(Graded(steps.finish(outcome, current[0], settings)))
+            if not tell(Graded(steps.finish(outcome, current[0], settings))):  # (written)
+                raise KeyboardInterrupt  # ends the session as an interrupt does, quietly
 
         try:
             grade_batch(submissions(), finish, exercises=settings.exercises,
@@ -369,7 +387,7 @@ def _grade_in_pool(pending: deque[GradeTask], *, settings: PoolSettings, steps: 
     course = load_course(settings.course)
     import_checks_from(course.checks_dir)
     # Heeded only by the fork server's first start in this process (multiprocessing keeps one).
-    ctx.set_forkserver_preload(preload(course, settings.exercises))
+    prestart.start_fork_server(preload(course, settings.exercises))
     attempts: Counter[str] = Counter()
     results: list[SubmissionResult] = []
     slots: list[_Slot] = []       # grading, or ready to

@@ -18,6 +18,8 @@ from __future__ import annotations
 import atexit
 import multiprocessing
 import os
+import signal
+import threading
 from multiprocessing import forkserver
 from typing import TYPE_CHECKING, Final
 
@@ -39,14 +41,30 @@ def start_early() -> None:
     next pool to take (`take_template`; ended at exit if none does). Needs what any
     multiprocessing program needs: a main module guarded by `if __name__ == "__main__":`."""
     global _template
-    multiprocessing.get_context(CONTEXT).set_forkserver_preload(PRELOAD)
-    forkserver.ensure_running()
+    start_fork_server(PRELOAD)
     if _template is None and os.environ.get(TEMPLATE_ENV, "1") != "0":
         from grader.worker.client import ZygoteTemplate
 
         _template = ZygoteTemplate.start()
         if _template is not None:
             atexit.register(_close_untaken)
+
+
+def start_fork_server(preload: list[str]) -> None:
+    """Start the fork server, importing `preload`, unless it runs. It starts deaf to Ctrl-C:
+    it imports for a second or more before multiprocessing makes it ignore SIGINT itself, and a
+    Ctrl-C then (which the terminal sends to the whole process group) printed its traceback
+    beside the command's own "interrupted". The command handles Ctrl-C; the grading
+    processes ignore it anyway, and the fork server dies with the command."""
+    multiprocessing.get_context(CONTEXT).set_forkserver_preload(preload)
+    if threading.current_thread() is not threading.main_thread():
+        forkserver.ensure_running()  # (only the main thread may change a signal's handler)
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited through its exec
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def take_template() -> ZygoteTemplate | None:
