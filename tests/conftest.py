@@ -123,3 +123,12 @@ def run_and_score(submission, **kwargs):
     from grader.scoring.results import result_of
 
     return result_of(run_checks(submission, **kwargs))
+
+
+def cmdline(pid: int) -> str:
+    """A process's command line, as one string ("" once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""

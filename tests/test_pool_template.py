@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXERCISES, SOLUTIONS
+from conftest import EXERCISES, SOLUTIONS, cmdline
 from grader.models import ModuleSource, SourceChunk
 from grader.checking.student import StudentModule
 from grader.intake.submission import load_submission
@@ -65,14 +65,6 @@ def tree(pid: int) -> list[int]:
         out.append(p)
         todo += children(p)
     return out
-
-
-def cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
 
 
 def template_pids() -> list[int]:

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from conftest import cmdline
 from grader.running.prestart import PRELOAD
 from grader.worker.client import children
 
@@ -84,11 +85,3 @@ def test_ctrl_c_while_the_fork_server_imports_says_interrupted_and_nothing_more(
     assert proc.returncode in (130, -signal.SIGINT), (out, err)
     assert "interrupted" in err, err
     assert "Traceback" not in err and "INTERNALERROR" not in err, err
-
-
-def cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""

@@ -70,7 +70,8 @@ def main() -> None:
 
 
 class Trainer:
-    """The template of zygotes that may build optimizers, forked on first use (`start`)."""
+    """The template of zygotes that may build optimizers, forked on first use
+    (`start_trainer`)."""
 
     def __init__(self, ctrl: socket.socket):
         self._ctrl = ctrl
@@ -90,7 +91,8 @@ class Trainer:
                     _answer(reply, {"pid": None,
                                     "error": f"the trainer template is gone ({exc})"})
 
-    def fileno(self) -> list[int]:
+    def fds(self) -> list[int]:
+        """Its descriptors in this template (none before it starts)."""
         return [self.sock.fileno()] if self.sock is not None else []
 
 
@@ -147,7 +149,7 @@ def serve(ctrl: socket.socket, *, trainer: Trainer | None, optimizers: bool | No
         if not data:
             return  # every grading process and the pool's parent closed their end
         try:
-            own = [wake_r, wake_w] + (trainer.fileno() if trainer is not None else [])
+            own = [wake_r, wake_w] + (trainer.fds() if trainer is not None else [])
             if trainer is not None and trains(data):
                 trainer.pass_on(data, fds, own)
             else:
