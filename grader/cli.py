@@ -344,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
 
             start_early()
         except KeyboardInterrupt:
-            print(interrupted(args.command), file=sys.stderr)
+            print(interrupted(args), file=sys.stderr)
             return 130
     if as_program:
         from grader.outputs.terminal import ReaderGone
@@ -362,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
             if not exc.leave:
                 warm_course = None  # a server is up; it sent this check back
         except KeyboardInterrupt:
-            print(interrupted(args.command), file=sys.stderr)
+            print(interrupted(args), file=sys.stderr)
             exit_at_once(130)
     code = run(args, prove=(lambda: check_course_files(args)) if as_program else None)
     # A server is left for the next check only where workers ran behind a view proven private,
@@ -378,13 +378,26 @@ def main(argv: list[str] | None = None) -> int:
 
 INTERRUPTED = ("torchgrade: interrupted; what was graded is kept, run the same command again to "
                "finish")
+# `grade` writes the class's gradebooks only once it has graded everyone (see write_class_outputs)
+GRADE_INTERRUPTED = ("torchgrade: interrupted; what was graded is kept (index.html names what is "
+                     "not graded yet; grades.csv and the LMS gradebooks are written once a run "
+                     "has graded every submission): {again}")
+AGAIN = "run the same command again to finish"
+# with --force, the same command would grade everyone again, those just graded too
+AGAIN_WITHOUT_FORCE = ("run it again without --force to grade only what is not up to date (with "
+                       "--force it grades every submission again)")
 # `check` keeps nothing of an interrupted run (no report: a partial one would read as failed).
 CHECK_INTERRUPTED = "torchgrade: interrupted; nothing was written, run the check again"
 
 
-def interrupted(command: str) -> str:
-    """What an interrupted `command` says on stderr."""
-    return CHECK_INTERRUPTED if command == "check" else INTERRUPTED
+def interrupted(args: argparse.Namespace) -> str:
+    """What an interrupted command (`args`, parsed) says on stderr."""
+    if args.command == "check":
+        return CHECK_INTERRUPTED
+    if args.command == "grade":
+        return GRADE_INTERRUPTED.format(
+            again=AGAIN_WITHOUT_FORCE if getattr(args, "force", False) else AGAIN)
+    return INTERRUPTED
 
 
 def _warm_course(args: argparse.Namespace):
@@ -421,7 +434,7 @@ def run(args: argparse.Namespace, *, prove=None) -> int:
         print(f"torchgrade: the sandbox could not start: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(interrupted(args.command), file=sys.stderr)
+        print(interrupted(args), file=sys.stderr)
         return 130
 
 

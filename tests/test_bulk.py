@@ -431,6 +431,66 @@ def test_the_summary_line_splits_the_count_only_when_some_were_up_to_date(tmp_pa
 
 
 @pytest.mark.fast
+def test_an_interrupted_run_writes_an_index_that_says_so_and_no_gradebook(tmp_path, monkeypatch):
+    """A run stopped before it graded everyone (Ctrl-C, the sandbox failing) must not leave
+    class files that read as complete: a gradebook uploaded then would miss grades, or drop
+    the earlier grades of students it had not reached yet. index.html names who was not
+    graded and keeps their earlier grades; grades.csv and the LMS gradebooks stay as they were
+    until a run grades everyone."""
+    import grader.running.pool
+    from grader.commands.grade import grade
+
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    for student in ("ann", "bob", "cat"):
+        (subs / student).mkdir(parents=True)
+        (subs / student / f"{EXERCISE}.py").write_text((SOLUTIONS / f"{EXERCISE}.py").read_text())
+
+    def fake_pool(stop_after: int | None, score: float):
+        def pool(pending, *, settings, steps, jobs, on_result, on_isolation):
+            for i, task in enumerate(pending):
+                if i == stop_after:
+                    raise KeyboardInterrupt
+                check = CheckResult(id=f"{EXERCISE}.c", exercise=EXERCISE, targets=["f"],
+                                    visibility="visible", points=score, max_points=10,
+                                    status="passed")
+                result = SubmissionResult(student=task.student, grader_version="0",
+                                          checks=[check], score=score, max_score=10,
+                                          fingerprint=task.fingerprint)
+                (settings.out / task.student).mkdir(exist_ok=True)
+                (settings.out / task.student / "results.json").write_text(
+                    result.model_dump_json())
+                on_result(result)
+        return pool
+
+    def gradebooks() -> dict[str, str]:
+        return {name: (out / name).read_text() for name in
+                ("grades.csv", "canvas_grades.csv", "moodle_grades.csv") if (out / name).exists()}
+
+    # A first run stopped after one student: an index that says so, no gradebook at all.
+    monkeypatch.setattr(grader.running.pool, "grade_in_pool", fake_pool(1, 7))
+    with pytest.raises(KeyboardInterrupt):
+        grade(subs, out=out, exercises=[EXERCISE])
+    index = (out / "index.html").read_text()
+    assert "Incomplete" in index and "bob, cat" in index, index
+    assert gradebooks() == {}
+    # The run that finishes writes them all, and an index with no such note.
+    monkeypatch.setattr(grader.running.pool, "grade_in_pool", fake_pool(None, 7))
+    grade(subs, out=out, exercises=[EXERCISE])
+    assert "Incomplete" not in (out / "index.html").read_text()
+    complete = gradebooks()
+    assert len(complete) == 3 and all(s in complete["grades.csv"] for s in ("ann", "bob", "cat"))
+    # A regrade stopped after one student: the others keep their grades in the index, and
+    # the gradebooks of the complete run are left as they were.
+    monkeypatch.setattr(grader.running.pool, "grade_in_pool", fake_pool(1, 3))
+    with pytest.raises(KeyboardInterrupt):
+        grade(subs, out=out, exercises=[EXERCISE], force=True)
+    index = (out / "index.html").read_text()
+    assert "Incomplete" in index and "bob, cat" in index
+    assert all(f"{s}/report.html" in index for s in ("ann", "bob", "cat"))
+    assert gradebooks() == complete
+
+
+@pytest.mark.fast
 def test_a_regrade_names_every_final_score_it_moved():
     from grader.commands.grade import GradeSummary, regrade_line
     from grader.scoring.results import grader_failure
@@ -605,8 +665,13 @@ def test_ctrl_c_stops_cleanly_with_exit_130(big_class):
     assert 2 <= len(graded) and (out / "index.html").exists()
     for path in graded:
         read_json(path)
+    if len(graded) < 16:  # the class files say the run is incomplete; no gradebook yet
+        assert "Incomplete" in (out / "index.html").read_text()
+        assert not (out / "grades.csv").exists() and "grades.csv" in stderr, stderr
     assert torchgrade("grade", subs, "--out", out).returncode == 0
     assert len(list(out.glob("*/results.json"))) == 16
+    assert "Incomplete" not in (out / "index.html").read_text()
+    assert (out / "grades.csv").exists() and (out / "canvas_grades.csv").exists()
 
 
 # --------------------------------------------------------------------------- a dying process

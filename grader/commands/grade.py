@@ -64,6 +64,9 @@ class GradeSummary:
     # assignment changed, or --force): their earlier final score and maximum. The earlier
     # results.json is kept as results.previous.json.
     replaced: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # Students this run was to grade and did not (Ctrl-C, or the sandbox failed): their grade
+    # is what OUT held before, if anything, and the class files say the run is incomplete.
+    not_graded: list[str] = field(default_factory=list)
 
     @property
     def index(self) -> Path:
@@ -230,12 +233,18 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
             summary.results += [done for t in tasks if t.student not in collected
                                 and (done := previous_result(out / t.student,
                                                        t.fingerprint)) is not None]
+            collected = {r.student for r in summary.results}
+            summary.not_graded = [t.student for t in tasks if t.student not in collected]
             if shard is not None:  # the class files are `torchgrade index`'s, once all are done
                 write_shard_summary(summary, assignment=assignment)
             else:  # this run writes the class files itself: the shards' records are stale
                 shutil.rmtree(out / SHARDS, ignore_errors=True)
-                if summary.results:  # also on Ctrl-C: the index of what is graded so far
-                    summary.earlier = earlier_results(out, everyone)
+                if summary.results or summary.not_graded:
+                    # also on Ctrl-C: the index of what is graded so far, where a student not
+                    # graded yet keeps the grade OUT held (or has none), never drops out
+                    summary.earlier = earlier_results(out, everyone) + [
+                        done for sid in summary.not_graded
+                        if (done := earlier_result(out / sid)) is not None]
                     write_class_outputs(summary, roster=roster)
     finally:
         for lock in reversed(locks):
@@ -375,8 +384,11 @@ def task_for(student: str, mark: str, path: Path, links: set[Inode], *,
 
 
 def write_class_outputs(summary: GradeSummary, *, roster: dict | None = None) -> None:
-    """index.html and grades.csv; a result whose text cannot be written as it is (it should
-    not happen: each was written once already) is escaped rather than lose the class files."""
+    """index.html, grades.csv and the LMS gradebooks; only index.html, saying so, when the run
+    left students `not_graded` (a gradebook uploaded then would miss their grades, or carry
+    grades OUT no longer holds: the earlier files are left as they were). A result whose text
+    cannot be written as it is (it should not happen: each was written once already) is escaped
+    rather than lose the class files."""
     results = sorted(summary.results + summary.earlier, key=lambda r: r.student)
     try:
         write_class_files(summary, results, roster)
@@ -395,9 +407,11 @@ def write_class_files(summary: GradeSummary, results: list[SubmissionResult],
                                          (roster or {}).items() if person.full_name}
     write_atomic(summary.out / "index.html",
                  render_index(results, summary.exercises, assignment=name,
-                              names=names,
+                              names=names, not_graded=summary.not_graded,
                               title=(f"torchgrade results: {name}" if name
                                      else "torchgrade results")))
+    if summary.not_graded:
+        return
     write_atomic(summary.out / "grades.csv",
                  grades_csv(results, summary.exercises, assignment=name,
                             duedate=plan.due if plan else None, roster=roster))

@@ -12,7 +12,7 @@ usable with a keyboard alone (sections are <details>, sortable headings take Ent
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -305,12 +305,14 @@ def draw_pictures(checks: list[CheckResult], views: dict[int, CheckView],
 
 def render_index(results: list[SubmissionResult], exercises: list[str], *,
                  title: str = "torchgrade results", assignment: str = "",
-                 names: Mapping[str, str] | None = None) -> str:
+                 names: Mapping[str, str] | None = None, not_graded: Sequence[str] = ()) -> str:
     """The class index: every student (sortable), the score distribution, the pass rate of
     every check, the most frequent diagnoses, links to the reports. Self-contained. `names`:
-    student id -> the name shown (and found by the filter) beside it."""
+    student id -> the name shown (and found by the filter) beside it; `not_graded`: the
+    students a run stopped before grading, named at the top (the index is then incomplete)."""
     from grader.outputs.summary import summarize
 
     return environment().get_template("index.html.j2").render(
-        s=summarize(results, exercises, title=title, assignment=assignment, names=names),
+        s=summarize(results, exercises, title=title, assignment=assignment, names=names,
+                    not_graded=not_graded),
         fault_titles=fault_titles())

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 
 from pydantic import BaseModel, Field
@@ -103,6 +103,7 @@ class ClassSummary(BaseModel):
     checks: list[CheckStat]
     diagnoses: list[DiagnosisStat]
     exercise_stats: list[ExerciseStat] = []
+    not_graded: list[str] = []  # a run stopped before grading them: the index is incomplete
 
 
 def is_grader_failure(result: SubmissionResult) -> bool:
@@ -233,7 +234,8 @@ def diagnosis_stats(results: list[SubmissionResult]) -> list[DiagnosisStat]:
 
 def summarize(results: list[SubmissionResult], exercises: list[str], *,
               title: str = "torchgrade results", assignment: str = "",
-              names: Mapping[str, str] | None = None) -> ClassSummary:
+              names: Mapping[str, str] | None = None, not_graded: Sequence[str] = ()
+              ) -> ClassSummary:
     results = sorted(results, key=lambda r: r.student)
     rows = [student_row(r, exercises) for r in results]
     for row in rows:
@@ -249,4 +251,4 @@ def summarize(results: list[SubmissionResult], exercises: list[str], *,
         full_marks=sum(r.max_score > 0 and r.final_score == r.max_score for r in results),
         grader_failures=len(rows) - len(graded),
         checks=check_stats(results), diagnoses=diagnosis_stats(results),
-        exercise_stats=exercise_stats(rows, exercises))
+        exercise_stats=exercise_stats(rows, exercises), not_graded=sorted(not_graded))
