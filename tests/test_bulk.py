@@ -904,7 +904,7 @@ def test_progress_is_a_bar_on_a_terminal_and_plain_lines_otherwise():
     progress.result(broken)
     progress.close()
     text = terminal.getvalue()
-    assert "\r" in text and "2/2" in text and "full marks 1, errors 1" in text
+    assert "\r" in text and "2/2" in text and "full marks 1, code errors 1" in text
     assert "<" in text  # elapsed<remaining: the ETA
 
 

@@ -1,8 +1,8 @@
 """What `torchgrade grade` shows while it runs.
 
-On a terminal: a tqdm progress bar with rate, ETA and running counts (graded, full marks, errors,
-and grader failures if any). Otherwise (a log file, CI): one plain line per submission, nothing
-redrawn. The CLI prints the summary line at the end.
+On a terminal: a tqdm progress bar with rate, ETA and running counts (graded, full marks, code
+errors, and grader failures if any). Otherwise (a log file, CI): one plain line per submission,
+nothing redrawn. The CLI prints the summary line at the end.
 """
 
 from __future__ import annotations
@@ -54,7 +54,9 @@ class Progress:
         self.line(f"  {result.student:<24} {result.final_score:g} / {result.max_score:g}{flag}")
 
     def counts(self) -> str:
-        text = f"full marks {self.full}, errors {self.errors}"
+        # "code errors": the students' (a check's code raised, timed out or crashed), never
+        # the grader's, which are the failures counted apart
+        text = f"full marks {self.full}, code errors {self.errors}"
         return text + (f", GRADER FAILURES {self.failures}" if self.failures else "")
 
     def line(self, text: str) -> None:
