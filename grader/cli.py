@@ -379,9 +379,9 @@ def main(argv: list[str] | None = None) -> int:
 INTERRUPTED = ("torchgrade: interrupted; what was graded is kept, run the same command again to "
                "finish")
 # `grade` writes the class's gradebooks only once it has graded everyone (see write_class_outputs)
-GRADE_INTERRUPTED = ("torchgrade: interrupted; what was graded is kept (index.html names what is "
-                     "not graded yet; grades.csv and the LMS gradebooks are written once a run "
-                     "has graded every submission): {again}")
+GRADE_INTERRUPTED = ("torchgrade: interrupted; what was graded is kept (index.html names any "
+                     "submission not graded yet; grades.csv and the LMS gradebooks are written "
+                     "once every submission is graded): {again}")
 AGAIN = "run the same command again to finish"
 # with --force, the same command would grade everyone again, those just graded too
 AGAIN_WITHOUT_FORCE = ("run it again without --force to grade only what is not up to date (with "

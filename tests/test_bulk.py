@@ -437,8 +437,11 @@ def test_an_interrupted_run_writes_an_index_that_says_so_and_no_gradebook(tmp_pa
     the earlier grades of students it had not reached yet. index.html names who was not
     graded and keeps their earlier grades; grades.csv and the LMS gradebooks stay as they were
     until a run grades everyone."""
+    from argparse import Namespace
+
     import grader.running.pool
-    from grader.commands.grade import grade
+    from grader.commands.grade import SHARDS, ShardSummary, grade
+    from grader.commands.index import main as index_main
 
     subs, out = tmp_path / "subs", tmp_path / "out"
     for student in ("ann", "bob", "cat"):
@@ -455,7 +458,9 @@ def test_an_interrupted_run_writes_an_index_that_says_so_and_no_gradebook(tmp_pa
                                     status="passed")
                 result = SubmissionResult(student=task.student, grader_version="0",
                                           checks=[check], score=score, max_score=10,
-                                          fingerprint=task.fingerprint)
+                                          fingerprint=task.fingerprint, exercises=[
+                                              ExerciseResult(exercise=EXERCISE, score=score,
+                                                             max_score=10)])
                 (settings.out / task.student).mkdir(exist_ok=True)
                 (settings.out / task.student / "results.json").write_text(
                     result.model_dump_json())
@@ -473,12 +478,27 @@ def test_an_interrupted_run_writes_an_index_that_says_so_and_no_gradebook(tmp_pa
     index = (out / "index.html").read_text()
     assert "Incomplete" in index and "bob, cat" in index, index
     assert gradebooks() == {}
+    # `torchgrade index` knows it too: the same index, still no gradebook, and exit 1.
+    assert index_main(Namespace(out=out, assignment=None, exercises=None)) == 1
+    assert "Incomplete" in (out / "index.html").read_text() and gradebooks() == {}
     # The run that finishes writes them all, and an index with no such note.
     monkeypatch.setattr(grader.running.pool, "grade_in_pool", fake_pool(None, 7))
     grade(subs, out=out, exercises=[EXERCISE])
     assert "Incomplete" not in (out / "index.html").read_text()
     complete = gradebooks()
     assert len(complete) == 3 and all(s in complete["grades.csv"] for s in ("ann", "bob", "cat"))
+    assert index_main(Namespace(out=out, assignment=None, exercises=None)) == 0
+    complete = gradebooks()
+    assert len(complete) == 3 and "Incomplete" not in (out / "index.html").read_text()
+    # A shard that stopped names its students too, but those graded since.
+    record = ShardSummary(shard="1/2", students=[], graded=0, up_to_date=0, failures=0,
+                          seconds=0, exercises=[EXERCISE], not_graded=["cat", "dan"],
+                          finished_at=datetime(2020, 1, 1, tzinfo=timezone.utc))
+    (out / SHARDS).mkdir()
+    (out / SHARDS / "1-of-2.json").write_text(record.model_dump_json())
+    assert index_main(Namespace(out=out, assignment=None, exercises=None)) == 1
+    assert "<summary>Not graded yet</summary><p>dan</p>" in (out / "index.html").read_text()
+    shutil.rmtree(out / SHARDS)
     # A regrade stopped after one student: the others keep their grades in the index, and
     # the gradebooks of the complete run are left as they were.
     monkeypatch.setattr(grader.running.pool, "grade_in_pool", fake_pool(1, 3))

@@ -243,6 +243,46 @@ def test_roster_maps_lms_ids_and_overrides_are_read(tmp_path):
         ("s1", "strides_broadcasting", 1.5, True), ("12345", "test_x", 0, False)]
 
 
+@pytest.mark.fast
+def test_class_folders_named_by_a_roster_rows_other_id_are_that_students(tmp_path, monkeypatch):
+    """A roster with an lms_id keys the outputs by it; a class folder named by the row's
+    student_id (or email) is still that student's submission: graded under the row's id, with
+    the extension given by student_id, and no empty "nothing handed in" row beside it."""
+    import grader.running.pool
+    from grader.commands.grade import grade
+
+    subs = tmp_path / "class"
+    for folder in ("s1", "ada@x.org", "zed"):  # (ada is s1 too: the first folder keeps it)
+        (subs / folder).mkdir(parents=True)
+        (subs / folder / f"{EXERCISE}.py").write_text((SOLUTIONS / f"{EXERCISE}.py").read_text())
+    (subs / "s2").mkdir()
+    (subs / "s2" / f"{EXERCISE}.py").write_text("x = 1\n")
+    (tmp_path / "roster.csv").write_text(
+        "student_id,last_name,first_name,email,lms_id\n"
+        "s1,Lovelace,Ada,ada@x.org,1001\ns2,Turing,Alan,,1002\ns3,Hopper,Grace,,1003\n")
+    (tmp_path / "hw.toml").write_text('exercises = ["strides_broadcasting"]\n'
+                                      'roster = "roster.csv"\n'
+                                      'due = 2026-03-01T23:59:00+00:00\n'
+                                      '[extensions]\ns2 = 2026-03-09\n')
+    tasks = []
+
+    def fake_pool(pending, *, settings, steps, jobs, on_result, on_isolation):
+        tasks.extend(pending)
+        assert set(settings.assignment.extensions) == {"1002"}
+
+    monkeypatch.setattr(grader.running.pool, "grade_in_pool", fake_pool)
+    grade(subs, out=tmp_path / "out", assignment=tmp_path / "hw.toml")
+    by_id = {t.student: t for t in tasks}
+    assert sorted(by_id) == ["1001", "1002", "1003", "ada@x.org", "zed"]
+    assert by_id["1001"].path == subs / "s1" and by_id["1002"].path == subs / "s2"
+    assert any("handed in as s1" in n for n in by_id["1001"].notes)
+    assert any("nothing handed in" in n for n in by_id["1003"].notes)
+    assert not any("nothing handed in" in n for t in tasks if t.student != "1003"
+                   for n in t.notes)
+    assert any("not in the roster" in n for n in by_id["zed"].notes)
+    assert any("not in the roster" in n for n in by_id["ada@x.org"].notes)
+
+
 def _result(points: list[float], student="12345") -> SubmissionResult:
     checks = [CheckResult(id=f"c{i}", exercise="ex", targets=["f"], visibility="visible",
                           points=p, max_points=5, status="passed" if p == 5 else "failed")

@@ -29,7 +29,8 @@ from grader.intake.files import Inode, class_hard_links, own_links
 from grader.intake.fingerprint import fingerprint, grading_digest, submission_digest
 from grader.intake.lms import STAGING, read_sidecar, staged_names
 from grader.intake.shards import Shard
-from grader.intake.students import check_folders, class_students, download_layout, read_class
+from grader.intake.students import (by_roster_ids, check_folders, class_students, download_layout,
+                                   read_class)
 from grader.intake.submission import (NOTHING_HANDED_IN, OUT_MARKER, exercises_in, load_quietly,
                                      misfiled)
 from grader.models import CheckRun, Submission, SubmissionResult, is_grader_failure
@@ -131,8 +132,10 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
 
         reach(dask)
     roster = roster_of(plan) if plan is not None else {}
+    renamed: dict[str, str] = {}  # a roster row's id -> the class folder named by another
     if plan is not None and roster:
         plan = plan.with_aliases(roster_aliases(roster))
+        found, renamed = by_roster_ids(found, roster)
     manifest = read_variants(variants) if variants is not None else None
     summary = GradeSummary(out=out, shard=shard)
     locks = out_locks(out, shard)
@@ -189,6 +192,9 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
                 summary.replaced[sid] = (earlier.final_score, earlier.max_score)
             task = task_for(sid, mark, path, links.get(sid, set()),
                             staged=path.parent == out / STAGING)
+            if sid in renamed:
+                task.notes.append(f"handed in as {renamed[sid]}: graded under the id {sid} of "
+                                  f"the roster's row for {renamed[sid]}")
             if roster and sid not in roster:
                 # (said to the student too: what to do about it is the instructor's, in the
                 # warning above)
@@ -239,6 +245,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
                 write_shard_summary(summary, assignment=assignment)
             else:  # this run writes the class files itself: the shards' records are stale
                 shutil.rmtree(out / SHARDS, ignore_errors=True)
+                record_not_graded(out, summary.not_graded)
                 if summary.results or summary.not_graded:
                     # also on Ctrl-C: the index of what is graded so far, where a student not
                     # graded yet keeps the grade OUT held (or has none), never drops out
@@ -291,6 +298,27 @@ class ShardSummary(BaseModel):
     assignment_name: str = ""
     assignment_file: str | None = None
     finished_at: datetime
+    not_graded: list[str] = []  # its students it stopped before grading (Ctrl-C, the sandbox)
+
+
+# OUT/NOT_GRADED: the students a whole run stopped before grading, removed by the run that grades
+# everyone: `torchgrade index` then writes no gradebook either (one would read as complete).
+NOT_GRADED = ".torchgrade-not-graded.json"
+
+
+class NotGraded(BaseModel):
+    students: list[str]
+    stopped_at: datetime
+
+
+def record_not_graded(out: Path, students: list[str]) -> None:
+    """OUT/NOT_GRADED, atomically, for a whole run that left `students` not graded; removed
+    when it left none."""
+    if students:
+        write_atomic(out / NOT_GRADED, NotGraded(
+            students=sorted(students), stopped_at=datetime.now(timezone.utc)).model_dump_json())
+    else:
+        (out / NOT_GRADED).unlink(missing_ok=True)
 
 
 def earlier_results(out: Path, students: set[str]) -> list[SubmissionResult]:
@@ -318,7 +346,7 @@ def write_shard_summary(summary: GradeSummary, *, assignment: Path | None) -> No
         seconds=round(summary.seconds, 3), exercises=list(summary.exercises),
         assignment_name=plan.name if plan else "",
         assignment_file=str(Path(assignment).resolve()) if assignment is not None else None,
-        finished_at=datetime.now(timezone.utc))
+        finished_at=datetime.now(timezone.utc), not_graded=sorted(summary.not_graded))
     write_atomic(summary.out / SHARDS / f"{summary.shard.name}.json",
                  record.model_dump_json(indent=2))
 

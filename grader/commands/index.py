@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
+from datetime import datetime
 from pathlib import Path
 
 from grader.commands.common import UsageError, plan_of, roster_of
-from grader.commands.grade import (SHARDS, GradeSummary, ShardSummary, write_class_outputs)
+from grader.commands.grade import (NOT_GRADED, SHARDS, GradeSummary, NotGraded, ShardSummary,
+                                   write_class_outputs)
 from grader.course.registry import known_exercises
 from grader.intake.assignment import Assignment, from_exercises, roster_aliases
 from grader.intake.students import is_output_folder
@@ -69,7 +72,28 @@ def class_of(out: Path, *, assignment: Path | None, exercises: list[str] | None
     if roster:
         plan = plan.with_aliases(roster_aliases(roster))
     return GradeSummary(out=out, results=results, exercises=plan.exercise_names,
-                        assignment=plan, failures=sum(map(is_grader_failure, results))), roster
+                        assignment=plan, failures=sum(map(is_grader_failure, results)),
+                        not_graded=not_graded(out, results, shards)), roster
+
+
+def not_graded(out: Path, results: list[SubmissionResult], shards: list[ShardSummary]
+               ) -> list[str]:
+    """The students a run (or a shard) stopped before grading, as it recorded them, but those
+    graded since (by a later run, or another shard): the class files then say the class is
+    incomplete, and no gradebook is written."""
+    stopped: dict[str, datetime] = {}
+    try:
+        record = NotGraded.model_validate_json((out / NOT_GRADED).read_text(encoding="utf-8"))
+        stopped |= {sid: record.stopped_at for sid in record.students}
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError):
+        log.warning("torchgrade: warning: %s could not be read (ignored)", out / NOT_GRADED)
+    for shard in shards:
+        stopped |= {sid: shard.finished_at for sid in shard.not_graded}
+    graded_at = {r.student: r.graded_at for r in results}
+    return sorted(sid for sid, when in stopped.items()
+                  if sid not in graded_at or graded_at[sid] <= when)
 
 
 def read_shard_summaries(out: Path) -> list[ShardSummary]:
@@ -102,4 +126,13 @@ def main(args: argparse.Namespace) -> int:
                 "again)" if summary.failures else "")
     print(f"Indexed {n} result{'' if n == 1 else 's'}: {summary.full_marks} with full "
           f"marks{failures}. Class index: {summary.index}")
+    if summary.not_graded:
+        left = summary.not_graded
+        print(f"torchgrade: {len(left)} student{'' if len(left) == 1 else 's'} of this class "
+              f"{'was' if len(left) == 1 else 'were'} not graded by a run that stopped ("
+              + ", ".join(left[:10]) + (" ..." if len(left) > 10 else "")
+              + "): grades.csv and the LMS gradebooks were not written (they would miss "
+              "them). Run the same `torchgrade grade` command again to finish.",
+              file=sys.stderr)
+        return 1
     return 0

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import tzinfo
 from pathlib import Path
 
 from grader.errors import UsageError
+from grader.intake.assignment import StudentInfo
 from grader.intake.submission import (CLASS_FILES, NOTHING_HANDED_IN, OUT_MARKER, safe_id,
                                      student_id_for, suffix_of)
 
@@ -78,6 +79,27 @@ def read_class(submissions: Path, layout: str, zone: tzinfo | None = None) -> li
     if layout == "folders" and Path(submissions).is_dir():
         return find_students(submissions)
     return parse(list_download(submissions), layout, zone)
+
+
+def by_roster_ids(found: list, roster: Mapping[str, StudentInfo]) -> tuple[list, dict[str, str]]:
+    """`found` with each class folder named by another id of a roster row (its `student_id`,
+    else its `email`) under that row's id, the outputs' (its `lms_id` when it has one), so
+    that the folder is that roster student's submission, with their extension and overrides,
+    not a stranger beside an empty "nothing handed in" row. Also: new id -> the folder's name.
+    A row has one folder: one named by its own id, else by its student_id, else by its email;
+    any other is left as it is (a warning names it as not in the roster). An LMS download's
+    students come by the LMS's own ids."""
+    folders = {s[0] for s in found if isinstance(s, tuple)}
+    renamed: dict[str, str] = {}
+    for field in ("student_id", "email"):
+        for key, info in roster.items():
+            other = getattr(info, field)
+            if other and other != key and other in folders and key not in folders \
+                    and key not in renamed and other not in renamed.values():
+                renamed[key] = other
+    named = {folder: key for key, folder in renamed.items()}
+    return [(named[s[0]], s[1]) if isinstance(s, tuple) and s[0] in named else s
+            for s in found], renamed
 
 
 def class_students(found: list, staging: Path, roster: Iterable[str] = (),
