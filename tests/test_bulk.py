@@ -511,6 +511,23 @@ def test_an_interrupted_run_writes_an_index_that_says_so_and_no_gradebook(tmp_pa
 
 
 @pytest.mark.fast
+def test_index_of_grader_failures_only_lists_them(tmp_path):
+    """A grader failure has no exercise: an OUT holding only those (a sandbox that never
+    started) is indexed over the course's exercises, not refused with a traceback."""
+    from grader.commands.index import index
+    from grader.intake.submission import OUT_MARKER
+    from grader.scoring.results import grader_failure
+
+    (tmp_path / OUT_MARKER).write_text("")
+    (tmp_path / "ann").mkdir()
+    failed = grader_failure("ann", "a test")
+    (tmp_path / "ann" / "results.json").write_text(failed.model_dump_json())
+    summary = index(tmp_path)
+    assert summary.failures == 1 and EXERCISE in summary.exercises
+    assert "ann" in (tmp_path / "grades.csv").read_text()
+
+
+@pytest.mark.fast
 def test_a_regrade_names_every_final_score_it_moved():
     from grader.commands.grade import GradeSummary, regrade_line
     from grader.scoring.results import grader_failure

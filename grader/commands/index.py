@@ -114,7 +114,8 @@ def inferred_plan(results: list[SubmissionResult], shards: list[ShardSummary]) -
         return from_exercises(latest.exercises, name=latest.assignment_name)
     known = known_exercises()
     seen = list(dict.fromkeys(e.exercise for r in results for e in r.exercises))
-    ordered = [e for e in known if e in seen] + [e for e in seen if e not in known]
+    # (none seen: every result is a grader failure, which has no exercise: the course's)
+    ordered = [e for e in known if e in seen] + [e for e in seen if e not in known] or known
     names = [r.assignment for r in results if r.assignment]
     return from_exercises(ordered, name=max(set(names), key=names.count) if names else "")
 
