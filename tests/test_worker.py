@@ -269,6 +269,37 @@ def test_processes_started_by_student_code_die_with_the_worker(zygote):
         assert _wait_until(lambda: not _processes_with(marker)), _processes_with(marker)
 
 
+def test_an_exercises_worker_ends_when_the_checks_move_on_and_comes_back_if_needed(zygote):
+    """A submission's workers run one exercise at a time: each may hold memory up to its limit,
+    and kept to the end of the submission, ten exercises held ten times that. Its processes
+    end with it; a check that needs the module again gets a fresh worker."""
+    from grader.checking.plugin import GradingSession
+    from grader.models import Submission
+
+    marker = f"{time.time_ns() % 10**6}.75"
+
+    def source(name: str, code: str) -> ModuleSource:
+        return ModuleSource(exercise=name, path=f"{name}.py", kind="py",
+                            chunks=[SourceChunk(code=code, filename=f"{name}.py",
+                                                label=f"{name}.py")])
+
+    holder = source("a", "import subprocess\n"
+                         f"subprocess.Popen(['sleep', '{marker}'], start_new_session=True)\n"
+                         "def answer(): return 42\n")
+    other = source("b", "def answer(): return 7\n")
+    grading = GradingSession(Submission(student="s", root="/nowhere",
+                                        modules={"a": holder, "b": other}),
+                             limits=FAST, zygote=zygote)
+    try:
+        assert grading.module("a").call("answer") == 42 and _processes_with(marker)
+        assert grading.module("b").call("answer") == 7
+        assert _wait_until(lambda: not _processes_with(marker)), _processes_with(marker)
+        assert grading.module("a").call("answer") == 42  # started again
+    finally:
+        grading.close()
+    assert _wait_until(lambda: not _processes_with(marker)), _processes_with(marker)
+
+
 def _processes_with(marker: str) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):

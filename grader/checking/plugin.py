@@ -133,6 +133,13 @@ class GradingSession:
         return self._zygote
 
     def module(self, exercise: str) -> StudentModule:
+        # One exercise's worker at a time (the checks come exercise by exercise): each may hold
+        # memory up to its limit, and kept to the end of the submission, those of ten exercises
+        # held ten times that (a submission that allocates at import holds 13 GB). Stopped, a
+        # module's worker is started again (its import repeated) if a check needs it again.
+        for other, module in self.modules.items():
+            if other != exercise:
+                module.stop_worker()
         if exercise not in self.modules:
             self.modules[exercise] = StudentModule(
                 exercise, self.submission.modules.get(exercise),

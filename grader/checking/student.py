@@ -103,6 +103,7 @@ class StudentModule:
         self.import_output = ""
         self._spawn = spawn
         self._worker: Worker | None = None
+        self._stopped: list[Worker] = []  # killed by `stop_worker`, to be closed at `close`
         self._failure: ModuleUnavailable | None = None
         self._loaded_once = False
         self._output: list[str] = []
@@ -222,6 +223,16 @@ class StudentModule:
     def _retire(self) -> None:
         if self._worker is not None:
             self._output.append(self._worker.close())
+            self._worker = None
+
+    def stop_worker(self) -> None:
+        """End the worker now, freeing its memory (a kill: its descriptors and scratch folder
+        go at `close`, off the submission's path when the batch closes in the background); the
+        next call starts another, importing the module again. What the stopped worker printed
+        after the last check took its output belongs to no check, and is dropped."""
+        if self._worker is not None:
+            self._worker.kill()
+            self._stopped.append(self._worker)
             self._worker = None
 
     # ------------------------------------------------------------------ calls
@@ -488,6 +499,9 @@ class StudentModule:
 
     def close(self) -> None:
         self._retire()
+        for worker in self._stopped:
+            worker.close()
+        self._stopped = []
         self.shared_records = {}
         self._output = []
         self.segments.close()
