@@ -338,6 +338,36 @@ def test_a_hard_link_to_a_classmate_is_graded_as_the_classmate_s_only(tmp_path):
     assert "honest" not in class_hard_links(students)
 
 
+@pytest.mark.fast
+def test_the_run_says_when_hard_links_cost_students_their_files(tmp_path, monkeypatch, caplog):
+    """A backup or snapshot made with hard links (`cp -al`, `rsync --link-dest`) has every file
+    linked outside the class: the run says so, not "the wrong course?"; a file linked within
+    the class is its first holder's, and no class-wide warning is given; after grading, the
+    students whose files were refused as hard links are named."""
+    import grader.running.pool
+    from grader.commands.grade import grade, warn_hard_links
+    from grader.intake.files import HARD_LINK_REFUSED
+    from grader.models import SubmissionResult
+
+    monkeypatch.setattr(grader.running.pool, "grade_in_pool", lambda *a, **k: None)
+    subs, elsewhere = honest(tmp_path / "class" / "zoe").parent, tmp_path / "backup"
+    elsewhere.mkdir()
+    os.link(subs / "zoe" / f"{EXERCISE}.py", elsewhere / "zoe.py")
+    grade(subs, out=tmp_path / "out1", exercises=[EXERCISE])
+    assert "hard link" in caplog.text and "wrong course" not in caplog.text, caplog.text
+    caplog.clear()
+    (elsewhere / "zoe.py").unlink()
+    (subs / "bob").mkdir()
+    os.link(subs / "zoe" / f"{EXERCISE}.py", subs / "bob" / f"{EXERCISE}.py")
+    grade(subs, out=tmp_path / "out2", exercises=[EXERCISE])
+    assert "every student will score 0" not in caplog.text, caplog.text
+    caplog.clear()
+    refused = SubmissionResult(student="bob", grader_version="0",
+                               notes=[f"{EXERCISE}.py {HARD_LINK_REFUSED}: skipped"])
+    warn_hard_links([refused, SubmissionResult(student="zoe", grader_version="0")])
+    assert "1 submission(s) hold files" in caplog.text and ": bob." in caplog.text
+
+
 # --------------------------------------------------------------------------- cost in the parent
 
 

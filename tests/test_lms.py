@@ -369,6 +369,20 @@ def test_canvas_csv_follows_the_gradebook_importer_rules():
     text.encode("utf-8")
 
 
+@pytest.mark.fast
+def test_gradebook_cells_are_one_line_of_printable_text():
+    """A student's file name reaches the remarks (a misnamed file): its terminal escapes and
+    line breaks must not act in `cat grades.csv`, nor forge a row for line-based tools."""
+    from grader.intake.submission import NOT_GRADED
+    from grader.outputs.exports import grades_csv
+
+    result = _result([5], student="zoe")
+    result.notes.append(f"{NOT_GRADED}a\x1b[2K\rzed,0,x.py\nzed,35")
+    text = grades_csv([result], ["ex"])
+    assert "\x1b" not in text and "\r" not in text and text.count("\n") == 2, repr(text)
+    assert "\\x1b[2K\\x0dzed" in text
+
+
 def test_moodle_csv_follows_the_grading_worksheet_rules():
     """Moodle's assignment grading worksheet import: an `Identifier` column of "Participant
     <id>" (the download's participant ids) and a numeric `Grade` column are required; `Feedback

@@ -25,7 +25,7 @@ from grader.course.bughunt import apply_variants
 from grader.course.folder import active_course
 from grader.course.registry import known_exercises
 from grader.intake.assignment import Assignment, from_exercises, roster_aliases, submission_time
-from grader.intake.files import Inode, class_hard_links, own_links
+from grader.intake.files import HARD_LINK_REFUSED, Inode, class_hard_links, own_links
 from grader.intake.fingerprint import fingerprint, grading_digest, submission_digest
 from grader.intake.lms import STAGING, read_sidecar, staged_names
 from grader.intake.shards import Shard
@@ -145,17 +145,33 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
         write_atomic(out / OUT_MARKER, "This folder holds the results of `torchgrade grade`.\n")
         keep = shard.holds if shard is not None else None
         students = class_students(found, out / STAGING, roster, keep)
+        links = class_hard_links(students)
+
+        def holds(sid: str, path: Path, wanted: list[str], *, any_link: bool = False) -> set[str]:
+            """The exercises of `wanted` the student has a file of that will be graded (with
+            `any_link`, hard links to files elsewhere included)."""
+            with own_links(None if any_link else links.get(sid, set())):
+                return exercises_in(path, wanted)
+
         if plan is None:  # the exercises found in the submissions, by file names only
             known = known_exercises()
-            present = set().union(*(exercises_in(path, known) for _, path in students))
+            present = set().union(*(holds(sid, path, known) for sid, path in students))
             plan = from_exercises([e for e in known if e in present] or known, name=unnamed)
         chosen = plan.exercise_names
-        if students and not any(exercises_in(path, chosen) for _, path in students):
+        if students and not any(holds(sid, path, chosen) for sid, path in students):
             course = active_course()
-            log.warning("torchgrade: warning: no submission holds a file of any exercise "
-                        "graded (%s) of the course %r (%s): every student will score 0. The "
-                        "wrong course (--course, $TORCHGRADE_COURSE) or the wrong folder?",
-                        ", ".join(chosen), course.name, course.root)
+            if any(holds(sid, path, chosen, any_link=True) for sid, path in students):
+                log.warning("torchgrade: warning: every exercise file handed in is a hard link "
+                            "to a file that also lies outside the class (a copy made with `cp "
+                            "-al`, `rsync --link-dest` or a snapshot?): none is graded, since a "
+                            "student could link a file they may not read, and every student "
+                            "will score 0. Grade a copy without hard links (`cp -a`, `rsync "
+                            "-a`).")
+            else:
+                log.warning("torchgrade: warning: no submission holds a file of any exercise "
+                            "graded (%s) of the course %r (%s): every student will score 0. "
+                            "The wrong course (--course, $TORCHGRADE_COURSE) or the wrong "
+                            "folder?", ", ".join(chosen), course.name, course.root)
         scoring = plan.scoring_key()
         if manifest is not None:  # another key, another grading: results are not reused
             scoring += "\nvariants " + manifest.model_dump_json()
@@ -163,7 +179,6 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
                                  limits=(limits or WorkerLimits()).model_dump_json())
         summary.exercises, summary.assignment = chosen, plan
         tasks = []
-        links = class_hard_links(students)
         everyone = {sid for sid, _ in students}
         if shard is not None:  # (links: decided over the whole class, as in one run)
             everyone |= {s.sid if hasattr(s, "sid") else s[0] for s in found} | set(roster)
@@ -228,6 +243,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
                               jobs=min(jobs or default_jobs(), 64),
                               on_result=collect, on_isolation=isolation_warning)
             warn_unknown_targets(plan, summary.results)
+            warn_hard_links(summary.results)
         except PoolBroken as exc:
             raise GraderUnavailable(str(exc)) from None
         finally:
@@ -334,6 +350,20 @@ def earlier_results(out: Path, students: set[str]) -> list[SubmissionResult]:
                     "remove their folders from %s to leave them out.", len(names), out,
                     ", ".join(names[:10]) + (" ..." if len(names) > 10 else ""), out)
     return earlier
+
+
+def warn_hard_links(results: list[SubmissionResult]) -> None:
+    """Name the students some of whose files were not graded for being hard links to files
+    elsewhere: a backup or snapshot made with hard links (`cp -al`, `rsync --link-dest`)
+    zeroes its students in silence otherwise (their reports say why; the instructor's run
+    should too)."""
+    linked = sorted(r.student for r in results if any(HARD_LINK_REFUSED in n for n in r.notes))
+    if linked:
+        log.warning("torchgrade: warning: %d submission(s) hold files that were not graded for "
+                    "being hard links to files that also lie elsewhere (a copy made with `cp "
+                    "-al`, `rsync --link-dest` or a snapshot?): %s. Grade a copy without hard "
+                    "links (`cp -a`, `rsync -a`) if these are the students' own.", len(linked),
+                    ", ".join(linked[:10]) + (" ..." if len(linked) > 10 else ""))
 
 
 def write_shard_summary(summary: GradeSummary, *, assignment: Path | None) -> None:

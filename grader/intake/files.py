@@ -24,6 +24,11 @@ _own_links: frozenset[Inode] | None = frozenset()
 MAX_LINK_SCAN = 50_000  # names looked at per student by `class_hard_links`
 
 
+# Why a hard-linked file is not read (in the student's notes; the run counts them by it).
+HARD_LINK_REFUSED = ("is a hard link to a file that also lies elsewhere (in another student's "
+                     "folder, or outside the class), not a file of its own")
+
+
 class Refused(OSError):
     """A file that is not read: the message says why, for the student (it names no path)."""
 
@@ -50,8 +55,7 @@ def refusal(st: os.stat_result) -> str | None:
     if st.st_nlink > 1 and _own_links is not None and (st.st_dev, st.st_ino) not in _own_links:
         # A hard link shares its bytes with another file (a classmate's, the solution): it is
         # graded only as the work of the student who had it first (`class_hard_links`).
-        return ("is a hard link to a file that also lies elsewhere (in another student's "
-                "folder, or outside the class), not a file of its own")
+        return HARD_LINK_REFUSED
     return None
 
 

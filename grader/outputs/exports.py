@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -75,8 +76,14 @@ def _num(x: float) -> str:
 
 
 def _cell(text: str) -> str:
-    """Keep spreadsheets from reading a student id as a formula."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    """One line of printable text, never a formula: control characters (from a student's file
+    or folder names: a terminal escape, a line break that line-based tools read as a forged
+    row) written as escapes, and a leading formula character quoted for spreadsheets."""
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 # --------------------------------------------------------------------------- LMS gradebooks
