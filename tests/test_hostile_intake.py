@@ -345,7 +345,7 @@ def test_the_run_says_when_hard_links_cost_students_their_files(tmp_path, monkey
     the class is its first holder's, and no class-wide warning is given; after grading, the
     students whose files were refused as hard links are named."""
     import grader.running.pool
-    from grader.commands.grade import grade, warn_hard_links
+    from grader.commands.grade import grade, warn_of_notes
     from grader.intake.files import HARD_LINK_REFUSED
     from grader.models import SubmissionResult
 
@@ -364,7 +364,7 @@ def test_the_run_says_when_hard_links_cost_students_their_files(tmp_path, monkey
     caplog.clear()
     refused = SubmissionResult(student="bob", grader_version="0",
                                notes=[f"{EXERCISE}.py {HARD_LINK_REFUSED}: skipped"])
-    warn_hard_links([refused, SubmissionResult(student="zoe", grader_version="0")])
+    warn_of_notes([refused, SubmissionResult(student="zoe", grader_version="0")])
     assert "1 submission(s) hold files" in caplog.text and ": bob." in caplog.text
 
 

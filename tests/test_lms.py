@@ -383,6 +383,37 @@ def test_gradebook_cells_are_one_line_of_printable_text():
     assert "\\x1b[2K\\x0dzed" in text
 
 
+@pytest.mark.fast
+def test_the_remarks_say_which_of_several_files_was_graded(tmp_path):
+    from grader.outputs.exports import remarks
+
+    for folder, text in (("v1", "x = 1\n"), ("v2", "x = 2\n")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / f"{EXERCISE}.py").write_text(text)
+    module = load_submission(tmp_path, exercises=[EXERCISE]).modules[EXERCISE]
+    result = SubmissionResult(student="rae", grader_version="0", exercises=[ExerciseResult(
+        exercise=EXERCISE, score=0, max_score=1, notes=module.notes)])
+    assert remarks(result) == (f"graded v1/{EXERCISE}.py; also found v2/{EXERCISE}.py "
+                               "(ignored)")
+
+
+@pytest.mark.fast
+def test_a_timestamp_that_does_not_read_is_told_to_the_instructor(tmp_path, caplog):
+    """Not counted late, in silence, it was: the remarks and the run's warnings say it."""
+    from grader.commands.grade import warn_of_notes
+    from grader.intake.assignment import submission_time
+    from grader.outputs.exports import remarks
+
+    (tmp_path / "timestamp.txt").write_text("yesterday")
+    moment, note = submission_time(tmp_path)
+    assert moment is None and note is not None
+    result = SubmissionResult(student="sam", grader_version="0", notes=[note])
+    assert remarks(result) == note
+    warn_of_notes([result])
+    assert "1 submission(s) have a timestamp.txt that does not read" in caplog.text
+    assert caplog.text.rstrip().endswith(": sam.")
+
+
 def test_moodle_csv_follows_the_grading_worksheet_rules():
     """Moodle's assignment grading worksheet import: an `Identifier` column of "Participant
     <id>" (the download's participant ids) and a numeric `Grade` column are required; `Feedback

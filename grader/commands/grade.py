@@ -24,7 +24,8 @@ from grader.commands.variants import read_variants
 from grader.course.bughunt import apply_variants
 from grader.course.folder import active_course
 from grader.course.registry import known_exercises
-from grader.intake.assignment import Assignment, from_exercises, roster_aliases, submission_time
+from grader.intake.assignment import (UNREADABLE_TIME, Assignment, from_exercises, roster_aliases,
+                                     submission_time)
 from grader.intake.files import HARD_LINK_REFUSED, Inode, class_hard_links, own_links
 from grader.intake.fingerprint import fingerprint, grading_digest, submission_digest
 from grader.intake.lms import STAGING, read_sidecar, staged_names
@@ -243,7 +244,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
                               jobs=min(jobs or default_jobs(), 64),
                               on_result=collect, on_isolation=isolation_warning)
             warn_unknown_targets(plan, summary.results)
-            warn_hard_links(summary.results)
+            warn_of_notes(summary.results)
         except PoolBroken as exc:
             raise GraderUnavailable(str(exc)) from None
         finally:
@@ -352,18 +353,28 @@ def earlier_results(out: Path, students: set[str]) -> list[SubmissionResult]:
     return earlier
 
 
-def warn_hard_links(results: list[SubmissionResult]) -> None:
-    """Name the students some of whose files were not graded for being hard links to files
-    elsewhere: a backup or snapshot made with hard links (`cp -al`, `rsync --link-dest`)
-    zeroes its students in silence otherwise (their reports say why; the instructor's run
-    should too)."""
-    linked = sorted(r.student for r in results if any(HARD_LINK_REFUSED in n for n in r.notes))
-    if linked:
-        log.warning("torchgrade: warning: %d submission(s) hold files that were not graded for "
-                    "being hard links to files that also lie elsewhere (a copy made with `cp "
-                    "-al`, `rsync --link-dest` or a snapshot?): %s. Grade a copy without hard "
-                    "links (`cp -a`, `rsync -a`) if these are the students' own.", len(linked),
-                    ", ".join(linked[:10]) + (" ..." if len(linked) > 10 else ""))
+# What the instructor is told after a run, of notes in its students' results: (what the note
+# holds, what the warning says of the students named).
+NOTE_WARNINGS = [
+    # A backup or snapshot made with hard links zeroes its students in silence otherwise.
+    (HARD_LINK_REFUSED, "hold files that were not graded for being hard links to files that "
+                        "also lie elsewhere (a copy made with `cp -al`, `rsync --link-dest` or a "
+                        "snapshot?); grade a copy without hard links (`cp -a`, `rsync -a`) if "
+                        "these are the students' own"),
+    # Lateness that cannot be told is counted as none: the instructor should know whose.
+    (UNREADABLE_TIME, "have a timestamp.txt that does not read as a time: not counted late "
+                      "(see their remarks in grades.csv)"),
+]
+
+
+def warn_of_notes(results: list[SubmissionResult]) -> None:
+    """One warning for each of NOTE_WARNINGS that concerns some of `results`, naming them:
+    their reports say it to each student; the instructor's run says it too."""
+    for marker, says in NOTE_WARNINGS:
+        named = sorted(r.student for r in results if any(marker in n for n in r.notes))
+        if named:
+            log.warning("torchgrade: warning: %d submission(s) %s: %s.", len(named), says,
+                        ", ".join(named[:10]) + (" ..." if len(named) > 10 else ""))
 
 
 def write_shard_summary(summary: GradeSummary, *, assignment: Path | None) -> None:

@@ -329,6 +329,9 @@ def read_timestamp(student_path: Path) -> datetime | None:
     return parse_timestamp(text)
 
 
+UNREADABLE_TIME = "does not read as a time"  # in the note of a timestamp.txt that does not
+
+
 def submission_time(student_path: Path) -> tuple[datetime | None, str | None]:
     """When the student submitted, and a note for the instructor when it cannot be told: from
     `timestamp.txt` in their folder, else from one in a folder of it (nbgrader's exchange keeps
@@ -348,7 +351,7 @@ def submission_time(student_path: Path) -> tuple[datetime | None, str | None]:
     note = None
     if unread:
         names = ", ".join(str(p.relative_to(folder)) for p in unread)
-        note = (f"{names} does not read as a time (ISO 8601, as nbgrader writes it): "
+        note = (f"{names} {UNREADABLE_TIME} (ISO 8601, as nbgrader writes it): "
                 + ("the other one was used" if known else
                    "not counted late; check when this was submitted"))
     return (max(known) if known else None), note

@@ -220,7 +220,7 @@ def load_submission(path: Path, *, exercises: Iterable[str], student: str | None
             module.notes.insert(0, decorated)
         if len(options) > 1:
             others = ", ".join(o[0].relpath for o in options[1:])
-            module.notes.append(f"graded {chosen.relpath}; also found {others} (ignored)")
+            module.notes.append(f"graded {chosen.relpath}{ALSO_FOUND}{others} (ignored)")
         sub.modules[exercise] = module
     missing = [e for e in wanted if e not in sub.modules]
     if missing and note_missing:
@@ -233,6 +233,16 @@ def load_submission(path: Path, *, exercises: Iterable[str], student: str | None
             shown = ", ".join(unmatched[:10]) + (" ..." if len(unmatched) > 10 else "")
             sub.notes.append(f"{NOT_GRADED}{shown} (no exercise has its name)")
     return sub
+
+
+# In the note of an exercise with several candidate files, before those not graded: a
+# gradebook's remarks repeat it (which file counted is the instructor's question too).
+ALSO_FOUND = "; also found "
+
+
+def other_candidates(note: str) -> bool:
+    """Whether an exercise's note says which of several candidate files was graded."""
+    return note.startswith("graded ") and ALSO_FOUND in note
 
 
 # The note of a submission missing an exercise's file and holding Python files or notebooks that

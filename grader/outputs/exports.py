@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from grader.intake.submission import NOTHING_HANDED_IN, misfiled
+from grader.intake.assignment import UNREADABLE_TIME
+from grader.intake.submission import NOTHING_HANDED_IN, misfiled, other_candidates
 from grader.models import SubmissionResult
 
 
@@ -47,13 +48,18 @@ def grades_csv(results: list[SubmissionResult], exercises: list[str], *,
 
 def remarks(result: SubmissionResult) -> str:
     """What a gradebook's reader must know beyond the numbers: nothing handed in, not in the
-    roster, an extension, lateness, the instructor's adjustments."""
+    roster, a file not graded, which of several files was, an extension, lateness, the
+    instructor's adjustments."""
     parts = [n for n in result.notes
              if n == NOTHING_HANDED_IN or n.startswith("not in the roster")]
     parts = [p.split(":", 1)[0] for p in parts]
     # A file the grader did not take for the exercise (a misnamed one, most often) scores as
     # nothing handed in: said where the grade is read, not only in the student's report.
     parts += [m for n in result.notes if (m := misfiled(n))]
+    # A timestamp.txt that does not read as a time: not counted late, which the reader checks.
+    parts += [n for n in result.notes if UNREADABLE_TIME in n]
+    # Several files for one exercise: which one counted (a student who meant the other asks).
+    parts += [n for e in result.exercises for n in e.notes if other_candidates(n)]
     if result.extended and result.due is not None:
         parts.append(f"extension to {_time(result.due)}")
     if result.days_late:
