@@ -511,6 +511,22 @@ def test_an_interrupted_run_writes_an_index_that_says_so_and_no_gradebook(tmp_pa
 
 
 @pytest.mark.fast
+def test_a_ctrl_c_while_the_class_files_are_written_comes_after_them():
+    from grader.outputs.writing import interrupts_deferred
+
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # (the handler runs between bytecodes: here, at the latest)
+            done.append("written")
+    assert done == ["written"]
+    with interrupts_deferred():  # nothing caught, nothing raised; the handler is back after
+        pass
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.fast
 def test_index_of_grader_failures_only_lists_them(tmp_path):
     """A grader failure has no exercise: an OUT holding only those (a sandbox that never
     started) is indexed over the course's exercises, not refused with a traceback."""

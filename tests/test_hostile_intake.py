@@ -366,6 +366,8 @@ def test_the_run_says_when_hard_links_cost_students_their_files(tmp_path, monkey
                                notes=[f"{EXERCISE}.py {HARD_LINK_REFUSED}: skipped"])
     warn_of_notes([refused, SubmissionResult(student="zoe", grader_version="0")])
     assert "1 submission(s) hold files" in caplog.text and ": bob." in caplog.text
+    from grader.outputs.exports import remarks
+    assert HARD_LINK_REFUSED in remarks(refused)  # where the 0 is read, too
 
 
 # --------------------------------------------------------------------------- cost in the parent

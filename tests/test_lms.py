@@ -244,43 +244,93 @@ def test_roster_maps_lms_ids_and_overrides_are_read(tmp_path):
 
 
 @pytest.mark.fast
-def test_class_folders_named_by_a_roster_rows_other_id_are_that_students(tmp_path, monkeypatch):
+def test_class_folders_named_by_a_roster_rows_other_id_are_that_students(tmp_path, monkeypatch,
+                                                                           caplog):
     """A roster with an lms_id keys the outputs by it; a class folder named by the row's
-    student_id (or email) is still that student's submission: graded under the row's id, with
-    the extension given by student_id, and no empty "nothing handed in" row beside it."""
+    student_id (or email, in any case) is still that student's submission: graded under the
+    row's id, with the extension given by student_id, and no empty "nothing handed in" row
+    beside it. A row's own id is that row's, never another's alias; a second folder of a
+    student who has one under their own id is graded apart, and said; the results of a folder
+    graded before the roster named it are set aside, not listed beside the new ones."""
     import grader.running.pool
-    from grader.commands.grade import grade
+    from grader.commands.grade import RENAMED, grade, load_task
 
     subs = tmp_path / "class"
-    for folder in ("s1", "ada@x.org", "zed"):  # (ada is s1 too: the first folder keeps it)
+
+    def hand_in(folder: str, text: str = (SOLUTIONS / f"{EXERCISE}.py").read_text()) -> None:
         (subs / folder).mkdir(parents=True)
-        (subs / folder / f"{EXERCISE}.py").write_text((SOLUTIONS / f"{EXERCISE}.py").read_text())
-    (subs / "s2").mkdir()
-    (subs / "s2" / f"{EXERCISE}.py").write_text("x = 1\n")
+        (subs / folder / f"{EXERCISE}.py").write_text(text)
+
+    for folder in ("s1", "ada@x.org", "zed", "S4@X.org", "1005", "s5", "9001"):
+        hand_in(folder)  # (ada is s1 too: the first folder keeps it)
+    hand_in("s2", "x = 1\n")
     (tmp_path / "roster.csv").write_text(
         "student_id,last_name,first_name,email,lms_id\n"
-        "s1,Lovelace,Ada,ada@x.org,1001\ns2,Turing,Alan,,1002\ns3,Hopper,Grace,,1003\n")
+        "s1,Lovelace,Ada,ada@x.org,1001\ns2,Turing,Alan,,1002\ns3,Hopper,Grace,,1003\n"
+        "s4,Noether,Emmy,s4@x.org,1004\n"
+        "s5,Gauss,Carl,,1005\n"           # has a folder of its own id, and one named s5
+        "1005,Euler,Leo,,1006\n")         # its student_id is another row's own id
     (tmp_path / "hw.toml").write_text('exercises = ["strides_broadcasting"]\n'
                                       'roster = "roster.csv"\n'
                                       'due = 2026-03-01T23:59:00+00:00\n'
                                       '[extensions]\ns2 = 2026-03-09\n')
+    out = tmp_path / "out"
+    (out / "s1").mkdir(parents=True)  # graded before the roster had the lms_id
+    (out / "s1" / "results.json").write_text(_result([5], student="s1").model_dump_json())
     tasks = []
 
     def fake_pool(pending, *, settings, steps, jobs, on_result, on_isolation):
         tasks.extend(pending)
         assert set(settings.assignment.extensions) == {"1002"}
+        loaded = load_task(next(t for t in pending if t.student == "1001"), settings)
+        assert not any("the name it was found under" in n for n in loaded.notes), loaded.notes
 
     monkeypatch.setattr(grader.running.pool, "grade_in_pool", fake_pool)
-    grade(subs, out=tmp_path / "out", assignment=tmp_path / "hw.toml")
+    grade(subs, out=out, assignment=tmp_path / "hw.toml")
     by_id = {t.student: t for t in tasks}
-    assert sorted(by_id) == ["1001", "1002", "1003", "ada@x.org", "zed"]
+    assert sorted(by_id) == ["1001", "1002", "1003", "1004", "1005", "1006", "9001",
+                             "ada@x.org", "s5", "zed"]
     assert by_id["1001"].path == subs / "s1" and by_id["1002"].path == subs / "s2"
+    assert by_id["1004"].path == subs / "S4@X.org" and by_id["1005"].path == subs / "1005"
     assert any("handed in as s1" in n for n in by_id["1001"].notes)
-    assert any("nothing handed in" in n for n in by_id["1003"].notes)
-    assert not any("nothing handed in" in n for t in tasks if t.student != "1003"
-                   for n in t.notes)
-    assert any("not in the roster" in n for n in by_id["zed"].notes)
-    assert any("not in the roster" in n for n in by_id["ada@x.org"].notes)
+    assert [t.student for t in tasks if any("nothing handed in" in n for n in t.notes)] == \
+        ["1003", "1006"]
+    assert all(any("not in the roster" in n for n in by_id[s].notes)
+               for s in ("zed", "ada@x.org", "s5", "9001"))
+    assert "s5 (the row of 1005)" in caplog.text
+    assert not (out / "s1").exists() and (out / RENAMED / "s1" / "results.json").is_file()
+    assert "s1 -> 1001" in caplog.text and "earlier result(s)" not in caplog.text
+
+
+@pytest.mark.fast
+def test_index_after_a_whole_run_keeps_its_roster(tmp_path, monkeypatch):
+    """`torchgrade index OUT` (after a Ctrl-C, say) rebuilds the gradebooks with the assignment
+    the last whole run graded with: the roster's names and ids, not the bare results'."""
+    import grader.running.pool
+    from grader.commands.grade import grade
+    from grader.commands.index import index
+
+    (tmp_path / "class" / "s1").mkdir(parents=True)
+    (tmp_path / "class" / "s1" / f"{EXERCISE}.py").write_text("x = 1\n")
+    (tmp_path / "roster.csv").write_text("student_id,last_name,first_name,email,lms_id\n"
+                                         "s1,Lovelace,Ada,ada@x.org,1001\n")
+    (tmp_path / "hw.toml").write_text('exercises = ["strides_broadcasting"]\n'
+                                      'roster = "roster.csv"\n')
+
+    def fake_pool(pending, *, settings, steps, jobs, on_result, on_isolation):
+        for task in pending:
+            result = _result([5], student=task.student)
+            (settings.out / task.student).mkdir()
+            (settings.out / task.student / "results.json").write_text(result.model_dump_json())
+            on_result(result)
+
+    monkeypatch.setattr(grader.running.pool, "grade_in_pool", fake_pool)
+    out = tmp_path / "out"
+    grade(tmp_path / "class", out=out, assignment=tmp_path / "hw.toml")
+    graded = (out / "canvas_grades.csv").read_text()
+    (out / "canvas_grades.csv").unlink()
+    index(out)
+    assert (out / "canvas_grades.csv").read_text() == graded and "Lovelace, Ada" in graded
 
 
 def _result(points: list[float], student="12345") -> SubmissionResult:

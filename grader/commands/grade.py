@@ -32,14 +32,14 @@ from grader.intake.lms import STAGING, read_sidecar, staged_names
 from grader.intake.shards import Shard
 from grader.intake.students import (by_roster_ids, check_folders, class_students, download_layout,
                                    read_class)
-from grader.intake.submission import (NOTHING_HANDED_IN, OUT_MARKER, exercises_in, load_quietly,
-                                     misfiled)
+from grader.intake.submission import (NOTHING_HANDED_IN, ORIGINAL_NAME, OUT_MARKER, exercises_in,
+                                     load_quietly, misfiled)
 from grader.models import CheckRun, Submission, SubmissionResult, is_grader_failure
 from grader.outputs.exports import canvas_csv, grades_csv, moodle_csv
 from grader.outputs.progress import Progress
 from grader.outputs.report import render_index
 from grader.outputs.folder import PREVIOUS, read_results, write_submission_outputs
-from grader.outputs.writing import (OutLock, escaped, printable, read_json,
+from grader.outputs.writing import (OutLock, escaped, interrupts_deferred, printable, read_json,
                                     remove_stale_temp_files, write_atomic)
 from grader.running.pool import GradeTask, GradingSteps, PoolSettings
 from grader.scoring.results import grader_failure, result_of
@@ -136,7 +136,13 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
     renamed: dict[str, str] = {}  # a roster row's id -> the class folder named by another
     if plan is not None and roster:
         plan = plan.with_aliases(roster_aliases(roster))
-        found, renamed = by_roster_ids(found, roster)
+        found, renamed, clashes = by_roster_ids(found, roster)
+        if clashes:
+            log.warning("torchgrade: warning: %d folder(s) name a roster student who has a "
+                        "folder under their own id too, and are graded apart, as not in the "
+                        "roster: %s. Keep one folder per student.", len(clashes),
+                        ", ".join(f"{f} (the row of {k})" for f, k in list(clashes.items())[:10])
+                        + (" ..." if len(clashes) > 10 else ""))
     manifest = read_variants(variants) if variants is not None else None
     summary = GradeSummary(out=out, shard=shard)
     locks = out_locks(out, shard)
@@ -193,6 +199,8 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
                         len(strangers),
                         ", ".join(strangers[:10]) + (" ..." if len(strangers) > 10 else ""))
         warn_unknown_students(plan, everyone)
+        set_aside_renamed(out, {k: f for k, f in renamed.items() if shard is None
+                                or shard.holds(k)})
         for sid, path in students:
             # The parent reads no student file beyond fingerprints (bounded, regular files
             # only): the grading processes load the submissions, in parallel.
@@ -209,7 +217,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
             task = task_for(sid, mark, path, links.get(sid, set()),
                             staged=path.parent == out / STAGING)
             if sid in renamed:
-                task.notes.append(f"handed in as {renamed[sid]}: graded under the id {sid} of "
+                task.notes.append(f"{HANDED_IN_AS}{renamed[sid]}: graded under the id {sid} of "
                                   f"the roster's row for {renamed[sid]}")
             if roster and sid not in roster:
                 # (said to the student too: what to do about it is the instructor's, in the
@@ -258,14 +266,14 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
                                                        t.fingerprint)) is not None]
             collected = {r.student for r in summary.results}
             summary.not_graded = [t.student for t in tasks if t.student not in collected]
-            if shard is not None:  # the class files are `torchgrade index`'s, once all are done
+            with interrupts_deferred():  # (a Ctrl-C at the very end left no class files)
+                if shard is None:  # this run writes the class files itself: the shards'
+                    shutil.rmtree(out / SHARDS, ignore_errors=True)  # records are stale
                 write_shard_summary(summary, assignment=assignment)
-            else:  # this run writes the class files itself: the shards' records are stale
-                shutil.rmtree(out / SHARDS, ignore_errors=True)
-                record_not_graded(out, summary.not_graded)
-                if summary.results or summary.not_graded:
+                if shard is None and (summary.results or summary.not_graded):
                     # also on Ctrl-C: the index of what is graded so far, where a student not
-                    # graded yet keeps the grade OUT held (or has none), never drops out
+                    # graded yet keeps the grade OUT held (or has none), never drops out (a
+                    # shard's class files are `torchgrade index`'s, once all are done)
                     summary.earlier = earlier_results(out, everyone) + [
                         done for sid in summary.not_graded
                         if (done := earlier_result(out / sid)) is not None]
@@ -302,8 +310,9 @@ SHARDS = ".shards"  # OUT/.shards/K-of-N.json: what each shard of a job array gr
 
 
 class ShardSummary(BaseModel):
-    """What one shard graded: `torchgrade index` reads these for the exercises and the
-    assignment file of the class (when not given them again)."""
+    """What one shard graded (OUT/.shards/K-of-N.json), or a whole run (OUT/RUN_RECORD, shard
+    "all"): `torchgrade index` reads these for the exercises and the assignment file of the
+    class (when not given them again), and for the students a run stopped before grading."""
 
     shard: str
     students: list[str]
@@ -318,24 +327,10 @@ class ShardSummary(BaseModel):
     not_graded: list[str] = []  # its students it stopped before grading (Ctrl-C, the sandbox)
 
 
-# OUT/NOT_GRADED: the students a whole run stopped before grading, removed by the run that grades
-# everyone: `torchgrade index` then writes no gradebook either (one would read as complete).
-NOT_GRADED = ".torchgrade-not-graded.json"
-
-
-class NotGraded(BaseModel):
-    students: list[str]
-    stopped_at: datetime
-
-
-def record_not_graded(out: Path, students: list[str]) -> None:
-    """OUT/NOT_GRADED, atomically, for a whole run that left `students` not graded; removed
-    when it left none."""
-    if students:
-        write_atomic(out / NOT_GRADED, NotGraded(
-            students=sorted(students), stopped_at=datetime.now(timezone.utc)).model_dump_json())
-    else:
-        (out / NOT_GRADED).unlink(missing_ok=True)
+# The record of the last whole run (a ShardSummary of shard "all"): `torchgrade index` finds the
+# assignment file in it (the roster's names and ids, the due date), and the students the run
+# stopped before grading (then it writes no gradebook either: one would read as complete).
+RUN_RECORD = ".torchgrade-run.json"
 
 
 def earlier_results(out: Path, students: set[str]) -> list[SubmissionResult]:
@@ -367,6 +362,32 @@ NOTE_WARNINGS = [
 ]
 
 
+HANDED_IN_AS = "handed in as "  # the note of a class folder graded under a roster row's id
+RENAMED = ".renamed"  # OUT/.renamed/<folder>/: results of a folder now graded under a roster id
+
+
+def set_aside_renamed(out: Path, renamed: dict[str, str]) -> None:
+    """Move OUT/<folder> of each class folder now graded under a roster row's id (`renamed`:
+    id -> folder; the roster was added, or got an lms_id, since) to OUT/.renamed/: kept, never
+    listed beside the same student's new results (`torchgrade index` skips dot-folders)."""
+    moved = []
+    for key, folder in renamed.items():
+        old = out / folder
+        if folder == key or not (old / "results.json").is_file() or old.is_symlink():
+            continue
+        target = out / RENAMED / folder
+        if target.exists():
+            target = target.with_name(f"{folder}.{time.strftime('%Y%m%dT%H%M%S')}")
+        target.parent.mkdir(exist_ok=True)
+        old.rename(target)
+        moved.append(f"{folder} -> {key}")
+    if moved:
+        log.warning("torchgrade: warning: %d student(s) are now graded under their roster id, "
+                    "not their folder's name: %s. Their earlier results were moved to %s.",
+                    len(moved), ", ".join(moved[:10]) + (" ..." if len(moved) > 10 else ""),
+                    out / RENAMED)
+
+
 def warn_of_notes(results: list[SubmissionResult]) -> None:
     """One warning for each of NOTE_WARNINGS that concerns some of `results`, naming them:
     their reports say it to each student; the instructor's run says it too."""
@@ -378,18 +399,19 @@ def warn_of_notes(results: list[SubmissionResult]) -> None:
 
 
 def write_shard_summary(summary: GradeSummary, *, assignment: Path | None) -> None:
-    """OUT/.shards/K-of-N.json, atomically: only this shard writes that name."""
-    assert summary.shard is not None
+    """OUT/.shards/K-of-N.json for a shard (only it writes that name), else OUT/RUN_RECORD;
+    atomically."""
     plan = summary.assignment
+    path = (summary.out / SHARDS / f"{summary.shard.name}.json" if summary.shard is not None
+            else summary.out / RUN_RECORD)
     record = ShardSummary(
-        shard=str(summary.shard), students=sorted(r.student for r in summary.results),
+        shard=str(summary.shard or "all"), students=sorted(r.student for r in summary.results),
         graded=summary.graded, up_to_date=summary.up_to_date, failures=summary.failures,
         seconds=round(summary.seconds, 3), exercises=list(summary.exercises),
         assignment_name=plan.name if plan else "",
         assignment_file=str(Path(assignment).resolve()) if assignment is not None else None,
         finished_at=datetime.now(timezone.utc), not_graded=sorted(summary.not_graded))
-    write_atomic(summary.out / SHARDS / f"{summary.shard.name}.json",
-                 record.model_dump_json(indent=2))
+    write_atomic(path, record.model_dump_json(indent=2))
 
 
 def warn_unknown_students(plan: Assignment, students: set[str]) -> None:
@@ -514,6 +536,8 @@ def load_task(task: GradeTask, settings: PoolSettings) -> Submission:
     assert task.path is not None  # a task comes with its submission or its path
     with own_links(task.own_links):
         submission = load_quietly(task.path, task.student, settings.exercises)
+    if any(n.startswith(HANDED_IN_AS) for n in task.notes):  # (which says why the id differs)
+        submission.notes = [n for n in submission.notes if ORIGINAL_NAME not in n]
     # (An absent roster student's sidecar says "nothing handed in", and so does the intake of
     # the empty folder it has: once.)
     submission.notes[:0] = [n for n in task.notes if n not in submission.notes]

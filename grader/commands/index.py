@@ -4,8 +4,11 @@ array (`torchgrade grade --shard K/N`) have all finished, or after results were 
 
 What the class files need besides the results, in this order: `--assignment FILE` (its
 exercises, name, due date and roster, as `grade --assignment` uses them) or `--exercises`;
-else what the shards recorded in `OUT/.shards/` (the assignment file they graded with, or their
-exercises and assignment name); else what the results themselves say.
+else what the shards recorded in `OUT/.shards/`, or the last whole run in
+`OUT/.torchgrade-run.json` (the assignment file they graded with, or their exercises and
+assignment name); else what the results themselves say. Where a run or a shard stopped before
+grading some of its students, and nothing graded them since, only index.html is written, with
+the note that says so (exit 1).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 from grader.commands.common import UsageError, plan_of, roster_of
-from grader.commands.grade import (NOT_GRADED, SHARDS, GradeSummary, NotGraded, ShardSummary,
+from grader.commands.grade import (RUN_RECORD, SHARDS, GradeSummary, ShardSummary,
                                    write_class_outputs)
 from grader.course.registry import known_exercises
 from grader.intake.assignment import Assignment, from_exercises, roster_aliases
@@ -73,32 +76,27 @@ def class_of(out: Path, *, assignment: Path | None, exercises: list[str] | None
         plan = plan.with_aliases(roster_aliases(roster))
     return GradeSummary(out=out, results=results, exercises=plan.exercise_names,
                         assignment=plan, failures=sum(map(is_grader_failure, results)),
-                        not_graded=not_graded(out, results, shards)), roster
+                        not_graded=not_graded(results, shards)), roster
 
 
-def not_graded(out: Path, results: list[SubmissionResult], shards: list[ShardSummary]
-               ) -> list[str]:
+def not_graded(results: list[SubmissionResult], records: list[ShardSummary]) -> list[str]:
     """The students a run (or a shard) stopped before grading, as it recorded them, but those
     graded since (by a later run, or another shard): the class files then say the class is
     incomplete, and no gradebook is written."""
     stopped: dict[str, datetime] = {}
-    try:
-        record = NotGraded.model_validate_json((out / NOT_GRADED).read_text(encoding="utf-8"))
-        stopped |= {sid: record.stopped_at for sid in record.students}
-    except FileNotFoundError:
-        pass
-    except (OSError, ValueError):
-        log.warning("torchgrade: warning: %s could not be read (ignored)", out / NOT_GRADED)
-    for shard in shards:
-        stopped |= {sid: shard.finished_at for sid in shard.not_graded}
+    for record in records:
+        stopped |= {sid: record.finished_at for sid in record.not_graded}
     graded_at = {r.student: r.graded_at for r in results}
     return sorted(sid for sid, when in stopped.items()
                   if sid not in graded_at or graded_at[sid] <= when)
 
 
 def read_shard_summaries(out: Path) -> list[ShardSummary]:
+    """The records of OUT's shards, and of its last whole run (`RUN_RECORD`)."""
     summaries = []
-    for path in sorted((out / SHARDS).glob("*.json")):
+    for path in [*sorted((out / SHARDS).glob("*.json")), out / RUN_RECORD]:
+        if not path.exists():
+            continue
         try:
             summaries.append(ShardSummary.model_validate_json(path.read_text(encoding="utf-8")))
         except (OSError, ValueError):

@@ -311,7 +311,7 @@ def roster_aliases(roster: dict[str, StudentInfo]) -> dict[str, str]:
     aliases = {}
     for key, info in roster.items():
         for other in (info.student_id, info.email):
-            if other and other != key:
+            if other and other != key and other not in roster:  # (a row's own id is that row)
                 aliases[other] = key
     return aliases
 

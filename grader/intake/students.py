@@ -81,25 +81,35 @@ def read_class(submissions: Path, layout: str, zone: tzinfo | None = None) -> li
     return parse(list_download(submissions), layout, zone)
 
 
-def by_roster_ids(found: list, roster: Mapping[str, StudentInfo]) -> tuple[list, dict[str, str]]:
+def by_roster_ids(found: list, roster: Mapping[str, StudentInfo]
+                  ) -> tuple[list, dict[str, str], dict[str, str]]:
     """`found` with each class folder named by another id of a roster row (its `student_id`,
-    else its `email`) under that row's id, the outputs' (its `lms_id` when it has one), so
-    that the folder is that roster student's submission, with their extension and overrides,
-    not a stranger beside an empty "nothing handed in" row. Also: new id -> the folder's name.
-    A row has one folder: one named by its own id, else by its student_id, else by its email;
-    any other is left as it is (a warning names it as not in the roster). An LMS download's
-    students come by the LMS's own ids."""
+    else its `email`, in any case) under that row's id, the outputs' (its `lms_id` when it has
+    one), so that the folder is that roster student's submission, with their extension and
+    overrides, not a stranger beside an empty "nothing handed in" row. Also: new id -> the
+    folder's name; and folder -> row id of each folder that names a row which has a folder of
+    its own (left as it is: graded apart, not in the roster). A row has one folder: one named
+    by its own id, else by its student_id, else by its email; an id that is one row's own is
+    never another's alias. An LMS download's students come by the LMS's own ids."""
     folders = {s[0] for s in found if isinstance(s, tuple)}
+    by_lower = {f.lower(): f for f in folders}
     renamed: dict[str, str] = {}
+    clashes: dict[str, str] = {}
     for field in ("student_id", "email"):
         for key, info in roster.items():
             other = getattr(info, field)
-            if other and other != key and other in folders and key not in folders \
-                    and key not in renamed and other not in renamed.values():
-                renamed[key] = other
+            folder = (by_lower.get(other.lower()) if field == "email" and other
+                      else other if other in folders else None)
+            if not folder or folder == key or folder in roster or folder in renamed.values():
+                continue
+            if key in folders or key in renamed:
+                clashes.setdefault(folder, key)
+            else:
+                renamed[key] = folder
     named = {folder: key for key, folder in renamed.items()}
-    return [(named[s[0]], s[1]) if isinstance(s, tuple) and s[0] in named else s
-            for s in found], renamed
+    clashes = {f: k for f, k in clashes.items() if f not in named}
+    return ([(named[s[0]], s[1]) if isinstance(s, tuple) and s[0] in named else s
+             for s in found], renamed, clashes)
 
 
 def class_students(found: list, staging: Path, roster: Iterable[str] = (),

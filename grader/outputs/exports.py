@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from grader.intake.assignment import UNREADABLE_TIME
+from grader.intake.files import HARD_LINK_REFUSED
 from grader.intake.submission import NOTHING_HANDED_IN, misfiled, other_candidates
 from grader.models import SubmissionResult
 
@@ -56,8 +57,10 @@ def remarks(result: SubmissionResult) -> str:
     # A file the grader did not take for the exercise (a misnamed one, most often) scores as
     # nothing handed in: said where the grade is read, not only in the student's report.
     parts += [m for n in result.notes if (m := misfiled(n))]
-    # A timestamp.txt that does not read as a time: not counted late, which the reader checks.
-    parts += [n for n in result.notes if UNREADABLE_TIME in n]
+    # A timestamp.txt that does not read as a time (not counted late, which the reader checks),
+    # a file refused as a hard link to one elsewhere (a 0 whose cause is a copy made with
+    # `cp -al`, most often): said where the grade is read.
+    parts += [n for n in result.notes if UNREADABLE_TIME in n or HARD_LINK_REFUSED in n]
     # Several files for one exercise: which one counted (a student who meant the other asks).
     parts += [n for e in result.exercises for n in e.notes if other_candidates(n)]
     if result.extended and result.due is not None:

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import glob
 import os
+import signal
 import tempfile
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from grader.models import SubmissionResult
@@ -24,6 +27,24 @@ def current_umask() -> int:
     except (OSError, ValueError, IndexError):
         pass
     return 0o022
+
+
+@contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Ctrl-C during the block is raised (KeyboardInterrupt) once the block is done: for a few
+    files that belong together (the class files: a Ctrl-C at the end of a run left none). Only
+    in the main thread (the only one that receives signals); a no-op elsewhere."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def write_atomic(path: Path, text: str) -> None:
