@@ -119,6 +119,7 @@ class GradingSession:
         self._zygote = zygote
         self._own_zygote = zygote is None
         self.modules: dict[str, StudentModule] = {}
+        self._current: str | None = None  # the exercise whose worker may run (see `module`)
         self.budget = TimeBudget(self.limits.submission_budget)  # shared by its modules
 
     def pytest_configure(self, config: pytest.Config) -> None:
@@ -137,9 +138,11 @@ class GradingSession:
         # memory up to its limit, and kept to the end of the submission, those of ten exercises
         # held ten times that (a submission that allocates at import holds 13 GB). Stopped, a
         # module's worker is started again (its import repeated) if a check needs it again.
-        for other, module in self.modules.items():
-            if other != exercise:
-                module.stop_worker()
+        if exercise != self._current:
+            for other, module in self.modules.items():
+                if other != exercise:
+                    module.stop_worker()
+            self._current = exercise
         if exercise not in self.modules:
             self.modules[exercise] = StudentModule(
                 exercise, self.submission.modules.get(exercise),
