@@ -33,8 +33,10 @@ def current_umask() -> int:
 def interrupts_deferred() -> Iterator[None]:
     """Ctrl-C during the block is raised (KeyboardInterrupt) once the block is done: for a few
     files that belong together (the class files: a Ctrl-C at the end of a run left none). Only
-    in the main thread (the only one that receives signals); a no-op elsewhere."""
-    if threading.current_thread() is not threading.main_thread():
+    in the main thread (the only one that receives signals), where Ctrl-C is not ignored; a
+    no-op elsewhere."""
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # (a background job's)
         yield
         return
     caught: list[int] = []
