@@ -24,9 +24,8 @@ from grader.commands.variants import read_variants
 from grader.course.bughunt import apply_variants
 from grader.course.folder import active_course
 from grader.course.registry import known_exercises
-from grader.intake.assignment import (UNREADABLE_TIME, Assignment, from_exercises, roster_aliases,
-                                     submission_time)
-from grader.intake.files import HARD_LINK_REFUSED, Inode, class_hard_links, own_links
+from grader.intake.assignment import Assignment, from_exercises, roster_aliases, submission_time
+from grader.intake.files import Inode, class_hard_links, own_links
 from grader.intake.fingerprint import fingerprint, grading_digest, submission_digest
 from grader.intake.lms import STAGING, read_sidecar, staged_names
 from grader.intake.shards import Shard
@@ -35,7 +34,7 @@ from grader.intake.students import (by_roster_ids, check_folders, class_students
 from grader.intake.submission import (NOTHING_HANDED_IN, ORIGINAL_NAME, OUT_MARKER, exercises_in,
                                      load_quietly, misfiled)
 from grader.models import CheckRun, Submission, SubmissionResult, is_grader_failure
-from grader.outputs.exports import canvas_csv, grades_csv, moodle_csv
+from grader.outputs.exports import NOTE_WARNINGS, canvas_csv, grades_csv, moodle_csv
 from grader.outputs.progress import Progress
 from grader.outputs.report import render_index
 from grader.outputs.folder import PREVIOUS, read_results, write_submission_outputs
@@ -346,20 +345,6 @@ def earlier_results(out: Path, students: set[str]) -> list[SubmissionResult]:
                     "remove their folders from %s to leave them out.", len(names), out,
                     ", ".join(names[:10]) + (" ..." if len(names) > 10 else ""), out)
     return earlier
-
-
-# What the instructor is told after a run, of notes in its students' results: (what the note
-# holds, what the warning says of the students named).
-NOTE_WARNINGS = [
-    # A backup or snapshot made with hard links zeroes its students in silence otherwise.
-    (HARD_LINK_REFUSED, "hold files that were not graded for being hard links to files that "
-                        "also lie elsewhere (a copy made with `cp -al`, `rsync --link-dest` or a "
-                        "snapshot?); grade a copy without hard links (`cp -a`, `rsync -a`) if "
-                        "these are the students' own"),
-    # Lateness that cannot be told is counted as none: the instructor should know whose.
-    (UNREADABLE_TIME, "have a timestamp.txt that does not read as a time: not counted late "
-                      "(see their remarks in grades.csv)"),
-]
 
 
 HANDED_IN_AS = "handed in as "  # the note of a class folder graded under a roster row's id

@@ -21,6 +21,20 @@ NBGRADER_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_na
                     "max_score"]
 
 
+# Notes of a student's result that the instructor must see too: (what the note holds, what the
+# run's warning says of the students named). `remarks` repeats each note in the gradebooks.
+NOTE_WARNINGS = [
+    # A backup or snapshot made with hard links zeroes its students in silence otherwise.
+    (HARD_LINK_REFUSED, "hold files that were not graded for being hard links to files that "
+                        "also lie elsewhere (a copy made with `cp -al`, `rsync --link-dest` or a "
+                        "snapshot?); grade a copy without hard links (`cp -a`, `rsync -a`) if "
+                        "these are the students' own"),
+    # Lateness that cannot be told is counted as none: the instructor should know whose.
+    (UNREADABLE_TIME, "have a timestamp.txt that does not read as a time: not counted late "
+                      "(see their remarks in grades.csv)"),
+]
+
+
 def grades_csv(results: list[SubmissionResult], exercises: list[str], *,
                assignment: str = "", duedate: datetime | None = None,
                roster: Mapping[str, Any] | None = None) -> str:
@@ -57,10 +71,7 @@ def remarks(result: SubmissionResult) -> str:
     # A file the grader did not take for the exercise (a misnamed one, most often) scores as
     # nothing handed in: said where the grade is read, not only in the student's report.
     parts += [m for n in result.notes if (m := misfiled(n))]
-    # A timestamp.txt that does not read as a time (not counted late, which the reader checks),
-    # a file refused as a hard link to one elsewhere (a 0 whose cause is a copy made with
-    # `cp -al`, most often): said where the grade is read.
-    parts += [n for n in result.notes if UNREADABLE_TIME in n or HARD_LINK_REFUSED in n]
+    parts += [n for n in result.notes if any(marker in n for marker, _ in NOTE_WARNINGS)]
     # Several files for one exercise: which one counted (a student who meant the other asks).
     parts += [n for e in result.exercises for n in e.notes if other_candidates(n)]
     if result.extended and result.due is not None:
