@@ -334,23 +334,34 @@ def check_course_files(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command `argv` (else the program's arguments); its exit code (see the module's
+    doc). A Ctrl-C at any point of it is the one line of `interrupted` and 130, never a
+    traceback: most of a command's first second is imports, where one used to land."""
+    began: list[argparse.Namespace] = []  # the command's args, once it has begun
+    try:
+        return _main(argv, began)
+    except KeyboardInterrupt:
+        print(interrupted(began[0]) if began else INTERRUPTED_EARLY, file=sys.stderr)
+        if argv is None:
+            exit_at_once(130)
+        return 130
+
+
+def _main(argv: list[str] | None, began: list[argparse.Namespace]) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     args = build_parser().parse_args(argv)
     as_program = argv is None
     if as_program and args.command in POOLED and not getattr(args, "dask", None):
         # First thing: their imports (~1.3 s) then overlap ours and the class's intake.
-        try:
-            from grader.running.prestart import start_early
+        from grader.running.prestart import start_early
 
-            start_early()
-        except KeyboardInterrupt:
-            print(interrupted(args), file=sys.stderr)
-            return 130
+        start_early()
     if as_program:
         from grader.outputs.terminal import ReaderGone
 
         sys.stdout = ReaderGone(sys.stdout)  # `torchgrade grade ... | head` grades to the end
     warm_course = _warm_course(args) if as_program else None
+    began.append(args)  # (a check a server answers has begun)
     if warm_course is not None:
         from grader.checkserver.client import NoServer, check_warm, leave_server
         from grader.outputs.color import use_color
@@ -361,9 +372,6 @@ def main(argv: list[str] | None = None) -> int:
         except NoServer as exc:  # checked here, as without a server
             if not exc.leave:
                 warm_course = None  # a server is up; it sent this check back
-        except KeyboardInterrupt:
-            print(interrupted(args), file=sys.stderr)
-            exit_at_once(130)
     code = run(args, prove=(lambda: check_course_files(args)) if as_program else None)
     # A server is left for the next check only where workers ran behind a view proven private,
     # as the server itself demands: without one they could answer in its place (at isolation
@@ -378,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
 
 INTERRUPTED = ("torchgrade: interrupted; what was graded is kept, run the same command again to "
                "finish")
+INTERRUPTED_EARLY = "torchgrade: interrupted before the command began; nothing was written"
 # `grade` writes the class's gradebooks only once it has graded everyone (see write_class_outputs)
 GRADE_INTERRUPTED = ("torchgrade: interrupted; what was graded is kept (index.html names any "
                      "submission not graded yet; grades.csv and the LMS gradebooks are written "

@@ -262,3 +262,24 @@ def test_only_refuses_a_name_no_check_is_about_even_beside_one_that_is(tmp_path,
                       "--no-server", "--out", str(tmp_path / "o"), cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"is about {refused} (give the name of a function or class" in done.stderr
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("where", ["parse_args", "run"])
+def test_a_ctrl_c_anywhere_in_a_command_is_one_line_and_130(monkeypatch, capsys, where):
+    """A Ctrl-C while the command line is parsed or its first imports run (the first second of
+    every command) was a traceback and exit -2; inside the command, its own message."""
+    from grader import cli
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    if where == "parse_args":
+        monkeypatch.setattr(cli.Parser, "parse_args", interrupt)
+    else:
+        monkeypatch.setattr(cli.importlib, "import_module", interrupt)
+    code = cli.main(["grade", "subs", "--out", "out"])
+    err = capsys.readouterr().err
+    assert code == 130, err
+    assert err.strip() == (cli.INTERRUPTED_EARLY if where == "parse_args"
+                           else cli.GRADE_INTERRUPTED.format(again=cli.AGAIN)), err
