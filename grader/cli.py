@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import NoReturn
 
 import grader
-from grader.errors import GraderUnavailable, UsageError
+from grader.errors import GraderUnavailable, InterruptedBeforeGrading, UsageError
 
 
 class Parser(argparse.ArgumentParser):
@@ -340,8 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     began: list[argparse.Namespace] = []  # the command's args, once it has begun
     try:
         return _main(argv, began)
-    except KeyboardInterrupt:
-        print(interrupted(began[0]) if began else INTERRUPTED_EARLY, file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(interrupted(began[0], exc) if began else INTERRUPTED_EARLY, file=sys.stderr)
         if argv is None:
             exit_at_once(130)
         return 130
@@ -391,6 +391,8 @@ INTERRUPTED_EARLY = "torchgrade: interrupted before the command began; nothing w
 GRADE_INTERRUPTED = ("torchgrade: interrupted; what was graded is kept (index.html names any "
                      "submission not graded yet; grades.csv and the LMS gradebooks are written "
                      "once every submission is graded): {again}")
+GRADE_INTERRUPTED_EARLY = ("torchgrade: interrupted while reading the class, before any "
+                           "submission was graded; no grade was written")
 AGAIN = "run the same command again to finish"
 # with --force, the same command would grade everyone again, those just graded too
 AGAIN_WITHOUT_FORCE = ("run it again without --force to grade only what is not up to date (with "
@@ -399,10 +401,12 @@ AGAIN_WITHOUT_FORCE = ("run it again without --force to grade only what is not u
 CHECK_INTERRUPTED = "torchgrade: interrupted; nothing was written, run the check again"
 
 
-def interrupted(args: argparse.Namespace) -> str:
-    """What an interrupted command (`args`, parsed) says on stderr."""
+def interrupted(args: argparse.Namespace, exc: KeyboardInterrupt | None = None) -> str:
+    """What an interrupted command (`args`, parsed; `exc`, its interrupt) says on stderr."""
     if args.command == "check":
         return CHECK_INTERRUPTED
+    if isinstance(exc, InterruptedBeforeGrading):
+        return GRADE_INTERRUPTED_EARLY
     if args.command == "grade":
         return GRADE_INTERRUPTED.format(
             again=AGAIN_WITHOUT_FORCE if getattr(args, "force", False) else AGAIN)
@@ -442,8 +446,8 @@ def run(args: argparse.Namespace, *, prove=None) -> int:
     except GraderUnavailable as exc:
         print(f"torchgrade: the sandbox could not start: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(interrupted(args), file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(interrupted(args, exc), file=sys.stderr)
         return 130
 
 

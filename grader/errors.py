@@ -1,4 +1,4 @@
-"""The two ways a command fails that are not about a submission (a submission's problems never
+"""The ways a command fails that are not about a submission (a submission's problems never
 raise: they end up in its results)."""
 
 
@@ -8,3 +8,8 @@ class UsageError(Exception):
 
 class GraderUnavailable(Exception):
     """The grader itself cannot run (the sandbox does not start): an installation problem."""
+
+
+class InterruptedBeforeGrading(KeyboardInterrupt):
+    """Ctrl-C while `grade` read the class or started, before it graded anything or wrote a
+    class file: said apart from an interrupted grading (whose index names who is not graded)."""

@@ -265,21 +265,24 @@ def test_only_refuses_a_name_no_check_is_about_even_beside_one_that_is(tmp_path,
 
 
 @pytest.mark.fast
-@pytest.mark.parametrize("where", ["parse_args", "run"])
+@pytest.mark.parametrize("where", ["parse_args", "intake", "grading"])
 def test_a_ctrl_c_anywhere_in_a_command_is_one_line_and_130(monkeypatch, capsys, where):
     """A Ctrl-C while the command line is parsed or its first imports run (the first second of
-    every command) was a traceback and exit -2; inside the command, its own message."""
+    every command) was a traceback and exit -2; one while `grade` reads the class said that
+    index.html named who was not graded, before anything was written."""
     from grader import cli
+    from grader.commands import grade
 
     def interrupt(*args, **kwargs):
+        if where == "grading":
+            kwargs["on_start"](3, 0)
         raise KeyboardInterrupt
 
-    if where == "parse_args":
-        monkeypatch.setattr(cli.Parser, "parse_args", interrupt)
-    else:
-        monkeypatch.setattr(cli.importlib, "import_module", interrupt)
+    monkeypatch.setattr(cli.Parser if where == "parse_args" else grade,
+                        "parse_args" if where == "parse_args" else "grade", interrupt)
     code = cli.main(["grade", "subs", "--out", "out"])
     err = capsys.readouterr().err
     assert code == 130, err
-    assert err.strip() == (cli.INTERRUPTED_EARLY if where == "parse_args"
-                           else cli.GRADE_INTERRUPTED.format(again=cli.AGAIN)), err
+    said = {"parse_args": cli.INTERRUPTED_EARLY, "intake": cli.GRADE_INTERRUPTED_EARLY,
+            "grading": cli.GRADE_INTERRUPTED.format(again=cli.AGAIN)}[where]
+    assert err.strip().endswith(said), err

@@ -20,8 +20,10 @@ class Progress:
         self.interactive = self.stream.isatty() if interactive is None else interactive
         self.bar: Any = None  # a tqdm bar while one is shown (tqdm has no types)
         self.graded = self.full = self.errors = self.failures = 0
+        self.started = False  # grading began (the class is read, its grading processes start)
 
     def start(self, total: int, up_to_date: int) -> None:
+        self.started = True
         if up_to_date:
             self.line(f"{up_to_date} of {total} submissions are already graded (same files, same "
                       "grader): kept. --force grades them again.")
