@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import NoReturn
 
 import grader
-from grader.errors import GraderUnavailable, InterruptedBeforeGrading, UsageError
+from grader.errors import GraderUnavailable, InterruptedGrading, UsageError
 
 
 class Parser(argparse.ArgumentParser):
@@ -391,8 +391,8 @@ INTERRUPTED_EARLY = "torchgrade: interrupted before the command began; nothing w
 GRADE_INTERRUPTED = ("torchgrade: interrupted; what was graded is kept (index.html names any "
                      "submission not graded yet; grades.csv and the LMS gradebooks are written "
                      "once every submission is graded): {again}")
-GRADE_INTERRUPTED_EARLY = ("torchgrade: interrupted while reading the class, before any "
-                           "submission was graded; no grade was written")
+GRADE_INTERRUPTED_EARLY = ("torchgrade: interrupted while starting or reading the class, "
+                           "before any submission was graded; no grade was written")
 AGAIN = "run the same command again to finish"
 # with --force, the same command would grade everyone again, those just graded too
 AGAIN_WITHOUT_FORCE = ("run it again without --force to grade only what is not up to date (with "
@@ -405,11 +405,11 @@ def interrupted(args: argparse.Namespace, exc: KeyboardInterrupt | None = None) 
     """What an interrupted command (`args`, parsed; `exc`, its interrupt) says on stderr."""
     if args.command == "check":
         return CHECK_INTERRUPTED
-    if isinstance(exc, InterruptedBeforeGrading):
-        return GRADE_INTERRUPTED_EARLY
-    if args.command == "grade":
+    if args.command == "grade" and isinstance(exc, InterruptedGrading):
         return GRADE_INTERRUPTED.format(
             again=AGAIN_WITHOUT_FORCE if getattr(args, "force", False) else AGAIN)
+    if args.command == "grade":
+        return GRADE_INTERRUPTED_EARLY
     return INTERRUPTED
 
 

@@ -10,6 +10,6 @@ class GraderUnavailable(Exception):
     """The grader itself cannot run (the sandbox does not start): an installation problem."""
 
 
-class InterruptedBeforeGrading(KeyboardInterrupt):
-    """Ctrl-C while `grade` read the class or started, before it graded anything or wrote a
-    class file: said apart from an interrupted grading (whose index names who is not graded)."""
+class InterruptedGrading(KeyboardInterrupt):
+    """Ctrl-C once `grade` had begun grading (its class read): said apart from one before,
+    when nothing is graded nor written yet (this one's index names who is not graded)."""

@@ -24,7 +24,7 @@ from grader.commands.variants import read_variants
 from grader.course.bughunt import apply_variants
 from grader.course.folder import active_course
 from grader.course.registry import known_exercises
-from grader.errors import InterruptedBeforeGrading
+from grader.errors import InterruptedGrading
 from grader.intake.assignment import Assignment, from_exercises, roster_aliases, submission_time
 from grader.intake.files import Inode, class_hard_links, own_links
 from grader.intake.fingerprint import fingerprint, grading_digest, submission_digest
@@ -588,8 +588,8 @@ def main(args: argparse.Namespace) -> int:
                         shard=args.shard, dask=args.dask)
     except KeyboardInterrupt as exc:
         if progress.started:
-            raise
-        raise InterruptedBeforeGrading from exc
+            raise InterruptedGrading from exc
+        raise
     finally:
         progress.close()
     regraded = regrade_line(summary)
