@@ -32,7 +32,8 @@ from grader.intake.lms import STAGING, read_sidecar, staged_names
 from grader.intake.shards import Shard
 from grader.intake.students import (by_roster_ids, check_folders, class_students, download_layout,
                                    read_class)
-from grader.intake.submission import (NOTHING_HANDED_IN, ORIGINAL_NAME, OUT_MARKER, exercises_in,
+from grader.intake.submission import (CANVAS_GRADES, GRADES, INDEX, MOODLE_GRADES,
+                                     NOTHING_HANDED_IN, ORIGINAL_NAME, OUT_MARKER, exercises_in,
                                      load_quietly, misfiled)
 from grader.models import CheckRun, Submission, SubmissionResult, is_grader_failure
 from grader.outputs.exports import NOTE_WARNINGS, canvas_csv, grades_csv, moodle_csv
@@ -72,7 +73,7 @@ class GradeSummary:
 
     @property
     def index(self) -> Path:
-        return self.out / "index.html"
+        return self.out / INDEX
 
     @property
     def full_marks(self) -> int:
@@ -482,19 +483,19 @@ def write_class_files(summary: GradeSummary, results: list[SubmissionResult],
     # (a download's folder names).
     names = staged_names(summary.out) | {sid: person.full_name for sid, person in
                                          (roster or {}).items() if person.full_name}
-    write_atomic(summary.out / "index.html",
+    write_atomic(summary.out / INDEX,
                  render_index(results, summary.exercises, assignment=name,
                               names=names, not_graded=summary.not_graded,
                               title=(f"torchgrade results: {name}" if name
                                      else "torchgrade results")))
     if summary.not_graded:
         return
-    write_atomic(summary.out / "grades.csv",
+    write_atomic(summary.out / GRADES,
                  grades_csv(results, summary.exercises, assignment=name,
                             duedate=plan.due if plan else None, roster=roster))
-    write_atomic(summary.out / "canvas_grades.csv",
+    write_atomic(summary.out / CANVAS_GRADES,
                  canvas_csv(results, assignment=name or "torchgrade", roster=roster))
-    write_atomic(summary.out / "moodle_grades.csv", moodle_csv(results, roster=roster,
+    write_atomic(summary.out / MOODLE_GRADES, moodle_csv(results, roster=roster,
                                                                 names=names))
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from grader.errors import UsageError
 from grader.intake.assignment import StudentInfo
-from grader.intake.submission import (CLASS_FILES, NOTHING_HANDED_IN, OUT_MARKER, safe_id,
-                                     student_id_for, suffix_of)
+from grader.intake.submission import (CLASS_FILES, GRADES, INDEX, NOTHING_HANDED_IN, OUT_MARKER,
+                                     safe_id, student_id_for, suffix_of)
 
 log = logging.getLogger("torchgrade")
 
@@ -168,8 +168,8 @@ def check_folders(submissions: Path, out: Path) -> None:
 
 def is_output_folder(folder: Path) -> bool:
     """Whether `folder` was written by `torchgrade grade`: it holds the marker every run writes
-    (or, from versions before the marker, both class outputs)."""
+    (or, from versions before the marker, both class outputs they wrote)."""
     folder = Path(folder)
     return (folder / OUT_MARKER).is_file() or all((folder / name).is_file()
-                                                   for name in CLASS_FILES)
+                                                   for name in (INDEX, GRADES))
 

@@ -70,7 +70,10 @@ def not_submitted(exercise: str) -> str:
 
 # Names of the class outputs at the top of OUT (grader.outputs.exports writes them); every other
 # name there starts with "." (the lock, the marker, temporary files), which no student id does.
-CLASS_FILES = ("index.html", "grades.csv")
+INDEX, GRADES, CANVAS_GRADES, MOODLE_GRADES = ("index.html", "grades.csv", "canvas_grades.csv",
+                                              "moodle_grades.csv")
+# (a student folder of one of these names crashed every run at the gradebook's own write)
+CLASS_FILES = (INDEX, GRADES, CANVAS_GRADES, MOODLE_GRADES)
 # Written into OUT by every `torchgrade grade` run: `grade` refuses to take a folder holding it
 # as SUBMISSIONS (grading result folders as students would overwrite every real grade).
 OUT_MARKER = ".torchgrade-output"
