@@ -830,3 +830,38 @@ def test_a_bug_hunt_part_broken_costs_a_share_of_the_copys_points_not_a_larger_m
     assert perfect.max_score == breaker.max_score == worth == perfect.score
     assert breaker.score == pytest.approx(worth * worth / (worth + 2), abs=1e-5)
     assert canvas_csv([perfect, breaker], assignment="hw").splitlines()[1].endswith(f",{worth}")
+
+
+def _zip_without_utf8_flag(path: Path, names: dict[str, bytes]) -> Path:
+    """A zip as Linux's `zip` writes one: each name's raw bytes and no UTF-8 flag (zipfile
+    itself flags every non-ASCII name, so each is written as an ASCII stand-in of the same
+    length, then swapped for its bytes)."""
+    with zipfile.ZipFile(path, "w") as z:
+        for stand_in in names:
+            z.writestr(stand_in, "x = 1\n")
+    data = path.read_bytes()
+    for stand_in, raw in names.items():
+        assert len(stand_in.encode()) == len(raw)
+        data = data.replace(stand_in.encode(), raw)
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.fast
+def test_zip_names_without_the_utf8_flag_read_as_a_file_system_would(tmp_path):
+    """Linux's `zip` stores UTF-8 names without the flag; zipfile reads them as CP437, which
+    made the student `café` `caf├⌐` (no roster matched). Bytes that are not UTF-8 end up `%XX`,
+    as in a folder's name."""
+    from grader.intake.students import find_students
+
+    download = _zip_without_utf8_flag(tmp_path / "class.zip", {
+        "cafXX/x.py": "café/x.py".encode(), "nonXutf8/x.py": b"non\xe9utf8/x.py",
+        "Jos__ N____ez_2006_assignsubmission_file_/x.py":
+            "José Núñez_2006_assignsubmission_file_/x.py".encode()})
+    assert {info.flag_bits & 0x800 for info in zipfile.ZipFile(download).infolist()} == {0}
+    names = {e.name.split("/")[0] for e in list_download(download)}
+    assert "café" in names and "José Núñez_2006_assignsubmission_file_" in names, names
+    staged = tmp_path / "staged"
+    for name in names:
+        (staged / name).mkdir(parents=True)
+    assert {"café", "non%E9utf8"} <= {sid for sid, _ in find_students(staged)}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
+import zipfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -128,6 +129,20 @@ def _walk(path: Path) -> Iterator[str]:
             return
         for name in filenames:
             yield os.path.join(dirpath, name)
+
+
+def member_name(info: zipfile.ZipInfo) -> str:
+    """A zip member's name as a file system would give it: its bytes read as UTF-8, any that
+    are not kept as surrogate escapes (`grader.intake.submission.safe_id` makes them `%XX`, as
+    for a folder's name). zipfile reads a name without the zip's UTF-8 flag as CP437, which
+    made `café` from Linux's `zip` (UTF-8 bytes, no flag) the student `caf├⌐`."""
+    if info.flag_bits & 0x800:
+        return info.filename
+    try:
+        raw = info.filename.encode("cp437")
+    except UnicodeEncodeError:  # (not a name zipfile decoded as CP437)
+        return info.filename
+    return raw.decode("utf-8", "surrogateescape")
 
 
 def open_regular(path: Path | str) -> tuple[int, os.stat_result]:

@@ -43,7 +43,8 @@ from pathlib import Path, PurePosixPath
 
 from grader.errors import UsageError
 from grader.intake.assignment import aware_utc
-from grader.intake.files import Refused, link_owners, open_regular, own_links, read_regular
+from grader.intake.files import (Refused, link_owners, member_name, open_regular, own_links,
+                                 read_regular)
 from grader.intake.submission import (MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES, MAX_ZIP_FILE_BYTES,
                                       MAX_ZIP_RATIO, SKIP_DIRS, display_path, safe_id)
 
@@ -164,7 +165,7 @@ def _list_zip(path: Path) -> list[Entry]:
         raise UsageError(f"{path} would unpack to more than {MAX_CLASS_UNPACKED >> 30} GB")
     found = []
     for info in infos:
-        parts = PurePosixPath(info.filename).parts
+        parts = PurePosixPath(member_name(info)).parts
         if (info.is_dir() or not parts or ".." in parts or info.filename.startswith("/")
                 or any(p in SKIP_DIRS or p.startswith(".") for p in parts)):
             continue

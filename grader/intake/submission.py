@@ -21,7 +21,7 @@ from functools import partial
 from pathlib import Path, PurePath, PurePosixPath
 
 from grader.course.bughunt import FOLDER as BUGHUNT_FOLDER, exercise_for
-from grader.intake.files import Refused, open_regular, read_regular, refusal
+from grader.intake.files import Refused, member_name, open_regular, read_regular, refusal
 from grader.models import ModuleSource, SourceChunk, Submission
 from grader.intake.notebook import NotebookError, notebook_chunks
 
@@ -409,14 +409,15 @@ def _scan_zip(path: Path, relname: str, notes: list[str], depth0: int = 0) -> li
         return []
     found = []
     for info in infos:
-        parts = PurePosixPath(info.filename).parts
+        name = member_name(info)
+        parts = PurePosixPath(name).parts
         if (info.is_dir() or not parts or any(p in SKIP_DIRS or p.startswith(".") for p in parts)
-                or suffix_of(info.filename) not in SUFFIXES or ".." in parts):
+                or suffix_of(name) not in SUFFIXES or ".." in parts):
             continue
         depth = depth0 + len(parts) - 1
         if depth > MAX_DEPTH:
             continue
-        relpath = f"{label}/{info.filename}"
+        relpath = f"{label}/{name}"
         packed = max(info.compress_size, 1)
         if info.file_size > (1 << 20) and info.file_size > MAX_ZIP_RATIO * packed:
             notes.append(f"{relpath} inflates {info.file_size // packed} "
