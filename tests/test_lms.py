@@ -303,6 +303,42 @@ def test_class_folders_named_by_a_roster_rows_other_id_are_that_students(tmp_pat
 
 
 @pytest.mark.fast
+def test_a_roster_student_missing_from_a_later_download_keeps_their_grade(tmp_path, monkeypatch,
+                                                                          caplog):
+    """An export of new submissions only: a roster student whose submission an earlier run
+    graded keeps that grade (and the run says so), where they were regraded as "nothing handed
+    in" (0, and the real grade pushed out of OUT by the next regrade). One who had handed in
+    nothing before is graded as such again."""
+    import grader.running.pool
+    from grader.commands.grade import grade
+    from grader.intake.submission import NOTHING_HANDED_IN
+
+    subs = tmp_path / "later"
+    (subs / "1002").mkdir(parents=True)
+    (subs / "1002" / f"{EXERCISE}.py").write_text((SOLUTIONS / f"{EXERCISE}.py").read_text())
+    (tmp_path / "roster.csv").write_text("student_id,last_name,first_name,email,lms_id\n"
+                                         "u1,Lovelace,Ada,,1001\nu2,Baker,Bo,,1002\n"
+                                         "u3,Hopper,Grace,,1003\n")
+    (tmp_path / "hw.toml").write_text('exercises = ["strides_broadcasting"]\n'
+                                      'roster = "roster.csv"\n')
+    out = tmp_path / "out"
+    for sid, notes in (("1001", []), ("1003", [NOTHING_HANDED_IN])):
+        (out / sid).mkdir(parents=True)
+        earlier = _result([5], student=sid).model_copy(update={"notes": notes})
+        (out / sid / "results.json").write_text(earlier.model_dump_json())
+    tasks = []
+
+    def fake_pool(pending, *, settings, steps, jobs, on_result, on_isolation):
+        tasks.extend(pending)
+
+    monkeypatch.setattr(grader.running.pool, "grade_in_pool", fake_pool)
+    summary = grade(subs, out=out, assignment=tmp_path / "hw.toml")
+    assert sorted(t.student for t in tasks) == ["1002", "1003"]
+    assert "have no submission in this run: 1001" in caplog.text
+    assert "1001" in {r.student for r in summary.earlier}  # in the class files, as before
+
+
+@pytest.mark.fast
 def test_index_after_a_whole_run_keeps_its_roster(tmp_path, monkeypatch):
     """`torchgrade index OUT` (after a Ctrl-C, say) rebuilds the gradebooks with the assignment
     the last whole run graded with: the roster's names and ids, not the bare results'."""

@@ -152,7 +152,8 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
             remove_stale_temp_files(out)  # left by a run that was killed mid-write
         write_atomic(out / OUT_MARKER, "This folder holds the results of `torchgrade grade`.\n")
         keep = shard.holds if shard is not None else None
-        students = class_students(found, out / STAGING, roster, keep)
+        students = class_students(found, out / STAGING, roster, keep,
+                                  handed_in_before=lambda sid: handed_in_before(out / sid))
         links = class_hard_links(students)
 
         def holds(sid: str, path: Path, wanted: list[str], *, any_link: bool = False) -> set[str]:
@@ -434,6 +435,14 @@ def earlier_result(folder: Path) -> SubmissionResult | None:
         return read_json(folder / "results.json")
     except (OSError, ValueError):
         return None
+
+
+def handed_in_before(folder: Path) -> bool:
+    """Whether OUT's result in `folder` grades a submission (not an empty one of a roster
+    student who had handed in nothing): a later download without the student (an export of
+    new submissions only) must not replace it with a 0."""
+    earlier = earlier_result(folder)
+    return earlier is not None and NOTHING_HANDED_IN not in earlier.notes
 
 
 def is_current(result: SubmissionResult, folder: Path, mark: str | None) -> bool:

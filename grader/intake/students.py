@@ -113,15 +113,20 @@ def by_roster_ids(found: list, roster: Mapping[str, StudentInfo]
 
 
 def class_students(found: list, staging: Path, roster: Iterable[str] = (),
-                   keep: Callable[[str], bool] | None = None) -> list[tuple[str, Path]]:
+                   keep: Callable[[str], bool] | None = None,
+                   handed_in_before: Callable[[str], bool] = lambda sid: False,
+                   ) -> list[tuple[str, Path]]:
     """(student id, path) of every student `read_class` found: a class folder's folders and
     .zips are read where they are; an LMS download's students are staged into
     `staging/<id>/` (`grader.intake.lms.stage`; nothing is written into the download). Every
     id of `roster` without a submission gets an empty folder there, whose sidecar says
     "nothing handed in": it is graded (0 points) like any other, so that every roster student
-    is in every output. With `keep` (a shard), only the staged and roster-only students it
-    keeps are written and returned; a class folder's students are all returned (who owns a
-    hard-linked file is decided over the whole class: the caller filters them)."""
+    is in every output; unless `handed_in_before(id)` (OUT holds a grade of a submission of
+    theirs): then they are left out, as any student missing from a later download (an export
+    of new submissions only), and keep that grade. With `keep` (a shard), only the staged and
+    roster-only students it keeps are written and returned; a class folder's students are all
+    returned (who owns a hard-linked file is decided over the whole class: the caller filters
+    them)."""
     from grader.intake.lms import LmsStudent, clear_home, stage, write_sidecar
 
     lms = [s for s in found if isinstance(s, LmsStudent)]
@@ -134,7 +139,7 @@ def class_students(found: list, staging: Path, roster: Iterable[str] = (),
         if keep is not None and not keep(sid):
             continue
         if sid not in have and "/" not in sid and not sid.startswith(".") \
-                and sid.lower() not in CLASS_FILES:
+                and sid.lower() not in CLASS_FILES and not handed_in_before(sid):
             home = staging / sid
             if keep is not None:  # (unsharded, `stage` emptied the whole staging folder)
                 clear_home(home)
