@@ -901,3 +901,23 @@ def test_zip_names_without_the_utf8_flag_read_as_a_file_system_would(tmp_path):
     for name in names:
         (staged / name).mkdir(parents=True)
     assert {"café", "non%E9utf8"} <= {sid for sid, _ in find_students(staged)}
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("rows, said", [
+    ("a1,A,Ann,ann@x.org,1001\nb2,B,Bo,bo@x.org,1001\n", "rows 2 and 3 have the same lms_id"),
+    ("a1,A,Ann,,1001\nc3,C,Cy,,\na1,B,Bo,,1002\n", "rows 2 and 4 have the same student_id"),
+    ("a1,A,Ann,ann@x.org,\nb2,B,Bo,ANN@x.org,\n", "rows 2 and 3 have the same email"),
+])
+def test_a_roster_naming_one_id_twice_is_refused(tmp_path, rows, said):
+    """Two rows with one lms_id made one student vanish and the other's grade carry their
+    name, silently; a student_id or email twice made folders named by it ambiguous."""
+    from grader.intake.assignment import AssignmentError
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student_id,last_name,first_name,email,lms_id\n" + rows)
+    with pytest.raises(AssignmentError, match=said):
+        read_roster(roster)
+    roster.write_text("student_id,last_name,first_name,email,lms_id\n"
+                      "s5,Gauss,Carl,,1005\n1005,Euler,Leo,,1006\n")  # other columns: fine
+    assert set(read_roster(roster)) == {"1005", "1006"}

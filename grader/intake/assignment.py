@@ -295,14 +295,24 @@ def read_roster(path: Path) -> dict[str, StudentInfo]:
         raise AssignmentError(f"roster {path}: needs a header with student_id (or id), "
                               "last_name, first_name, email, and optionally lms_id")
     roster = {}
-    for row in rows:
+    # Each id names one student: a second row with an lms_id, student_id or email already
+    # taken was silently the first row's grade under the second's name, the first gone.
+    seen: dict[tuple[str, str], int] = {}
+    for line, row in enumerate(rows, start=2):
         sid = (row.get("student_id") or row.get("id") or "").strip()
         lms_id = (row.get("lms_id") or "").strip()
-        if sid or lms_id:
-            roster[safe_id(lms_id or sid)] = StudentInfo(
-                student_id=sid or lms_id, last_name=(row.get("last_name") or "").strip(),
-                first_name=(row.get("first_name") or "").strip(),
-                email=(row.get("email") or "").strip(), lms_id=lms_id)
+        email = (row.get("email") or "").strip()
+        if not (sid or lms_id):
+            continue
+        for column, value in (("lms_id", lms_id), ("student_id", sid),
+                              ("email", email.lower())):
+            if value and (column, value) in seen:
+                raise AssignmentError(f"roster {path}: rows {seen[column, value]} and {line} "
+                                      f"have the same {column} {value!r}: one row per student")
+            seen[column, value] = line
+        roster[safe_id(lms_id or sid)] = StudentInfo(
+            student_id=sid or lms_id, last_name=(row.get("last_name") or "").strip(),
+            first_name=(row.get("first_name") or "").strip(), email=email, lms_id=lms_id)
     return roster
 
 
