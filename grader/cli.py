@@ -3,9 +3,10 @@
 Exit codes: 0 success (for `check`: every check passed; for `grade`: every submission graded,
 whatever the scores; for `verify`: every exercise's solution, stub, declared mutants and hollow
 implementations hold),
-1 `check` found failing checks, `grade` could not grade some submission, `verify` found an
-exercise that does not hold (with --strict: or a surviving generated mutant), or the grader
-could not start, 2 usage error (one line on stderr), 130 interrupted (Ctrl-C).
+1 `check` found failing checks, `grade` could not grade some submission (or a check failed
+itself), `verify` found an exercise that does not hold (with --strict: or a surviving generated
+mutant), or the grader could not start, 2 usage error (one line on stderr), 130 interrupted
+(Ctrl-C).
 Every command takes `--course DIR` (else TORCHGRADE_COURSE, else the shipped curriculum).
 """
 

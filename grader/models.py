@@ -34,7 +34,7 @@ Status = Literal["passed", "failed", "error", "timeout", "crashed"]
 # (a stub not filled in yet), which terminal and reports show as its own state, "todo" (see
 # `state_of`); "not_submitted": the exercise's file is not in the submission; "not_defined":
 # the module does not define a name the check calls. None of them is a bug in code that ran.
-Reason = Literal["not_implemented", "not_submitted", "not_defined"]
+Reason = Literal["not_implemented", "not_submitted", "not_defined", "grader_error"]
 NOT_STARTED: tuple[Reason, ...] = ("not_implemented", "not_submitted", "not_defined")
 Visibility = Literal["visible", "hidden"]
 # How much of a diagnosed fault a failing check shows the student: its symptom only (bug
@@ -212,7 +212,9 @@ class CheckResult(BaseModel):
     reason: Reason | None = Field(None, description="`not_implemented`: the code raised "
                                   "NotImplementedError (status `error`); `not_submitted`: no "
                                   "file for the exercise; `not_defined`: a name the check calls "
-                                  "is missing; absent in results of versions before them")
+                                  "is missing; `grader_error`: the check itself failed (status "
+                                  "`error`: a bug of the course's, never the student's); absent "
+                                  "in results of versions before them")
     message: Message = ""
     call: Line | None = Field(None, description="the call that failed, as the student would "
                               "write it")
@@ -345,6 +347,12 @@ class SubmissionResult(BaseModel):
     @property
     def all_passed(self) -> bool:
         return bool(self.checks) and all(c.status == "passed" for c in self.checks)
+
+
+def failed_checks_of_the_grader(result: SubmissionResult) -> list[str]:
+    """The ids of the checks that failed themselves on this result (`grader_error`): its score
+    lacks their points through no fault of the student's, so it is not final."""
+    return [c.id for c in result.checks if c.reason == "grader_error"]
 
 
 def is_grader_failure(result: SubmissionResult) -> bool:

@@ -225,6 +225,28 @@ def test_grade_check_and_release_with_a_course(course_dir, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_check_that_fails_itself_leaves_a_grade_that_is_not_final(course_dir, tmp_path):
+    """A bug in a course's check (here a NameError in the hidden one) cost every student its
+    points, the run exited 0 and the next run kept the results as up to date. Now: exit 1, the
+    summary says so, and the next run grades them again (by then the check may be fixed)."""
+    hidden = course_dir / "checks" / "test_scale_hidden.py"
+    hidden.write_text(HIDDEN.replace("x = np.arange(4.0)", "x = np.arange(4.0) + undefined_name"))
+    cls = tmp_path / "class"
+    (cls / "ada").mkdir(parents=True)
+    (cls / "ada" / "scale.py").write_text(SOLUTION)
+    for _ in range(2):
+        proc = torchgrade("grade", cls, "--out", tmp_path / "out", "--course", course_dir,
+                          "-j", "1", cwd=tmp_path)
+        assert proc.returncode == 1, proc.stderr[-2000:]
+        assert "1 with checks that FAILED THEMSELVES" in proc.stdout, proc.stdout
+        assert "already graded" not in proc.stdout  # graded again, not kept
+    result = json.loads((tmp_path / "out" / "ada" / "results.json").read_text())
+    failed = [c for c in result["checks"] if c["status"] != "passed"]
+    assert [(c["id"], c["reason"]) for c in failed] == [("scale.scale_negative", "grader_error")]
+    assert result["fingerprint"] is None and result["score"] == 2
+
+
+@pytest.mark.slow
 def test_an_unknown_course_is_a_usage_error(tmp_path):
     proc = torchgrade("grade", tmp_path, "--out", tmp_path / "o", "--course", tmp_path / "none",
                       cwd=tmp_path)

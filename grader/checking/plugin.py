@@ -222,6 +222,7 @@ class ResultCollector:
             self.results.append(CheckResult(
                 id=f"{exercise}.collection", exercise=exercise, targets=["*"],
                 visibility="visible", points=0, max_points=0, status="error",
+                reason="grader_error",
                 message=INTERNAL_ERROR.format("the checks could not be loaded")))
 
 
@@ -241,7 +242,7 @@ def check_evidence(result: CheckResult) -> CheckResult:
     if not missing or not os.environ.get(STRICT_EVIDENCE):
         return result
     return result.model_copy(update=dict(
-        status="error", reason=None, points=0.0,
+        status="error", reason="grader_error", points=0.0,
         message=INTERNAL_ERROR.format(f"undeclared evidence {', '.join(missing)}")))
 
 
@@ -272,8 +273,8 @@ def make_result(item: pytest.Item, call: pytest.CallInfo, output: str, *,
         return CheckResult(status="failed", message=str(exc) or "the check failed", **fields)
     log.error("torchgrade: internal error in %s", item.nodeid, exc_info=(
         type(exc), exc, call.excinfo.tb if call.excinfo else None))
-    return CheckResult(status="error", message=INTERNAL_ERROR.format(type(exc).__name__),
-                       **fields)
+    return CheckResult(status="error", reason="grader_error",
+                       message=INTERNAL_ERROR.format(type(exc).__name__), **fields)
 
 
 # --------------------------------------------------------------------------- hooks and fixtures

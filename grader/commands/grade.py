@@ -35,7 +35,8 @@ from grader.intake.students import (by_roster_ids, check_folders, class_students
 from grader.intake.submission import (CANVAS_GRADES, GRADES, INDEX, MOODLE_GRADES,
                                      NOTHING_HANDED_IN, ORIGINAL_NAME, OUT_MARKER, exercises_in,
                                      load_quietly, misfiled)
-from grader.models import CheckRun, Submission, SubmissionResult, is_grader_failure
+from grader.models import (CheckRun, Submission, SubmissionResult, failed_checks_of_the_grader,
+                           is_grader_failure)
 from grader.outputs.exports import NOTE_WARNINGS, canvas_csv, grades_csv, moodle_csv
 from grader.outputs.progress import Progress
 from grader.outputs.report import render_index
@@ -58,6 +59,7 @@ class GradeSummary:
     graded: int = 0          # graded by this run
     up_to_date: int = 0      # skipped: their results.json already had the same fingerprint
     failures: int = 0        # the grader could not grade them (recorded, retried next run)
+    check_errors: int = 0    # graded, but some check failed itself (not final, retried too)
     seconds: float = 0.0
     shard: Shard | None = None  # a job array's shard: no class files (`torchgrade index`)
     # Results already in OUT of students with no submission in this run: in the class files
@@ -235,6 +237,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
             summary.results.append(result)
             summary.graded += 1
             summary.failures += is_grader_failure(result)
+            summary.check_errors += bool(failed_checks_of_the_grader(result))
             if on_result is not None:
                 on_result(result)
 
@@ -555,6 +558,8 @@ def finish_task(outcome: CheckRun | BaseException, task: GradeTask, settings: Po
             result = result_of(outcome, assignment=settings.assignment,
                                submitted_at=task.submitted_at, fingerprint=task.fingerprint,
                                late_marker=task.late_marker)
+            if failed_checks_of_the_grader(result):  # not final: the next run grades it again
+                result = result.model_copy(update={"fingerprint": None})
         write_submission_outputs(result, settings.out)
         return result
     except Exception as exc:  # noqa: BLE001 - one submission's outputs, never the process
@@ -606,7 +611,7 @@ def main(args: argparse.Namespace) -> int:
     if regraded:
         print(regraded)
     print(summary_line(summary))
-    return 1 if summary.failures else 0
+    return 1 if summary.failures or summary.check_errors else 0
 
 
 def regrade_line(summary: GradeSummary, *, shown: int = 10) -> str:
@@ -643,6 +648,10 @@ def summary_line(summary: GradeSummary) -> str:
     rate = (f", {summary.seconds / summary.graded:.2f} s each" if summary.graded else "")
     failures = (f", {summary.failures} NOT GRADED (grader failures; run again)"
                 if summary.failures else "")
+    if summary.check_errors:  # the course's checks' bug: logged above, named in the reports
+        failures += (f", {summary.check_errors} with checks that FAILED THEMSELVES (a bug in "
+                     "the course's checks, see the errors above; their scores lack those "
+                     "checks' points and are not final: fix the checks, then run again)")
     where = (f"Class index: {summary.index}" if summary.shard is None else
              f"Shard {summary.shard}: once every shard has finished, run `torchgrade index "
              f"{summary.out}` for the class index and CSVs")
