@@ -34,8 +34,12 @@ Status = Literal["passed", "failed", "error", "timeout", "crashed"]
 # (a stub not filled in yet), which terminal and reports show as its own state, "todo" (see
 # `state_of`); "not_submitted": the exercise's file is not in the submission; "not_defined":
 # the module does not define a name the check calls. None of them is a bug in code that ran.
-Reason = Literal["not_implemented", "not_submitted", "not_defined", "grader_error"]
+# "not_loaded": the module does not compile, cannot be read or failed to import (the error is
+# the student's, but none of their functions ran); "grader_error": the check itself failed.
+Reason = Literal["not_implemented", "not_submitted", "not_defined", "not_loaded", "grader_error"]
 NOT_STARTED: tuple[Reason, ...] = ("not_implemented", "not_submitted", "not_defined")
+# A check failing for one of these called no function of the student's: no attempt at it.
+NO_FUNCTION_RAN: tuple[Reason, ...] = (*NOT_STARTED, "not_loaded", "grader_error")
 Visibility = Literal["visible", "hidden"]
 # How much of a diagnosed fault a failing check shows the student: its symptom only (bug
 # hunts: finding the cause is the exercise), or also its cause, or also the fix.
@@ -212,7 +216,9 @@ class CheckResult(BaseModel):
     reason: Reason | None = Field(None, description="`not_implemented`: the code raised "
                                   "NotImplementedError (status `error`); `not_submitted`: no "
                                   "file for the exercise; `not_defined`: a name the check calls "
-                                  "is missing; `grader_error`: the check itself failed (status "
+                                  "is missing; `not_loaded`: the module does not compile, "
+                                  "cannot be read or failed to import (status `error` or "
+                                  "`crashed`); `grader_error`: the check itself failed (status "
                                   "`error`: a bug of the course's, never the student's); absent "
                                   "in results of versions before them")
     message: Message = ""

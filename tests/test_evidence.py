@@ -342,7 +342,8 @@ def test_fix_first_puts_missing_files_first_by_reason_not_by_words():
 
 @pytest.mark.parametrize("reason, unlocked", [
     ("not_implemented", False), ("not_submitted", False), ("not_defined", False),
-    (None, True)])
+    # a module that does not compile or import, a check that failed itself: no function ran
+    ("not_loaded", False), ("grader_error", False), (None, True)])
 def test_solution_is_unlocked_by_reason_not_by_words(tmp_path, reason, unlocked):
     from grader.commands.solution import tried
     from grader.outputs.writing import write_json

@@ -131,7 +131,7 @@ class StudentModule:
                 not_submitted(self.exercise), reason="not_submitted")
             raise self._failure
         if self.source.fatal:
-            self._failure = ModuleUnavailable(self.source.fatal)
+            self._failure = ModuleUnavailable(self.source.fatal, reason="not_loaded")
             raise self._failure
         if self._worker is not None and self._worker.alive:
             return self._worker
@@ -194,7 +194,8 @@ class StudentModule:
         output, where = self._split_stack(worker.close())
         if first:
             self.import_output = output
-        self._failure = ModuleUnavailable(message, status=status, stopped_at=where)
+        self._failure = ModuleUnavailable(message, status=status, stopped_at=where,
+                                          reason="not_loaded")
         raise self._failure
 
     def _split_stack(self, output: str) -> tuple[str, str | None]:

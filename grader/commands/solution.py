@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from grader.models import NOT_STARTED
+from grader.models import NO_FUNCTION_RAN
 from grader.commands.common import UsageError, chosen_exercises, full_package_only
 
 
@@ -29,8 +29,9 @@ def solution(exercise: str, *, attempts: Path = Path("torchgrade-check"),
 
 
 def tried(exercise: str, attempts: Path) -> bool:
-    """Whether `attempts` holds a result in which some check of `exercise` ran real code (for
-    a bug hunt, a hidden check: its visible checks pass on the untouched script too)."""
+    """Whether `attempts` holds a result in which some check of `exercise` ran a function of
+    the student's (not one of a module that does not compile or import; for a bug hunt, a
+    hidden check: its visible checks pass on the untouched script too)."""
     from grader.course.bughunt import is_bughunt
     from grader.outputs.writing import read_json
 
@@ -42,7 +43,8 @@ def tried(exercise: str, attempts: Path) -> bool:
         for c in result.checks:
             if is_bughunt(exercise) and c.visibility == "visible":
                 continue
-            if c.exercise == exercise and (c.status == "passed" or c.reason not in NOT_STARTED):
+            if c.exercise == exercise and (c.status == "passed"
+                                           or c.reason not in NO_FUNCTION_RAN):
                 return True
     return False
 
