@@ -45,6 +45,43 @@ def test_prefers_the_shallowest_file_and_says_so(tmp_path):
     assert any("also found" in n and "old/strides_broadcasting.py" in n for n in module.notes)
 
 
+STUB = '''def f(x):
+    """Twice x."""
+    raise NotImplementedError
+
+
+def g(x):
+    raise NotImplementedError("fill me in")
+'''
+
+
+@pytest.mark.parametrize("files, graded", [
+    # a release folder handed in whole: its untouched stub beside the notebook filled in
+    ({"exercises/strides_broadcasting.py": STUB,
+      "notebooks/strides_broadcasting.ipynb": notebook("def f(x):\n    return 2 * x",
+                                                       "def g(x):\n    return x")},
+     "notebooks/strides_broadcasting.ipynb"),
+    # a first draft beside the finished file, deeper and decorated
+    ({"strides_broadcasting.py": STUB.replace("raise NotImplementedError\n", "return 2 * x\n", 1),
+      "final/strides_broadcasting (1).py": STUB.replace("raise NotImplementedError", "return x")},
+     "final/strides_broadcasting (1).py"),
+    # a file that cannot run at all loses to any other
+    ({"strides_broadcasting.py": b"\xff\xfe" + "x = 1".encode("utf-16-le"),
+      "deeper/strides_broadcasting.py": STUB}, "deeper/strides_broadcasting.py"),
+])
+def test_of_several_files_the_most_finished_is_graded(tmp_path, files, graded):
+    module = load_submission(write(tmp_path / "s", files), exercises=EX).modules[
+        "strides_broadcasting"]
+    assert module.path == graded
+    assert any(n.startswith(f"graded {graded}; also found") for n in module.notes), module.notes
+
+
+def test_a_file_saved_as_utf16_is_said_to_be_so(tmp_path):
+    root = write(tmp_path / "s", {"strides_broadcasting.py": "x = 1\n".encode("utf-16")})
+    module = load_submission(root, exercises=EX).modules["strides_broadcasting"]
+    assert module.fatal is not None and "UTF-16" in module.fatal and "UTF-8" in module.fatal
+
+
 def test_ignores_checkpoints_caches_and_hidden_folders(tmp_path):
     root = write(tmp_path / "s", {".ipynb_checkpoints/strides_broadcasting.py": "bad = 1\n",
                                   "__pycache__/strides_broadcasting.py": "bad = 1\n",

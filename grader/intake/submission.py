@@ -7,6 +7,7 @@ the grader only decodes, parses and compiles, to report syntax errors with their
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import io
 import logging
@@ -220,8 +221,13 @@ def load_submission(path: Path, *, exercises: Iterable[str], student: str | None
                                         suffix_of(o[0].relpath) != ".py", o[0].relpath))
         if not options:
             continue
-        chosen, decorated = options[0]
-        module = read_module(exercise, chosen)
+        read = [read_module(exercise, found) for found, _ in options]
+        if len(options) > 1:
+            # Before all that, the most finished file: a release's untouched stub beside the
+            # notebook the student filled in was graded (0) in its place.
+            order = sorted(range(len(options)), key=lambda i: unfinished(read[i]))
+            options, read = [options[i] for i in order], [read[i] for i in order]
+        (chosen, decorated), module = options[0], read[0]
         if decorated:
             module.notes.insert(0, decorated)
         if len(options) > 1:
@@ -452,6 +458,31 @@ def _text(exc: BaseException) -> str:
     return str(exc).encode("utf-8", "backslashreplace").decode("utf-8")[:300]
 
 
+def unfinished(module: ModuleSource) -> tuple[bool, int]:
+    """How far from finished a candidate file is: whether it cannot run at all, then how many
+    of its functions do nothing but raise NotImplementedError (a stub's, not filled in yet)."""
+    if module.fatal is not None:
+        return True, 0
+    todo = 0
+    for chunk in module.chunks:
+        try:
+            tree = ast.parse(chunk.code)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+                todo += bool(body) and all(_raises_not_implemented(n) for n in body)
+    return False, todo
+
+
+def _raises_not_implemented(node: ast.stmt) -> bool:
+    if not isinstance(node, ast.Raise) or node.exc is None:
+        return False
+    exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+
+
 def read_module(exercise: str, found: Found) -> ModuleSource:
     """Decode and syntax-check one exercise file (never raises for bad content)."""
     kind = "ipynb" if suffix_of(found.relpath) == ".ipynb" else "py"
@@ -470,6 +501,10 @@ def read_module(exercise: str, found: Found) -> ModuleSource:
         return module
     if len(data) > limit:
         module.fatal = f"{found.relpath} is larger than {limit >> 20} MB and was not graded"
+        return module
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # (UTF-32's marks start so too)
+        module.fatal = (f"{found.relpath} is saved as UTF-16 or UTF-32 (Windows Notepad's "
+                        "\"Unicode\"): save it as UTF-8")
         return module
     if b"\x00" in data:
         module.fatal = (f"{found.relpath} looks like a binary file, "
