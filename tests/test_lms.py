@@ -921,3 +921,42 @@ def test_a_roster_naming_one_id_twice_is_refused(tmp_path, rows, said):
     roster.write_text("student_id,last_name,first_name,email,lms_id\n"
                       "s5,Gauss,Carl,,1005\n1005,Euler,Leo,,1006\n")  # other columns: fine
     assert set(read_roster(roster)) == {"1005", "1006"}
+
+
+@pytest.mark.fast
+def test_an_extension_before_the_due_date_is_refused(tmp_path):
+    """It made an on-time student late, silently: surely a typo."""
+    from grader.intake.assignment import AssignmentError
+
+    path = tmp_path / "hw.toml"
+    path.write_text('exercises = ["strides_broadcasting"]\ndue = 2026-03-01T23:59:00+00:00\n'
+                    '[extensions]\na = 2026-02-20\nb = 2026-03-04\n')
+    with pytest.raises(AssignmentError, match="extension of a .* is before the due date"):
+        load_assignment(path)
+    path.write_text(path.read_text().replace("a = 2026-02-20\n", ""))
+    assert set(load_assignment(path).extensions) == {"b"}
+
+
+@pytest.mark.fast
+def test_a_kept_result_out_of_another_total_is_named(tmp_path, monkeypatch, caplog):
+    """A student missing from this download keeps the grade OUT holds; when the assignment's
+    points changed since, their row is out of the old total, which an LMS reads against the
+    new Points Possible: the run names them."""
+    import grader.running.pool
+    from grader.commands.grade import grade
+
+    subs = tmp_path / "class"
+    (subs / "b").mkdir(parents=True)
+    (subs / "b" / f"{EXERCISE}.py").write_text((SOLUTIONS / f"{EXERCISE}.py").read_text())
+    out = tmp_path / "out"
+    (out / "a").mkdir(parents=True)
+    (out / "a" / "results.json").write_text(_result([5, 5], student="a").model_dump_json())
+
+    def fake_pool(pending, *, settings, steps, jobs, on_result, on_isolation):
+        for task in pending:
+            on_result(_result([5, 5, 5, 5], student=task.student))
+
+    monkeypatch.setattr(grader.running.pool, "grade_in_pool", fake_pool)
+    grade(subs, out=out, exercises=[EXERCISE])
+    assert "1 kept result(s) were graded out of another total than this run's 20: a (10 of 10)" \
+        in caplog.text

@@ -258,3 +258,42 @@ def test_a_cell_is_named_by_its_place_and_the_run_count_jupyter_shows():
     nb.metadata["torchgrade"] = {FROM_HISTORY: True}  # the kernel's history (grader.jupyter)
     chunks, _ = notebook_chunks(nbformat.writes(nb), "e.ipynb")
     assert [c.label for c in chunks] == ["In [4]", "cell 3"]
+
+
+def test_a_cell_that_only_calls_check_is_a_check_cell_too(tmp_path):
+    """`check(...)` in a cell of its own after `from grader.jupyter import check`: it was
+    graded as the student's code (and raised NameError, a note at every check)."""
+    root = write(tmp_path / "s", {"strides_broadcasting.ipynb": notebook(
+        "import numpy as np", "from grader.jupyter import check as run_check",
+        "def c_strides(shape, itemsize):\n    return ()",
+        "run_check('strides_broadcasting', 'c_strides')",
+        "r = run_check('strides_broadcasting')", "print(run_check)")})
+    module = load_submission(root, exercises=EX).modules["strides_broadcasting"]
+    codes = [c.code for c in module.chunks]
+    assert not any("run_check(" in c for c in codes), codes
+    assert "print(run_check)\n" in codes  # more than a call: the student's code, kept
+    assert "def c_strides" in "".join(codes)
+
+
+def test_a_notebook_too_large_says_its_outputs_count(tmp_path):
+    from grader.intake.submission import Found, read_module
+
+    big = Found("hw/strides_broadcasting.ipynb", 1, 60 << 20, lambda limit: b"")
+    module = read_module("strides_broadcasting", big)
+    assert module.fatal is not None and "Clear" in module.fatal and "outputs" in module.fatal
+    small_py = Found("strides_broadcasting.py", 0, 60 << 20, lambda limit: b"")
+    assert "outputs" not in (read_module("strides_broadcasting", small_py).fatal or "")
+
+
+def test_a_name_missing_beside_a_skipped_cell_points_at_that_cell(tmp_path):
+    from grader.checking.student import StudentModule
+    from grader.worker.limits import WorkerLimits
+
+    root = write(tmp_path / "s", {"strides_broadcasting.ipynb": notebook(
+        "def c_strides(shape, itemsize):\n    return ()",
+        "def is_c_contiguous(shape, strides, itemsize):\n    return True)")})
+    source = load_submission(root, exercises=EX).modules["strides_broadcasting"]
+    module = StudentModule("strides_broadcasting", source, spawn=None, limits=WorkerLimits())
+    said = str(module._not_defined("is_c_contiguous", "is_c_contiguous(...)"))
+    assert "does not compile was skipped" in said and "SyntaxError" in said, said
+    assert "check its spelling" not in said

@@ -24,7 +24,7 @@ import torch
 
 from grader.checking.compare import CheckFailure, fail, format_call, short
 from grader.models import ModuleSource, Reason, Status
-from grader.intake.submission import not_submitted
+from grader.intake.submission import SKIPPED_CELL, not_submitted
 from grader.worker import messages, wire
 from grader.worker.client import ReplyRefused, Worker, WorkerCrashed, WorkerTimeout
 from grader.worker.limits import WorkerLimits
@@ -253,8 +253,13 @@ class StudentModule:
                              timeout)
 
     def _not_defined(self, name: str, call: str) -> StudentError:
-        return StudentError(f"{self.filename} defines no {name}: check its spelling and that "
-                            "it is defined at the top level of the file.", call=call,
+        skipped = [n for n in (self.source.notes if self.source else [])
+                   if n.endswith(SKIPPED_CELL)]
+        # (a cell that does not compile is skipped: what it defines is missing for that reason)
+        advice = (f"a cell that does not compile was skipped, and it may define {name}: "
+                  f"{skipped[0].splitlines()[0]}" if skipped else
+                  "check its spelling and that it is defined at the top level of the file.")
+        return StudentError(f"{self.filename} defines no {name}: {advice}", call=call,
                             reason="not_defined")
 
     def _missing_name(self, error: dict) -> str | None:

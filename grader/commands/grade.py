@@ -11,6 +11,7 @@ import argparse
 import logging
 import shutil
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -282,6 +283,7 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
                     summary.earlier = earlier_results(out, everyone) + [
                         done for sid in summary.not_graded
                         if (done := earlier_result(out / sid)) is not None]
+                    warn_of_other_totals(summary)
                     write_class_outputs(summary, roster=roster)
     finally:
         for lock in reversed(locks):
@@ -438,6 +440,26 @@ def earlier_result(folder: Path) -> SubmissionResult | None:
         return read_json(folder / "results.json")
     except (OSError, ValueError):
         return None
+
+
+def warn_of_other_totals(summary: GradeSummary) -> None:
+    """Name the results kept from earlier runs (students missing from this download) whose
+    total differs from this run's: the assignment's points changed since. Their gradebook rows
+    stay as graded then (nothing is rescaled behind the instructor's back), which an LMS reads
+    against this run's Points Possible."""
+    totals = Counter(r.max_score for r in summary.results if r.checks)
+    if not totals:
+        return
+    now = totals.most_common(1)[0][0]
+    other = [r for r in summary.earlier if r.checks and r.max_score != now]
+    if other:
+        shown = ", ".join(f"{r.student} ({_num(r.final_score)} of {_num(r.max_score)})"
+                          for r in other[:10]) + (" ..." if len(other) > 10 else "")
+        log.warning("torchgrade: warning: %d kept result(s) were graded out of another total "
+                    "than this run's %s: %s. Their rows in index.html and the gradebooks are "
+                    "as graded then, which an LMS reads against Points Possible %s: grade them "
+                    "again from a download that holds their submissions, or remove their "
+                    "folders from %s.", len(other), _num(now), shown, _num(now), summary.out)
 
 
 def handed_in_before(folder: Path) -> bool:

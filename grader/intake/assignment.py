@@ -41,7 +41,8 @@ from datetime import date, datetime, time, timezone, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
+                      model_validator)
 
 
 if sys.version_info >= (3, 11):
@@ -162,6 +163,16 @@ class Assignment(BaseModel):
         if isinstance(value, dict):
             return {str(k): cls._date_means_end_of_day(v) for k, v in value.items()}
         return value
+
+    @model_validator(mode="after")
+    def _extensions_are_later(self) -> Assignment:
+        # An "extension" before the due date made an on-time student late, silently: a typo.
+        if self.due is not None:
+            for student, until in self.extensions.items():
+                if aware_utc(until, self.zone) < aware_utc(self.due, self.zone):
+                    raise ValueError(f"the extension of {student} ({until}) is before the due "
+                                     f"date ({self.due}): an extension gives a later one")
+        return self
 
     @property
     def exercise_names(self) -> list[str]:

@@ -151,12 +151,16 @@ def notebook_chunks(text: str, display_name: str) -> tuple[list[SourceChunk], li
     """The code cells of a notebook as chunks, with notes; raises NotebookError."""
     cells, notes = read_cells(text)
     chunks = []
+    checkers: set[str] = set()  # the names check cells imported from grader.jupyter
     for label, source in cells:
         if is_check_cell(source):
+            checkers |= _jupyter_names(source)
             if _defines_something(source):
                 notes.append(f"{label} asks the grader to check your work, so it is not "
                              "graded: the code in it was ignored (move it to a cell of its own)")
             continue
+        if checkers and _only_calls_to(source, checkers):
+            continue  # `check(...)` in a cell of its own: a check cell too
         code, note = strip_ipython(source)
         if note:
             notes.append(f"{label}: {note}")
@@ -182,6 +186,45 @@ _CHECK_IMPORT = re.compile(
 def is_check_cell(source: str) -> bool:
     """Whether a cell is a "check your work" cell (it imports grader.jupyter)."""
     return bool(_CHECK_IMPORT.search(source))
+
+
+def _jupyter_names(source: str) -> set[str]:
+    """The names a check cell binds from grader.jupyter (`check`, an alias, `grader`)."""
+    code, _ = strip_ipython(source)
+    try:
+        tree = ast.parse(code or "")
+    except SyntaxError:
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "grader.jupyter":
+            names |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.Import):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names
+                      if a.name == "grader.jupyter"}
+    return names
+
+
+def _only_calls_to(source: str, names: set[str]) -> bool:
+    """Whether a cell only calls what a check cell imported (`check("ex")`, `r = check(...)`,
+    `grader.jupyter.check(...)`): it asks for a check, it is no part of the work."""
+    code, _ = strip_ipython(source)
+    try:
+        tree = ast.parse(code or "")
+    except SyntaxError:
+        return False
+
+    def is_check_call(value: ast.expr) -> bool:
+        if not isinstance(value, ast.Call):
+            return False
+        target = value.func
+        while isinstance(target, ast.Attribute):
+            target = target.value
+        return isinstance(target, ast.Name) and target.id in names
+
+    return bool(tree.body) and all(
+        isinstance(node, (ast.Expr, ast.Assign)) and is_check_call(node.value)
+        for node in tree.body)
 
 
 def _defines_something(source: str) -> bool:

@@ -483,13 +483,21 @@ def _raises_not_implemented(node: ast.stmt) -> bool:
     return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
 
 
+SKIPPED_CELL = "; the cell was skipped"  # ends the note of a notebook cell that does not compile
+
+
 def read_module(exercise: str, found: Found) -> ModuleSource:
     """Decode and syntax-check one exercise file (never raises for bad content)."""
     kind = "ipynb" if suffix_of(found.relpath) == ".ipynb" else "py"
     module = ModuleSource(exercise=exercise, path=found.relpath, kind=kind)
     limit = MAX_NOTEBOOK_BYTES if kind == "ipynb" else MAX_SOURCE_BYTES
+    # (a notebook's outputs count: pictures make one large long before its code does)
+    too_large = (f"{found.relpath} is larger than {limit >> 20} MB and was not graded"
+                 + ("; its outputs count too: clear them (Kernel > Restart & Clear Output, or "
+                    "Edit > Clear All Outputs), save, and hand it in again"
+                    if kind == "ipynb" else ""))
     if found.size > limit:
-        module.fatal = f"{found.relpath} is larger than {limit >> 20} MB and was not graded"
+        module.fatal = too_large
         return module
     try:
         data = found.read(limit)
@@ -500,7 +508,7 @@ def read_module(exercise: str, found: Found) -> ModuleSource:
         module.fatal = f"{found.relpath} could not be read ({_text(exc)})"
         return module
     if len(data) > limit:
-        module.fatal = f"{found.relpath} is larger than {limit >> 20} MB and was not graded"
+        module.fatal = too_large
         return module
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # (UTF-32's marks start so too)
         module.fatal = (f"{found.relpath} is saved as UTF-16 or UTF-32 (Windows Notepad's "
@@ -533,7 +541,7 @@ def read_module(exercise: str, found: Found) -> ModuleSource:
             module.fatal = problem
             return module
         else:
-            module.notes.append(problem + "; the cell was skipped")
+            module.notes.append(problem + SKIPPED_CELL)
     module.chunks = usable
     return module
 
