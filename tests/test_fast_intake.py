@@ -64,12 +64,18 @@ def test_students_are_the_folders_and_zips_of_a_class(tmp_path, caplog):
     assert "%2Etorchgrade-output is not graded" in caplog.text
 
 
-def test_two_submissions_of_one_name_get_distinct_ids(tmp_path):
+def test_two_submissions_of_one_name_get_distinct_ids_and_a_warning(tmp_path, caplog):
     subs = tmp_path / "subs"
     folder(subs / "alice", {})
     zipped(subs / "alice.zip", {"a.py": ""})
-    ids = dict(find_students(subs))
-    assert ids == {"alice": subs / "alice", "alice.zip": subs / "alice.zip"}
+    zipped(subs / "bob.zip", {"a.py": ""})
+    with caplog.at_level(logging.WARNING, logger="torchgrade"):
+        ids = dict(find_students(subs))
+    assert ids == {"alice": subs / "alice", "alice.zip": subs / "alice.zip",
+                   "bob": subs / "bob.zip"}
+    # (graded apart in silence, the folder could be a draft and the zip the real hand-in)
+    assert "alice and alice.zip both name the student alice" in caplog.text
+    assert "bob" not in caplog.text
 
 
 @pytest.mark.parametrize("make, words", [

@@ -41,12 +41,17 @@ def find_students(submissions: Path) -> list[tuple[str, Path]]:
                         "the student's folder into %s)", safe_id(entry.name), submissions.name)
             continue
         if entry.is_dir() or suffix_of(entry) == ".zip":
-            sid = student_id_for(entry)
+            sid = wanted = student_id_for(entry)
             if sid in students:
                 sid = safe_id(entry.name)
             base, n = sid, 2
             while sid in students or sid.lower() in CLASS_FILES:
                 sid, n = f"{base}~{n}", n + 1
+            if sid != wanted and wanted in students:
+                log.warning("torchgrade: warning: %s and %s both name the student %s: graded "
+                            "apart, the second as %s (its results are not %s's). Keep one "
+                            "submission per student.", safe_id(students[wanted].name),
+                            safe_id(entry.name), wanted, sid, wanted)
             students[sid] = entry
     if not students:
         raise UsageError(f"{submissions} holds no student folders (one folder or .zip per student)")
