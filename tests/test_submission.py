@@ -76,6 +76,21 @@ def test_of_several_files_the_most_finished_is_graded(tmp_path, files, graded):
     assert any(n.startswith(f"graded {graded}; also found") for n in module.notes), module.notes
 
 
+def test_a_thousand_copies_are_not_all_read(tmp_path, monkeypatch):
+    """Each candidate compared is read and parsed in the grading process: only the first few."""
+    from grader.intake import submission
+
+    files = {f"c{i:03d}/strides_broadcasting.py": STUB for i in range(40)}
+    read = []
+    real = submission.read_module
+    monkeypatch.setattr(submission, "read_module", lambda e, f: read.append(f) or real(e, f))
+    module = load_submission(write(tmp_path / "s", files), exercises=EX).modules[
+        "strides_broadcasting"]
+    assert module.path == "c000/strides_broadcasting.py"
+    assert len(read) == submission.MAX_COMPARED < 40
+    assert "c039/strides_broadcasting.py" in module.notes[-1]  # still named as ignored
+
+
 def test_a_file_saved_as_utf16_is_said_to_be_so(tmp_path):
     root = write(tmp_path / "s", {"strides_broadcasting.py": "x = 1\n".encode("utf-16")})
     module = load_submission(root, exercises=EX).modules["strides_broadcasting"]

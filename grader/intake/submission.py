@@ -221,13 +221,14 @@ def load_submission(path: Path, *, exercises: Iterable[str], student: str | None
                                         suffix_of(o[0].relpath) != ".py", o[0].relpath))
         if not options:
             continue
-        read = [read_module(exercise, found) for found, _ in options]
-        if len(options) > 1:
-            # Before all that, the most finished file: a release's untouched stub beside the
-            # notebook the student filled in was graded (0) in its place.
-            order = sorted(range(len(options)), key=lambda i: unfinished(read[i]))
-            options, read = [options[i] for i in order], [read[i] for i in order]
-        (chosen, decorated), module = options[0], read[0]
+        # Before all that, the most finished file, of the first few (each is read and parsed
+        # here, in the grading process: a submission of a thousand copies must not cost more):
+        # a release's untouched stub beside the notebook filled in was graded (0) in its place.
+        read = [read_module(exercise, found) for found, _ in options[:MAX_COMPARED]]
+        order = sorted(range(len(read)), key=lambda i: unfinished(read[i])) if len(read) > 1 \
+            else [0]
+        options = [options[i] for i in order] + options[MAX_COMPARED:]
+        (chosen, decorated), module = options[0], read[order[0]]
         if decorated:
             module.notes.insert(0, decorated)
         if len(options) > 1:
@@ -483,6 +484,7 @@ def _raises_not_implemented(node: ast.stmt) -> bool:
     return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
 
 
+MAX_COMPARED = 8  # candidate files for one exercise read to find the most finished
 SKIPPED_CELL = "; the cell was skipped"  # ends the note of a notebook cell that does not compile
 
 
