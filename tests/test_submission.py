@@ -61,10 +61,21 @@ def g(x):
       "notebooks/strides_broadcasting.ipynb": notebook("def f(x):\n    return 2 * x",
                                                        "def g(x):\n    return x")},
      "notebooks/strides_broadcasting.ipynb"),
-    # a first draft beside the finished file, deeper and decorated
-    ({"strides_broadcasting.py": STUB.replace("raise NotImplementedError\n", "return 2 * x\n", 1),
-      "final/strides_broadcasting (1).py": STUB.replace("raise NotImplementedError", "return x")},
-     "final/strides_broadcasting (1).py"),
+    # a first draft beside the finished file, as deep
+    ({"v1/strides_broadcasting.py": STUB.replace("raise NotImplementedError\n", "return 2 * x\n",
+                                                 1),
+      "v2/strides_broadcasting.py": STUB.replace("raise NotImplementedError", "return x")},
+     "v2/strides_broadcasting.py"),
+    # but the shallower before the more finished (a release folder holds its grader, whose
+    # probes/strides_broadcasting.py is a finished file)
+    ({"exercises/strides_broadcasting.py": STUB,
+      "grader/probes/strides_broadcasting.py": "def probe():\n    return 1\n"},
+     "exercises/strides_broadcasting.py"),
+    # but an exactly named file before a decorated one, however finished (a release folder
+    # holds its checks, test_strides_broadcasting.py)
+    ({"exercises/strides_broadcasting.py": STUB,
+      "grader/checks/test_strides_broadcasting.py": "def test_f():\n    pass\n"},
+     "exercises/strides_broadcasting.py"),
     # a file that cannot run at all loses to any other
     ({"strides_broadcasting.py": b"\xff\xfe" + "x = 1".encode("utf-16-le"),
       "deeper/strides_broadcasting.py": STUB}, "deeper/strides_broadcasting.py"),

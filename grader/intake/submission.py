@@ -221,12 +221,15 @@ def load_submission(path: Path, *, exercises: Iterable[str], student: str | None
                                         suffix_of(o[0].relpath) != ".py", o[0].relpath))
         if not options:
             continue
-        # Before all that, the most finished file, of the first few (each is read and parsed
-        # here, in the grading process: a submission of a thousand copies must not cost more):
-        # a release's untouched stub beside the notebook filled in was graded (0) in its place.
+        # Then one that can run before the depth, and of equal depth the most finished, of
+        # the first few (each is read and parsed here, in the grading process: a submission of
+        # a thousand copies must not cost more): a release's untouched stub beside the notebook
+        # filled in was graded (0) in its place. (Not before the name nor the depth: a release
+        # folder holds its grader, whose test_<exercise>.py and probes/<exercise>.py are
+        # finished files too.)
         read = [read_module(exercise, found) for found, _ in options[:MAX_COMPARED]]
-        order = sorted(range(len(read)), key=lambda i: unfinished(read[i])) if len(read) > 1 \
-            else [0]
+        order = sorted(range(len(read)), key=lambda i: finished_first(options[i], read[i])) \
+            if len(read) > 1 else [0]
         options = [options[i] for i in order] + options[MAX_COMPARED:]
         (chosen, decorated), module = options[0], read[order[0]]
         if decorated:
@@ -457,6 +460,14 @@ def _read_member(path: Path, info: zipfile.ZipInfo, limit: int) -> bytes:
 def _text(exc: BaseException) -> str:
     """An exception's message as valid, short text."""
     return str(exc).encode("utf-8", "backslashreplace").decode("utf-8")[:300]
+
+
+def finished_first(option: tuple[Found, str | None], module: ModuleSource) -> tuple:
+    """The order of candidate files for one exercise (`option`: the file and its name's
+    decoration note, `module`: the file read): exactly named, able to run, shallowest, most
+    finished."""
+    cannot_run, todo = unfinished(module)
+    return option[1] is not None, cannot_run, rank_depth(option[0]), todo
 
 
 def unfinished(module: ModuleSource) -> tuple[bool, int]:
