@@ -1,6 +1,7 @@
 """Finding and reading submissions: every problem becomes a message, nothing raises."""
 
 import json
+from pathlib import Path
 import zipfile
 
 import nbformat
@@ -323,3 +324,25 @@ def test_a_name_missing_beside_a_skipped_cell_points_at_that_cell(tmp_path):
     said = str(module._not_defined("is_c_contiguous", "is_c_contiguous(...)"))
     assert "does not compile was skipped" in said and "SyntaxError" in said, said
     assert "check its spelling" not in said
+
+
+def test_a_live_kernels_check_leaves_out_the_cells_that_call_check(tmp_path, monkeypatch):
+    """`check()` in a kernel sends the cells run so far; a cell that only calls check (after
+    the cell that imported it) was sent as the student's code and raised NameError at every
+    later check. The kernel now leaves the choice to `notebook_chunks`, as for a handed-in
+    notebook."""
+    import grader.jupyter as jupyter
+    from grader.intake.notebook import notebook_chunks
+
+    history = ["", "import numpy as np", "from grader.jupyter import check",
+               "def c_strides(shape, itemsize):\n    return ()",
+               "check('strides_broadcasting', 'c_strides')"]
+    shell = type("Shell", (), {"history_manager": type("H", (), {"input_hist_raw": history})})
+    sent = []
+    monkeypatch.setattr(jupyter, "_shell", lambda: shell)
+    monkeypatch.setattr(jupyter, "_ask_server",
+                        lambda request: sent.append(Path(request["path"]).read_text()) or 0)
+    jupyter.check("strides_broadcasting", out=str(tmp_path))
+    chunks, notes = notebook_chunks(sent[0], "strides_broadcasting.ipynb")
+    assert [c.code.strip() for c in chunks] == [
+        "import numpy as np", "def c_strides(shape, itemsize):\n    return ()"], chunks

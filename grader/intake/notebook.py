@@ -188,12 +188,19 @@ def is_check_cell(source: str) -> bool:
     return bool(_CHECK_IMPORT.search(source))
 
 
-def _jupyter_names(source: str) -> set[str]:
-    """The names a check cell binds from grader.jupyter (`check`, an alias, `grader`)."""
+def _cell_tree(source: str) -> ast.Module | None:
+    """A cell's code parsed (IPython syntax stripped); None if it does not parse."""
     code, _ = strip_ipython(source)
     try:
-        tree = ast.parse(code or "")
+        return ast.parse(code or "")
     except SyntaxError:
+        return None
+
+
+def _jupyter_names(source: str) -> set[str]:
+    """The names a check cell binds from grader.jupyter (`check`, an alias, `grader`)."""
+    tree = _cell_tree(source)
+    if tree is None:
         return set()
     names = set()
     for node in ast.walk(tree):
@@ -208,10 +215,8 @@ def _jupyter_names(source: str) -> set[str]:
 def _only_calls_to(source: str, names: set[str]) -> bool:
     """Whether a cell only calls what a check cell imported (`check("ex")`, `r = check(...)`,
     `grader.jupyter.check(...)`): it asks for a check, it is no part of the work."""
-    code, _ = strip_ipython(source)
-    try:
-        tree = ast.parse(code or "")
-    except SyntaxError:
+    tree = _cell_tree(source)
+    if tree is None:
         return False
 
     def is_check_call(value: ast.expr) -> bool:
@@ -229,10 +234,8 @@ def _only_calls_to(source: str, names: set[str]) -> bool:
 
 def _defines_something(source: str) -> bool:
     """Whether a check cell holds more than imports and calls (code a student put there)."""
-    code, _ = strip_ipython(source)
-    try:
-        tree = ast.parse(code or "")
-    except SyntaxError:
+    tree = _cell_tree(source)
+    if tree is None:
         return True
     return any(not isinstance(node, (ast.Import, ast.ImportFrom, ast.Expr)) or
                (isinstance(node, ast.Expr) and not isinstance(node.value, ast.Call))

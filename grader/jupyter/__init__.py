@@ -29,7 +29,7 @@ from pathlib import Path
 import nbformat
 
 from grader.course.folder import ENV as COURSE_ENV
-from grader.intake.notebook import FROM_HISTORY, is_check_cell
+from grader.intake.notebook import FROM_HISTORY
 
 REPORTS = "torchgrade-check"
 DONE = "\x1etorchgrade-check-done"  # grader.jupyter.server.DONE (not imported: it is heavier)
@@ -51,10 +51,12 @@ def check(exercise: str, *names: str, out: str = REPORTS, color: bool = True,
         print(f"check() works inside a Jupyter notebook. Elsewhere, run:\n"
               f"    torchgrade check {exercise}.py")
         return
-    # (each with its run count: messages then name it "In [4]", as Jupyter shows it)
+    # (each with its run count: messages then name it "In [4]", as Jupyter shows it; the check
+    # cells go too: which cells are graded is decided where a handed-in notebook's are,
+    # `grader.intake.notebook.notebook_chunks`, which needs them to know what calls check)
     cells = [nbformat.v4.new_code_cell(c, execution_count=count)
              for count, c in enumerate(shell.history_manager.input_hist_raw[1:], start=1)
-             if c.strip() and not is_check_cell(c)]
+             if c.strip()]
     if not cells:
         print("No cell of this notebook has run yet: run the cells above this one first.")
         return
