@@ -36,10 +36,13 @@ Status = Literal["passed", "failed", "error", "timeout", "crashed"]
 # the module does not define a name the check calls. None of them is a bug in code that ran.
 # "not_loaded": the module does not compile, cannot be read or failed to import (the error is
 # the student's, but none of their functions ran); "grader_error": the check itself failed.
-Reason = Literal["not_implemented", "not_submitted", "not_defined", "not_loaded", "grader_error"]
+# "lost": the check could not be run to its end for a cause outside the student's code (the
+# kernel killed its worker for memory another process held).
+Reason = Literal["not_implemented", "not_submitted", "not_defined", "not_loaded", "grader_error",
+                 "lost"]
 NOT_STARTED: tuple[Reason, ...] = ("not_implemented", "not_submitted", "not_defined")
 # A check failing for one of these called no function of the student's: no attempt at it.
-NO_FUNCTION_RAN: tuple[Reason, ...] = (*NOT_STARTED, "not_loaded", "grader_error")
+NO_FUNCTION_RAN: tuple[Reason, ...] = (*NOT_STARTED, "not_loaded", "grader_error", "lost")
 Visibility = Literal["visible", "hidden"]
 # How much of a diagnosed fault a failing check shows the student: its symptom only (bug
 # hunts: finding the cause is the exercise), or also its cause, or also the fix.
@@ -219,7 +222,9 @@ class CheckResult(BaseModel):
                                   "is missing; `not_loaded`: the module does not compile, "
                                   "cannot be read or failed to import (status `error` or "
                                   "`crashed`); `grader_error`: the check itself failed (status "
-                                  "`error`: a bug of the course's, never the student's); absent "
+                                  "`error`: a bug of the course's, never the student's); `lost`: "
+                                  "the check could not run to its end for a cause outside the "
+                                  "student's code (the machine ran out of memory); absent "
                                   "in results of versions before them")
     message: Message = ""
     call: Line | None = Field(None, description="the call that failed, as the student would "
@@ -355,10 +360,26 @@ class SubmissionResult(BaseModel):
         return bool(self.checks) and all(c.status == "passed" for c in self.checks)
 
 
+# Checks whose result is no verdict on the student's code: the result holding one is not final
+# (no fingerprint: the next run grades it again), and the run that made it exits 1.
+NOT_FINAL: tuple[Reason, ...] = ("grader_error", "lost")
+
+
 def failed_checks_of_the_grader(result: SubmissionResult) -> list[str]:
     """The ids of the checks that failed themselves on this result (`grader_error`): its score
     lacks their points through no fault of the student's, so it is not final."""
     return [c.id for c in result.checks if c.reason == "grader_error"]
+
+
+def lost_checks(result: SubmissionResult) -> list[str]:
+    """The ids of the checks of this result lost to a cause outside the student's code
+    (`lost`): its score lacks their points through no fault of the student's."""
+    return [c.id for c in result.checks if c.reason == "lost"]
+
+
+def is_final(result: SubmissionResult) -> bool:
+    """Whether this result is a verdict on every one of its checks (none `NOT_FINAL`)."""
+    return not any(c.reason in NOT_FINAL for c in result.checks)
 
 
 def is_grader_failure(result: SubmissionResult) -> bool:

@@ -347,13 +347,14 @@ def test_compiling_a_submission_shows_no_compiler_warning(action):
     not take one for a syntax error."""
     import warnings
 
+    from grader.intake.budget import AnalysisBudget
     from grader.intake.submission import syntax_problem
     from grader.models import SourceChunk
 
     chunk = SourceChunk(code="def f(x):\n    return x is 0\n", filename="m.py", label="m.py")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter(action)
-        assert syntax_problem(chunk) is None
+        assert syntax_problem(chunk, AnalysisBudget()) is None
     assert caught == []
 
 

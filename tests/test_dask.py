@@ -360,7 +360,7 @@ def test_a_worker_with_another_grader_refuses_to_grade(tmp_path, monkeypatch):
 
 
 def test_the_client_writes_only_the_outputs_of_the_submission_it_sent(tmp_path):
-    from grader.outputs.writing import write_atomic
+    from grader.outputs.folder import write_submission_outputs
     from grader.running.dask_cluster import write_outcome
     from grader.running.remote import RemoteOutcome
     from grader.scoring.results import grader_failure
@@ -368,16 +368,17 @@ def test_the_client_writes_only_the_outputs_of_the_submission_it_sent(tmp_path):
     task = remote_job(tmp_path, student="ann").task
     other = grader_failure("bob", "x").model_dump_json()
     files = {"report.html": "<p>", "gradescope.json": "{}", "results.json": other}
+    def write(result, files):
+        write_submission_outputs(result, tmp_path / "out", rendered=files)
+
     with pytest.raises(ValueError):
-        write_outcome(RemoteOutcome("ann", files=files), task, tmp_path / "out",
-                      write_atomic)
+        write_outcome(RemoteOutcome("ann", files=files), task, write)
     with pytest.raises(ValueError):  # an incomplete reply
-        write_outcome(RemoteOutcome("ann", files={"results.json": other}), task, tmp_path,
-                      write_atomic)
+        write_outcome(RemoteOutcome("ann", files={"results.json": other}), task, write)
     assert not (tmp_path / "out").exists()
     mine = grader_failure("ann", "x").model_dump_json(indent=2)
     result = write_outcome(RemoteOutcome("ann", files={**files, "results.json": mine}), task,
-                           tmp_path / "out", write_atomic)
+                           write)
     assert result.student == "ann"
     assert (tmp_path / "out" / "ann" / "results.json").read_text() == mine
 

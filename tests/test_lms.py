@@ -25,7 +25,7 @@ from conftest import EXERCISES, SOLUTIONS
 from grader.intake.assignment import Assignment, load_assignment, read_overrides, read_roster
 from grader.intake.lms import (CANVAS, Entry, detect, detect_names, list_download, parse,
                                stage)
-from grader.intake.submission import load_submission, match_exercise
+from grader.intake.submission import OUT_MARKER, load_submission, match_exercise
 from grader.models import CheckResult, ExerciseResult, SubmissionResult
 from grader.outputs.exports import canvas_csv, moodle_csv
 from grader.outputs.summary import exercise_state
@@ -276,6 +276,7 @@ def test_class_folders_named_by_a_roster_rows_other_id_are_that_students(tmp_pat
                                       '[extensions]\ns2 = 2026-03-09\n')
     out = tmp_path / "out"
     (out / "s1").mkdir(parents=True)  # graded before the roster had the lms_id
+    (out / OUT_MARKER).write_text("")  # (a folder torchgrade wrote)
     (out / "s1" / "results.json").write_text(_result([5], student="s1").model_dump_json())
     tasks = []
 
@@ -324,6 +325,7 @@ def test_a_roster_student_missing_from_a_later_download_keeps_their_grade(tmp_pa
     out = tmp_path / "out"
     for sid, notes in (("1001", []), ("1003", [NOTHING_HANDED_IN])):
         (out / sid).mkdir(parents=True)
+        (out / OUT_MARKER).write_text("")  # (a folder torchgrade wrote)
         earlier = _result([5], student=sid).model_copy(update={"notes": notes})
         (out / sid / "results.json").write_text(earlier.model_dump_json())
     tasks = []
@@ -950,6 +952,7 @@ def test_a_kept_result_out_of_another_total_is_named(tmp_path, monkeypatch, capl
     (subs / "b" / f"{EXERCISE}.py").write_text((SOLUTIONS / f"{EXERCISE}.py").read_text())
     out = tmp_path / "out"
     (out / "a").mkdir(parents=True)
+    (out / OUT_MARKER).write_text("")  # (a folder torchgrade wrote)
     (out / "a" / "results.json").write_text(_result([5, 5], student="a").model_dump_json())
 
     def fake_pool(pending, *, settings, steps, jobs, on_result, on_isolation):

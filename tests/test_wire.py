@@ -187,7 +187,7 @@ def as_sent(value):
     (messages.spawned(9), {"op": "spawned", "pid": 9}),
     (messages.not_spawned("no uid"), {"op": "spawned", "pid": None, "error": "no uid"}),
     (messages.exited(9, code=None, signal=9, memory=True),
-     {"op": "exited", "pid": 9, "code": None, "signal": 9, "memory": True}),
+     {"op": "exited", "pid": 9, "code": None, "signal": 9, "memory": True, "lost": False}),
     (messages.load_request("m", [CHUNK]), {"op": "load", "module": "m", "chunks": [CHUNK]}),
     (messages.call_request("f", [1, (2,)], {"k": 3}),
      {"op": "call", "name": "f", "args": [1, (2,)], "kwargs": {"k": 3}}),
@@ -233,6 +233,7 @@ def test_control_messages_round_trip_through_their_parsers():
     ({**messages.exited(3, 0, None, False), "code": 1.0}, "code"),
     ({**messages.exited(3, 0, None, False), "signal": "9"}, "signal"),
     ({**messages.exited(3, 0, None, False), "memory": None}, "memory"),
+    ({**messages.exited(3, 0, None, False), "lost": 1}, "lost"),
 ])
 def test_malformed_control_messages_are_refused_naming_the_field(msg, field):
     with pytest.raises(messages.Malformed) as info:

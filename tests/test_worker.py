@@ -346,14 +346,16 @@ def test_import_failures_fail_every_call_with_one_message(zygote, code, status, 
 
 
 def test_a_large_file_is_compiled_only_by_the_worker_which_names_its_syntax_error(zygote):
-    """The grading process compiles no source over PRECHECK_BYTES (1.2 GB for a 1.9 MB file of
+    """The grading process compiles no source over PIECE_CHARS (1.2 GB for a 1.9 MB file of
     names, outside the worker's limits); the worker's import says the syntax error."""
-    from grader.intake.submission import PRECHECK_BYTES, syntax_problem
+    from grader.intake.budget import PIECE_CHARS, AnalysisBudget
+    from grader.intake.submission import syntax_problem
 
-    code = "x = 1\n" * (PRECHECK_BYTES // 6 + 1) + "def f(:\n    pass\n"
+    code = "x = 1\n" * (PIECE_CHARS // 6 + 1) + "def f(:\n    pass\n"
     chunk = SourceChunk(code=code, filename="m.py", label="m.py")
-    assert syntax_problem(chunk) is None
-    assert syntax_problem(SourceChunk(code="def f(:\n", filename="m.py", label="m.py"))
+    assert syntax_problem(chunk, AnalysisBudget()) is None
+    assert syntax_problem(SourceChunk(code="def f(:\n", filename="m.py", label="m.py"),
+                          AnalysisBudget())
     line = code.count("\n") - 1
     with module_of(zygote, code) as sub:
         with pytest.raises(ModuleUnavailable) as info:

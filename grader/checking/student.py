@@ -160,7 +160,8 @@ class StudentModule:
                               "there an endless loop or a long computation at the top level? Put "
                               "scratch code under `if __name__ == \"__main__\":`.", "timeout")
         except WorkerCrashed as exc:
-            self._fail_import(worker, first, f"importing {self.filename} crashed: {exc}", "crashed")
+            self._fail_import(worker, first, f"importing {self.filename} crashed: {exc}", "crashed",
+                              reason="lost" if exc.lost else "not_loaded")
         except ReplyRefused as exc:
             self._fail_import(worker, first, f"importing {self.filename} failed: {exc}.", "error")
         if first:
@@ -190,13 +191,15 @@ class StudentModule:
         import), once a check has tried to load it; None otherwise."""
         return str(self._failure) if self._failure is not None else None
 
-    def _fail_import(self, worker: Worker, first: bool, message: str, status: Status):
+    def _fail_import(self, worker: Worker, first: bool, message: str, status: Status, *,
+                     reason: Reason = "not_loaded"):
         output, where = self._split_stack(worker.close())
         if first:
             self.import_output = output
-        self._failure = ModuleUnavailable(message, status=status, stopped_at=where,
-                                          reason="not_loaded")
-        raise self._failure
+        failure = ModuleUnavailable(message, status=status, stopped_at=where, reason=reason)
+        if reason != "lost":  # (a worker lost to the machine is started again by the next check)
+            self._failure = failure
+        raise failure
 
     def _split_stack(self, output: str) -> tuple[str, str | None]:
         """The output of a worker stopped for time without the stacks it wrote when asked
@@ -381,7 +384,8 @@ class StudentModule:
             self.segments.settle()
             self._retire()
             text = describe()
-            raise StudentError(f"{text} crashed: {exc}.", status="crashed", call=text) from None
+            raise StudentError(f"{text} crashed: {exc}.", status="crashed", call=text,
+                               reason="lost" if exc.lost else None) from None
         except ReplyRefused as exc:
             self.segments.settle()
             self._retire()

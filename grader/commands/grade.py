@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -37,7 +38,7 @@ from grader.intake.submission import (CANVAS_GRADES, GRADES, INDEX, MOODLE_GRADE
                                      NOTHING_HANDED_IN, ORIGINAL_NAME, OUT_MARKER, exercises_in,
                                      load_quietly, misfiled)
 from grader.models import (CheckRun, Submission, SubmissionResult, failed_checks_of_the_grader,
-                           is_grader_failure)
+                           is_final, is_grader_failure, lost_checks)
 from grader.outputs.exports import NOTE_WARNINGS, canvas_csv, grades_csv, moodle_csv
 from grader.outputs.progress import Progress
 from grader.outputs.report import render_index
@@ -61,6 +62,9 @@ class GradeSummary:
     up_to_date: int = 0      # skipped: their results.json already had the same fingerprint
     failures: int = 0        # the grader could not grade them (recorded, retried next run)
     check_errors: int = 0    # graded, but some check failed itself (not final, retried too)
+    # graded, but some check was lost to the machine (its worker killed for memory another
+    # process held): not final, graded again by the next run
+    lost: list[str] = field(default_factory=list)
     seconds: float = 0.0
     shard: Shard | None = None  # a job array's shard: no class files (`torchgrade index`)
     # Results already in OUT of students with no submission in this run: in the class files
@@ -239,6 +243,8 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
             summary.graded += 1
             summary.failures += is_grader_failure(result)
             summary.check_errors += bool(failed_checks_of_the_grader(result))
+            if lost_checks(result):
+                summary.lost.append(result.student)
             if on_result is not None:
                 on_result(result)
 
@@ -251,7 +257,8 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
                 from grader.running.dask_cluster import grade_on_dask
 
                 grade_on_dask(tasks, address=dask, settings=settings, steps=STEPS,
-                              intake=load_task, write=write_atomic, on_result=collect,
+                              intake=load_task, on_result=collect,
+                              write=partial(write_into, out),
                               on_isolation=isolation_warning)
             else:
                 grade_in_pool(tasks, settings=settings, steps=STEPS,
@@ -580,7 +587,7 @@ def finish_task(outcome: CheckRun | BaseException, task: GradeTask, settings: Po
             result = result_of(outcome, assignment=settings.assignment,
                                submitted_at=task.submitted_at, fingerprint=task.fingerprint,
                                late_marker=task.late_marker)
-            if failed_checks_of_the_grader(result):  # not final: the next run grades it again
+            if not is_final(result):  # no fingerprint: the next run grades it again
                 result = result.model_copy(update={"fingerprint": None})
         write_submission_outputs(result, settings.out)
         return result
@@ -611,6 +618,11 @@ def fail_task(task: GradeTask, reason: str, settings: PoolSettings) -> Submissio
     return failed
 
 
+def write_into(out: Path, result: SubmissionResult, files: dict[str, str]) -> None:
+    """OUT's writer for a result and the files another process rendered of it (a Dask run)."""
+    write_submission_outputs(result, out, rendered=files)
+
+
 STEPS = GradingSteps(read=read_task, finish=finish_task, fail=fail_task)
 
 
@@ -633,7 +645,7 @@ def main(args: argparse.Namespace) -> int:
     if regraded:
         print(regraded)
     print(summary_line(summary))
-    return 1 if summary.failures or summary.check_errors else 0
+    return 1 if summary.failures or summary.check_errors or summary.lost else 0
 
 
 def regrade_line(summary: GradeSummary, *, shown: int = 10) -> str:
@@ -674,6 +686,11 @@ def summary_line(summary: GradeSummary) -> str:
         failures += (f", {summary.check_errors} with checks that FAILED THEMSELVES (a bug in "
                      "the course's checks, see the errors above; their scores lack those "
                      "checks' points and are not final: fix the checks, then run again)")
+    if summary.lost:  # the machine's doing: said with the students to grade again
+        shown = ", ".join(summary.lost[:10]) + (" ..." if len(summary.lost) > 10 else "")
+        failures += (f", {len(summary.lost)} with checks LOST to the machine (the kernel "
+                     f"killed their workers for memory other processes held): {shown}; "
+                     "their results are not final: run the same command again to grade them")
     where = (f"Class index: {summary.index}" if summary.shard is None else
              f"Shard {summary.shard}: once every shard has finished, run `torchgrade index "
              f"{summary.out}` for the class index and CSVs")

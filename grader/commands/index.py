@@ -24,7 +24,7 @@ from grader.commands.grade import (RUN_RECORD, SHARDS, GradeSummary, ShardSummar
                                    write_class_outputs)
 from grader.course.registry import known_exercises
 from grader.intake.assignment import Assignment, from_exercises, roster_aliases
-from grader.intake.students import is_output_folder
+from grader.intake.submission import OUT_MARKER
 from grader.models import SubmissionResult, is_grader_failure
 from grader.outputs.folder import read_results
 from grader.outputs.writing import OutLock, remove_stale_temp_files
@@ -39,8 +39,11 @@ def index(out: Path, *, assignment: Path | None = None,
     with a warning. UsageError when OUT is no torchgrade output folder, holds no result, or a
     `torchgrade grade` run (not a shard: shards share OUT) is writing into it."""
     out = Path(out)
-    if not out.is_dir() or not is_output_folder(out):
-        raise UsageError(f"{out} is not a folder written by `torchgrade grade`")
+    if not out.is_dir() or not (out / OUT_MARKER).is_file():
+        # (strictly by the marker: a folder of the instructor's own index.html and grades.csv
+        # is not ours to rewrite)
+        raise UsageError(f"{out} is not a folder written by `torchgrade grade` (it has no "
+                         f"{OUT_MARKER})")
     try:
         lock = OutLock(out).__enter__()
     except BlockingIOError:

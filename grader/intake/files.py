@@ -34,6 +34,33 @@ class Refused(OSError):
     """A file that is not read: the message says why, for the student (it names no path)."""
 
 
+# A file system gives names of at most 255 bytes; a zip's listing may hold a member name of any
+# length, and every later step (matching an exercise, an LMS's pattern, a note) looks at each
+# character: a member whose name is longer than these is skipped before anything matches it.
+MAX_NAME_CHARS = 255   # one part of a path
+MAX_PATH_CHARS = 1024  # the whole path
+
+
+def overlong(name: str) -> bool:
+    """Whether a member name (`a/b/c.py`) is too long to be looked at (`MAX_NAME_CHARS`,
+    `MAX_PATH_CHARS`); linear in its length."""
+    return len(name) > MAX_PATH_CHARS or any(len(p) > MAX_NAME_CHARS for p in name.split("/"))
+
+
+def zip_entry_bound(f, bytes_per_entry: int) -> int:
+    """How many entries a zip declares, at least (its end record's count, or its listing's size
+    over `bytes_per_entry`), read before zipfile parses the listing (which it does whole,
+    whatever the count): callers refuse a zip over their limit without that cost."""
+    # The stdlib's own end-record reader and its indices: private, so typeshed lists none.
+    end = zipfile._EndRecData(f)  # type: ignore[attr-defined]  # noqa: SLF001
+    if end is None:
+        raise zipfile.BadZipFile("no end of central directory record")
+    f.seek(0)
+    declared = int(end[zipfile._ECD_ENTRIES_TOTAL])  # type: ignore[attr-defined]  # noqa: SLF001
+    listing = int(end[zipfile._ECD_SIZE])  # type: ignore[attr-defined]  # noqa: SLF001
+    return max(declared, listing // bytes_per_entry)
+
+
 def kind_of(mode: int) -> str:
     """What a non-regular file is, in words."""
     if stat.S_ISFIFO(mode):

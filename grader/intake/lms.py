@@ -43,8 +43,9 @@ from pathlib import Path, PurePosixPath
 
 from grader.errors import UsageError
 from grader.intake.assignment import aware_utc
-from grader.intake.files import (Refused, link_owners, member_name, open_regular, own_links,
-                                 read_regular)
+from grader.intake.files import (MAX_NAME_CHARS, MAX_PATH_CHARS, Refused, link_owners,
+                                 member_name, open_regular, overlong, own_links, read_regular,
+                                 zip_entry_bound)
 from grader.intake.submission import (MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES, MAX_ZIP_FILE_BYTES,
                                       MAX_ZIP_RATIO, SKIP_DIRS, display_path, safe_id)
 
@@ -54,6 +55,9 @@ LAYOUTS = ("canvas", "moodle", "blackboard", "folders")
 SIDECAR = ".torchgrade-lms.json"   # in a staged folder: what the LMS said about the student
 STAGING = ".lms"                   # OUT/.lms/<student>/: the staged submissions
 MAX_ENTRIES = 100_000              # names looked at in a download (folder or zip)
+# A class zip's listing is parsed whole by zipfile: bounded before (an entry's header is 46
+# bytes, and an LMS's names are well under 200 characters).
+MAX_LISTING_BYTES_PER_ENTRY = 300
 MAX_CLASS_ZIP_BYTES = 8 << 30      # a class zip, on disk
 MAX_CLASS_UNPACKED = 16 << 30      # a class zip, declared uncompressed size of all entries
 MAX_FILES_PER_STUDENT = 200        # files staged per student
@@ -156,6 +160,10 @@ def _list_zip(path: Path) -> list[Entry]:
         if st.st_size > MAX_CLASS_ZIP_BYTES:
             raise UsageError(f"{path} is larger than {MAX_CLASS_ZIP_BYTES >> 30} GB")
         try:
+            declared = zip_entry_bound(f, MAX_LISTING_BYTES_PER_ENTRY)
+            if declared > MAX_ENTRIES:
+                raise UsageError(f"{path} holds {declared} entries or more (by its end "
+                                 f"record); the limit is {MAX_ENTRIES}")
             infos = zipfile.ZipFile(f).infolist()
         except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
             raise UsageError(f"{path} is not a readable zip file ({exc})") from None
@@ -164,13 +172,21 @@ def _list_zip(path: Path) -> list[Entry]:
     if sum(i.file_size for i in infos) > MAX_CLASS_UNPACKED:
         raise UsageError(f"{path} would unpack to more than {MAX_CLASS_UNPACKED >> 30} GB")
     found = []
+    long_names = 0
     for info in infos:
-        parts = PurePosixPath(member_name(info)).parts
+        if overlong(name := member_name(info)):
+            long_names += 1
+            continue
+        parts = PurePosixPath(name).parts
         if (info.is_dir() or not parts or ".." in parts or info.filename.startswith("/")
                 or any(p in SKIP_DIRS or p.startswith(".") for p in parts)):
             continue
         found.append(Entry(PurePosixPath(*parts).as_posix(), info.file_size,
                            partial(_read_member, path, info)))
+    if long_names:
+        log.warning("torchgrade: warning: %s: %d member(s) with a name longer than %d "
+                    "characters (or a path longer than %d) were skipped", path, long_names,
+                    MAX_NAME_CHARS, MAX_PATH_CHARS)
     return found
 
 

@@ -11,6 +11,7 @@ import json
 import re
 import warnings
 
+from grader.intake.budget import AnalysisBudget, parse
 from grader.models import SourceChunk
 
 # Cell magics whose body is still Python; any other cell magic makes the cell not Python.
@@ -147,19 +148,24 @@ def strip_ipython(source: str) -> tuple[str | None, str | None]:
     return "\n".join(lines) + "\n", note
 
 
-def notebook_chunks(text: str, display_name: str) -> tuple[list[SourceChunk], list[str]]:
-    """The code cells of a notebook as chunks, with notes; raises NotebookError."""
+def notebook_chunks(text: str, display_name: str, budget: AnalysisBudget | None = None
+                    ) -> tuple[list[SourceChunk], list[str]]:
+    """The code cells of a notebook as chunks, with notes; raises NotebookError. The cells the
+    grader parses to tell check cells from work are parsed within `budget` (a cell over it is
+    work: graded, never taken for a check cell)."""
+    budget = budget if budget is not None else AnalysisBudget()
     cells, notes = read_cells(text)
     chunks = []
     checkers: set[str] = set()  # the names check cells imported from grader.jupyter
     for label, source in cells:
         if is_check_cell(source):
-            checkers |= _jupyter_names(source)
-            if _defines_something(source):
+            tree = _cell_tree(source, budget, label)
+            checkers |= _jupyter_names(tree)
+            if _defines_something(tree):
                 notes.append(f"{label} asks the grader to check your work, so it is not "
                              "graded: the code in it was ignored (move it to a cell of its own)")
             continue
-        if checkers and _only_calls_to(source, checkers):
+        if checkers and _only_calls_to(_cell_tree(source, budget, label), checkers):
             continue  # `check(...)` in a cell of its own: a check cell too
         code, note = strip_ipython(source)
         if note:
@@ -188,18 +194,16 @@ def is_check_cell(source: str) -> bool:
     return bool(_CHECK_IMPORT.search(source))
 
 
-def _cell_tree(source: str) -> ast.Module | None:
-    """A cell's code parsed (IPython syntax stripped); None if it does not parse."""
+def _cell_tree(source: str, budget: AnalysisBudget, label: str) -> ast.Module | None:
+    """A cell's code parsed (IPython syntax stripped); None if it does not parse or is over
+    `budget`."""
     code, _ = strip_ipython(source)
-    try:
-        return ast.parse(code or "")
-    except SyntaxError:
-        return None
+    return parse(code or "", budget, label)
 
 
-def _jupyter_names(source: str) -> set[str]:
-    """The names a check cell binds from grader.jupyter (`check`, an alias, `grader`)."""
-    tree = _cell_tree(source)
+def _jupyter_names(tree: ast.Module | None) -> set[str]:
+    """The names a check cell (parsed) binds from grader.jupyter (`check`, an alias,
+    `grader`)."""
     if tree is None:
         return set()
     names = set()
@@ -212,10 +216,10 @@ def _jupyter_names(source: str) -> set[str]:
     return names
 
 
-def _only_calls_to(source: str, names: set[str]) -> bool:
-    """Whether a cell only calls what a check cell imported (`check("ex")`, `r = check(...)`,
-    `grader.jupyter.check(...)`): it asks for a check, it is no part of the work."""
-    tree = _cell_tree(source)
+def _only_calls_to(tree: ast.Module | None, names: set[str]) -> bool:
+    """Whether a cell (parsed) only calls what a check cell imported (`check("ex")`, `r =
+    check(...)`, `grader.jupyter.check(...)`): it asks for a check, it is no part of the
+    work."""
     if tree is None:
         return False
 
@@ -232,9 +236,9 @@ def _only_calls_to(source: str, names: set[str]) -> bool:
         for node in tree.body)
 
 
-def _defines_something(source: str) -> bool:
-    """Whether a check cell holds more than imports and calls (code a student put there)."""
-    tree = _cell_tree(source)
+def _defines_something(tree: ast.Module | None) -> bool:
+    """Whether a check cell (parsed) holds more than imports and calls (code a student put
+    there); True for one that could not be parsed."""
     if tree is None:
         return True
     return any(not isinstance(node, (ast.Import, ast.ImportFrom, ast.Expr)) or

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import tzinfo
 from pathlib import Path
@@ -174,6 +175,30 @@ def check_folders(submissions: Path, out: Path) -> None:
     if is_output_folder(subs):
         raise UsageError(f"{submissions} is a torchgrade output folder (results of an earlier "
                          "run), not a folder of submissions")
+    refuse_foreign_out(out)
+
+
+def refuse_foreign_out(out: Path) -> None:
+    """Refuse (UsageError, one line naming what it holds) an OUT that exists, holds something
+    and has no `OUT_MARKER`: a folder torchgrade did not write (the instructor's own
+    index.html, grades.csv or alice/results.json would be replaced). Names starting with "."
+    are not counted: torchgrade's own lock and staging, or a folder's `.git`."""
+    out = Path(out)
+    if not out.is_dir() or (out / OUT_MARKER).is_file():
+        return
+    held = []
+    with os.scandir(out) as entries:
+        for entry in entries:
+            if not entry.name.startswith("."):
+                held.append(entry.name + ("/" if entry.is_dir(follow_symlinks=False) else ""))
+            if len(held) > 5:
+                break
+    if held:
+        shown = ", ".join(sorted(held)[:5]) + (" ..." if len(held) > 5 else "")
+        raise UsageError(f"OUT {out} is not a torchgrade output folder (it has no "
+                         f"{OUT_MARKER}) and holds {shown}, which grading would replace: give "
+                         "a new or empty folder (results of an older torchgrade, written before "
+                         f"the marker: create {out / OUT_MARKER} to grade into them)")
 
 
 def is_output_folder(folder: Path) -> bool:

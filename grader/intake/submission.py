@@ -22,8 +22,10 @@ from functools import partial
 from pathlib import Path, PurePath, PurePosixPath
 
 from grader.course.bughunt import FOLDER as BUGHUNT_FOLDER, exercise_for
-from grader.intake.files import Refused, member_name, open_regular, read_regular, refusal
+from grader.intake.files import (MAX_NAME_CHARS, MAX_PATH_CHARS, Refused, member_name,
+                                 open_regular, overlong, read_regular, refusal, zip_entry_bound)
 from grader.models import ModuleSource, SourceChunk, Submission
+from grader.intake.budget import AnalysisBudget, memory_budget, parse
 from grader.intake.notebook import NotebookError, notebook_chunks
 
 MAX_SOURCE_BYTES = 2 << 20
@@ -144,9 +146,52 @@ def display_path(path: Path) -> str:
 # --------------------------------------------------------------------------- which exercise
 
 # What people and LMSs add to a file's name: a browser's " (1)", a re-upload's "-2", "_v2",
-# " copy", "Copy of ".
-DECORATION = re.compile(r"(?:\s*\(\d+\)|[-_ ]v?\d+|[-_ ]copy|[-_ ]final)$", re.I)
-LEADING = re.compile(r"^(?:copy of |copia de )", re.I)
+# " copy", "Copy of ". Stripped by hand, from the end, in time linear in the name: a regex loop
+# (`\s*\(\d+\)$` and the like, once per decoration) is quadratic in a run of spaces.
+LEADING = ("copy of ", "copia de ")
+TRAILING_WORDS = ("copy", "final")
+SEPARATORS = "-_ "
+
+
+def strip_decorations(stem: str) -> str:
+    """`stem` without the decorations people and LMSs add, repeated ("x (1) copy" -> "x"),
+    and a leading "Copy of "; never empty when `stem` is not. Linear time: each character is
+    looked at a bounded number of times."""
+    for prefix in LEADING:
+        if stem[:len(prefix)].lower() == prefix:
+            stem = stem[len(prefix):]
+            break
+    end = len(stem)
+    while (bare := _without_last_decoration(stem, end)) is not None and bare > 0:
+        end = bare
+    return stem[:end]
+
+
+def _without_last_decoration(stem: str, end: int) -> int | None:
+    """Where `stem[:end]` ends without its last decoration (" (2)", "-2", "_v2", " copy",
+    "_final"), or None when it has none."""
+    if end and stem[end - 1] == ")":
+        i = end - 1
+        while i > 0 and stem[i - 1].isdecimal():
+            i -= 1
+        if i < end - 1 and i > 0 and stem[i - 1] == "(":
+            i -= 1
+            while i > 0 and stem[i - 1].isspace():
+                i -= 1
+            return i
+        return None
+    for word in TRAILING_WORDS:
+        start = end - len(word)
+        if start > 0 and stem[start:end].lower() == word and stem[start - 1] in SEPARATORS:
+            return start - 1
+    i = end
+    while i > 0 and stem[i - 1].isdecimal():
+        i -= 1
+    if i == end:
+        return None
+    if i > 0 and stem[i - 1] in "vV":
+        i -= 1
+    return i - 1 if i > 0 and stem[i - 1] in SEPARATORS else None
 
 
 def match_exercise(relpath: str, wanted: list[str]) -> tuple[str | None, str | None]:
@@ -161,10 +206,10 @@ def match_exercise(relpath: str, wanted: list[str]) -> tuple[str | None, str | N
     path = PurePosixPath(relpath)
     if suffix_of(path) not in SUFFIXES:
         return None, None
-    stem = LEADING.sub("", path.stem.strip())
-    while (bare := DECORATION.sub("", stem)) != stem and bare:
-        stem = bare
-    key = re.sub(r"[\s\-]+", "_", stem.strip().lower())
+    if len(path.name) > MAX_NAME_CHARS:  # (`overlong`: zip listings skip such names first)
+        return None, None
+    stem = strip_decorations(path.stem.strip())
+    key = re.sub(r"[\s\-]+", "_", stem.strip().lower())  # (one pass, linear)
     in_hunt = path.parent.name == BUGHUNT_FOLDER
     best = None
     for name in sorted(wanted, key=len, reverse=True):
@@ -199,8 +244,13 @@ def load_submission(path: Path, *, exercises: Iterable[str], student: str | None
     student has), a note names the files expected and those found. Only regular files are read
     (see `grader.intake.files`); what was skipped is in the notes.
     """
-    path = Path(path)
-    wanted = list(exercises)
+    with memory_budget():
+        return _load_submission(Path(path), list(exercises), student, note_missing)
+
+
+def _load_submission(path: Path, wanted: list[str], student: str | None,
+                     note_missing: bool) -> Submission:
+    budget = AnalysisBudget()
     sub = Submission(student=student or student_id_for(path), root=display_path(path))
     note = original_name_note(path, sub.student)
     if note:
@@ -227,8 +277,9 @@ def load_submission(path: Path, *, exercises: Iterable[str], student: str | None
         # filled in was graded (0) in its place. (Not before the name nor the depth: a release
         # folder holds its grader, whose test_<exercise>.py and probes/<exercise>.py are
         # finished files too.)
-        read = [read_module(exercise, found) for found, _ in options[:MAX_COMPARED]]
-        order = sorted(range(len(read)), key=lambda i: finished_first(options[i], read[i])) \
+        read = [read_module(exercise, found, budget) for found, _ in options[:MAX_COMPARED]]
+        order = sorted(range(len(read)),
+                       key=lambda i: finished_first(options[i], read[i], budget)) \
             if len(read) > 1 else [0]
         options = [options[i] for i in order] + options[MAX_COMPARED:]
         (chosen, decorated), module = options[0], read[order[0]]
@@ -248,6 +299,8 @@ def load_submission(path: Path, *, exercises: Iterable[str], student: str | None
         if unmatched:  # beside a missing exercise: misnamed, most likely
             shown = ", ".join(unmatched[:10]) + (" ..." if len(unmatched) > 10 else "")
             sub.notes.append(f"{NOT_GRADED}{shown} (no exercise has its name)")
+    if (note := budget.note()) is not None:
+        sub.notes.append(note)
     return sub
 
 
@@ -399,7 +452,7 @@ def _scan_zip(path: Path, relname: str, notes: list[str], depth0: int = 0) -> li
                          "opened")
             return []
         try:
-            entries = _zip_entry_count(f)
+            entries = zip_entry_bound(f, MAX_ZIP_LISTING_BYTES_PER_ENTRY)
             if entries > MAX_ZIP_ENTRIES:
                 notes.append(f"{label} holds {entries} entries or more (by its end record); "
                              f"the limit is {MAX_ZIP_ENTRIES}: it was not opened")
@@ -418,8 +471,12 @@ def _scan_zip(path: Path, relname: str, notes: list[str], depth0: int = 0) -> li
                      f"{MAX_ZIP_BYTES >> 20} MB: it was not opened")
         return []
     found = []
+    long_names = 0
     for info in infos:
         name = member_name(info)
+        if overlong(name):
+            long_names += 1
+            continue
         parts = PurePosixPath(name).parts
         if (info.is_dir() or not parts or any(p in SKIP_DIRS or p.startswith(".") for p in parts)
                 or suffix_of(name) not in SUFFIXES or ".." in parts):
@@ -434,21 +491,11 @@ def _scan_zip(path: Path, relname: str, notes: list[str], depth0: int = 0) -> li
                          f"times (a zip bomb?); the limit is {MAX_ZIP_RATIO}: it was skipped")
             continue
         found.append(Found(relpath, depth, info.file_size, partial(_read_member, path, info)))
+    if long_names:
+        notes.append(f"{label}: {long_names} member(s) with a name longer than "
+                     f"{MAX_NAME_CHARS} characters (or a path longer than {MAX_PATH_CHARS}) "
+                     "were skipped")
     return found
-
-
-def _zip_entry_count(f) -> int:
-    """How many entries a zip's end record declares (without parsing its listing)."""
-    # The stdlib's own end-record reader and its indices: private, so typeshed lists none.
-    end = zipfile._EndRecData(f)  # type: ignore[attr-defined]  # noqa: SLF001
-    if end is None:
-        raise zipfile.BadZipFile("no end of central directory record")
-    f.seek(0)
-    # zipfile parses the whole listing whatever count the end record states: bound its size too
-    # (an entry takes at least 46 bytes of it).
-    declared = int(end[zipfile._ECD_ENTRIES_TOTAL])  # type: ignore[attr-defined]  # noqa: SLF001
-    listing = int(end[zipfile._ECD_SIZE])  # type: ignore[attr-defined]  # noqa: SLF001
-    return max(declared, listing // MAX_ZIP_LISTING_BYTES_PER_ENTRY)
 
 
 def _read_member(path: Path, info: zipfile.ZipInfo, limit: int) -> bytes:
@@ -462,24 +509,27 @@ def _text(exc: BaseException) -> str:
     return str(exc).encode("utf-8", "backslashreplace").decode("utf-8")[:300]
 
 
-def finished_first(option: tuple[Found, str | None], module: ModuleSource) -> tuple:
+def finished_first(option: tuple[Found, str | None], module: ModuleSource,
+                   budget: AnalysisBudget) -> tuple:
     """The order of candidate files for one exercise (`option`: the file and its name's
     decoration note, `module`: the file read): exactly named, able to run, shallowest, most
     finished."""
-    cannot_run, todo = unfinished(module)
+    cannot_run, todo = unfinished(module, budget)
     return option[1] is not None, cannot_run, rank_depth(option[0]), todo
 
 
-def unfinished(module: ModuleSource) -> tuple[bool, int]:
+def unfinished(module: ModuleSource, budget: AnalysisBudget) -> tuple[bool, int]:
     """How far from finished a candidate file is: whether it cannot run at all, then how many
-    of its functions do nothing but raise NotImplementedError (a stub's, not filled in yet)."""
+    of its functions do nothing but raise NotImplementedError (a stub's, not filled in yet).
+    A piece over `budget` is counted without a parse: its lines that raise it."""
     if module.fatal is not None:
         return True, 0
     todo = 0
     for chunk in module.chunks:
-        try:
-            tree = ast.parse(chunk.code)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = parse(chunk.code, budget, chunk.label)
+        if tree is None:
+            todo += sum(line.lstrip().startswith("raise NotImplementedError")
+                        for line in chunk.code.splitlines())
             continue
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -499,8 +549,24 @@ MAX_COMPARED = 8  # candidate files for one exercise read to find the most finis
 SKIPPED_CELL = "; the cell was skipped"  # ends the note of a notebook cell that does not compile
 
 
-def read_module(exercise: str, found: Found) -> ModuleSource:
-    """Decode and syntax-check one exercise file (never raises for bad content)."""
+def read_module(exercise: str, found: Found, budget: AnalysisBudget | None = None
+                ) -> ModuleSource:
+    """Decode and syntax-check one exercise file. Never raises: whatever goes wrong reading,
+    decoding or parsing this one file is its module's `fatal` message, and the submission's
+    other files are read as usual."""
+    try:
+        return _read_module(exercise, found,
+                            budget if budget is not None else AnalysisBudget())
+    except Exception as exc:  # noqa: BLE001 - one file's problem costs that file only
+        log.warning("torchgrade: reading %s failed: %s: %s", found.relpath,
+                    type(exc).__name__, _text(exc))
+        kind = "ipynb" if suffix_of(found.relpath) == ".ipynb" else "py"
+        return ModuleSource(exercise=exercise, path=found.relpath, kind=kind,
+                            fatal=f"{found.relpath} could not be read "
+                                  f"({type(exc).__name__}: {_text(exc)})")
+
+
+def _read_module(exercise: str, found: Found, budget: AnalysisBudget) -> ModuleSource:
     kind = "ipynb" if suffix_of(found.relpath) == ".ipynb" else "py"
     module = ModuleSource(exercise=exercise, path=found.relpath, kind=kind)
     limit = MAX_NOTEBOOK_BYTES if kind == "ipynb" else MAX_SOURCE_BYTES
@@ -540,14 +606,14 @@ def read_module(exercise: str, found: Found) -> ModuleSource:
         module.chunks = [SourceChunk(code=text, filename=found.relpath, label=found.relpath)]
     else:
         try:
-            module.chunks, notes = notebook_chunks(text, found.relpath)
+            module.chunks, notes = notebook_chunks(text, found.relpath, budget)
         except NotebookError as exc:
             module.fatal = f"{found.relpath}: {exc}"
             return module
         module.notes += notes
     usable = []
     for chunk in module.chunks:
-        problem = syntax_problem(chunk)
+        problem = syntax_problem(chunk, budget)
         if problem is None:
             usable.append(chunk)
         elif kind == "py":
@@ -574,18 +640,24 @@ def decode_text(data: bytes, name: str) -> tuple[str, str | None]:
         return data.decode(encoding, "replace"), (
             f"{name} is not valid UTF-8 (byte 0x{bad} on line {line}); undecodable bytes were "
             "replaced with \N{REPLACEMENT CHARACTER}. Save the file as UTF-8.")
+    except Exception as exc:  # noqa: BLE001 - a codec that is no text codec (rot13, punycode)
+        return _as_utf8(data, name, f"declares the encoding {encoding!r}, which cannot "
+                                    f"decode it ({type(exc).__name__}: {_text(exc)})")
 
 
-# Compiling in the grading process (outside the worker's memory limit) costs up to ~650 bytes
-# per byte of source: 1.2 GB for a 1.9 MB file of names (attack finding). A larger chunk is
-# compiled only by the worker, which says a syntax error as its import's failure.
-PRECHECK_BYTES = 256 << 10
+def _as_utf8(data: bytes, name: str, why: str) -> tuple[str, str]:
+    """`data` read as UTF-8 (what Python reads when no coding cookie says otherwise), and a
+    note on `name` saying why its declared encoding was not used."""
+    return data.decode("utf-8", "replace"), (
+        f"{name} {why}: it was read as UTF-8. Remove the `coding:` line and save the file as "
+        "UTF-8.")
 
 
-def syntax_problem(chunk: SourceChunk) -> str | None:
+def syntax_problem(chunk: SourceChunk, budget: AnalysisBudget) -> str | None:
     """A student-readable syntax error for the chunk, or None when it compiles (or is over
-    `PRECHECK_BYTES`: the worker's import says its syntax error)."""
-    if len(chunk.code) > PRECHECK_BYTES:
+    `budget`: compiling costs the grading process, outside the worker's memory limit, up to
+    ~650 bytes per byte of source; the worker's import says such a chunk's syntax error)."""
+    if not budget.allows(chunk.code, chunk.label):
         return None
     try:
         # Only errors: the compiler's warnings (`x is 0`, common in `verify`'s generated

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Container
+from collections.abc import Container, Mapping
 from pathlib import Path
 
 from grader.models import EarlierGrade, SubmissionResult, is_grader_failure
@@ -18,16 +18,26 @@ log = logging.getLogger("torchgrade")
 PREVIOUS = "results.previous.json"
 
 
-def write_submission_outputs(result: SubmissionResult, out: Path, *,
-                             regrade: bool = True) -> Path:
+def write_submission_outputs(result: SubmissionResult, out: Path, *, regrade: bool = True,
+                             rendered: Mapping[str, str] | None = None) -> Path:
     """Write OUT/<student>/report.html, gradescope.json and results.json, each atomically;
     results.json last, so that a results.json whose fingerprint matches vouches for the rest.
     Returns the report's path. With `regrade` (a grade in a class's OUT, not a student's own
     check), a result that replaces a grade records it (`result.replaced`, set here: only now
-    is it known what the folder held) and the grade it replaced is kept (`keep_previous`)."""
+    is it known what the folder held) and the grade it replaced is kept (`keep_previous`).
+
+    The one writer of a class's OUT, wherever the result was made: `rendered` holds the three
+    files as another process rendered them from `result` (a Dask worker's grading process);
+    they are written as they are unless the result replaces a grade, which they cannot say:
+    then they are rendered here."""
     folder = Path(out) / result.student
     if regrade and (earlier := keep_previous(folder, result)) is not None:
         result.replaced = earlier
+        rendered = None
+    if rendered is not None:
+        for name in sorted(rendered, key=lambda n: n == "results.json"):  # results.json last
+            write_atomic(folder / name, rendered[name])
+        return folder / "report.html"
     write_atomic(folder / "report.html", render_report(result))
     write_atomic(folder / "gradescope.json", gradescope_json(result))
     write_json(result, folder / "results.json")

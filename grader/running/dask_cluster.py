@@ -31,7 +31,6 @@ import uuid
 import warnings
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from grader.errors import UsageError
@@ -52,7 +51,7 @@ INSTALL = "pip install 'torchgrade[dask]'"
 
 def grade_on_dask(tasks: Iterable[GradeTask], *, address: str, settings: PoolSettings,
                   steps: GradingSteps, intake: Callable[[GradeTask, PoolSettings], Submission],
-                  write: Callable[[Path, str], None],
+                  write: Callable[[SubmissionResult, dict[str, str]], None],
                   on_result: Callable[[SubmissionResult], None] | None = None,
                   on_isolation: Callable[[str, str], None] | None = None) -> None:
     """Grade `tasks` on the Dask cluster whose scheduler is at `address`; each result is written
@@ -60,8 +59,10 @@ def grade_on_dask(tasks: Iterable[GradeTask], *, address: str, settings: PoolSet
     the isolation level of the first worker sandbox heard of goes to `on_isolation`.
 
     `intake(task, settings)` reads a task's submission here (no variants applied: the grading
-    process applies them, as locally); `write(path, text)` writes one output file atomically
-    (`grader.outputs.writing.write_atomic`: outputs are a later stage than running). Raises
+    process applies them, as locally); `write(result, files)` writes a result and the files a
+    worker rendered of it into OUT as a local run's writer does (outputs are a later stage
+    than running: `grader.outputs.folder.write_submission_outputs`, which keeps the grade it
+    replaces). Raises
     UsageError when distributed is missing or the scheduler cannot be reached, PoolBroken when
     the cluster's workers cannot grade.
     KeyboardInterrupt cancels what is in the cluster before it propagates.
@@ -109,7 +110,7 @@ class _Run:
     """The submissions of one run in the cluster: a bounded window, refilled as results come."""
 
     def __init__(self, client: Any, distributed: Any, settings: PoolSettings,
-                 steps: GradingSteps, write: Callable[[Path, str], None],
+                 steps: GradingSteps, write: Callable[[SubmissionResult, dict[str, str]], None],
                  on_result: Callable[[SubmissionResult], None] | None,
                  on_isolation: Callable[[str, str], None] | None):
         self.client = client
@@ -176,7 +177,7 @@ class _Run:
                                      self.settings)
         else:
             try:
-                result = write_outcome(outcome, task, self.settings.out, self.write)
+                result = write_outcome(outcome, task, self.write)
             except (OSError, ValueError) as exc:
                 log.exception("torchgrade: writing the results of %s failed", task.student)
                 result = self.steps.fail(task, f"its results could not be written: "
@@ -188,11 +189,10 @@ class _Run:
             self.on_result(result)
 
 
-def write_outcome(outcome: RemoteOutcome, task: GradeTask, out: Path,
-                  write: Callable[[Path, str], None]) -> SubmissionResult:
-    """Write the files a worker sent for `task` into OUT/<student>/ with `write` (atomic),
-    results.json last (as `grader.outputs.folder` does); the result they hold. Raises
-    ValueError for a reply that is not the outputs of this very submission."""
+def write_outcome(outcome: RemoteOutcome, task: GradeTask,
+                  write: Callable[[SubmissionResult, dict[str, str]], None]) -> SubmissionResult:
+    """Write the files a worker sent for `task` with `write` (OUT's writer); the result they
+    hold. Raises ValueError for a reply that is not the outputs of this very submission."""
     files = outcome.files
     if sorted(files) != sorted(RESULT_FILES) or outcome.student != task.student:
         raise ValueError(f"the worker's reply for {task.student} is incomplete "
@@ -200,9 +200,7 @@ def write_outcome(outcome: RemoteOutcome, task: GradeTask, out: Path,
     result = SubmissionResult.model_validate_json(files["results.json"])
     if result.student != task.student or result.fingerprint not in (task.fingerprint, None):
         raise ValueError(f"the worker's reply for {task.student} is another submission's")
-    folder = Path(out) / task.student
-    for name in RESULT_FILES:
-        write(folder / name, files[name])
+    write(result, files)
     return result
 
 

@@ -60,6 +60,7 @@ import importlib
 import logging
 import multiprocessing
 import os
+import resource
 import signal
 import threading
 import time
@@ -208,6 +209,7 @@ def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _interrupt)
     die_with_parent()
+    hold_to_budget()
     # Stray output of the grading process (a library warning) must not break the progress bar.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
@@ -293,6 +295,37 @@ def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None
     # Everything is written (atomically) and the zygote is closed: skip the interpreter's
     # teardown of torch and pytest (up to a second the parent would wait for).
     os._exit(0)
+
+
+# A grading process holds torch, pytest, the checks and one submission's intake: 0.26 GiB at the
+# most in honest runs (VmData ~0.3 GiB). Past its budget its own allocations fail (MemoryError:
+# the read or the check at hand says so, and is not final), so that no student's bytes make it
+# grow until the kernel's OOM killer chooses some process, an honest neighbour's worker first.
+GRADING_PROCESS_MEMORY = 3 << 29  # 1.5 GiB of private memory (RLIMIT_DATA)
+# Under memory pressure the kernel kills the highest score first: a worker (1000, set by the
+# worker itself: student code), then a grading process (whose submission is graded again),
+# never the parent before them (it holds the run).
+GRADING_PROCESS_OOM_SCORE = 500
+
+
+def hold_to_budget() -> None:
+    """Bound this grading process's memory (`GRADING_PROCESS_MEMORY`, its soft RLIMIT_DATA:
+    what it starts may raise it again, as workers do) and rank it for the OOM killer
+    (`GRADING_PROCESS_OOM_SCORE`). Fails soft: a machine that allows neither grades as
+    before."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        limit = GRADING_PROCESS_MEMORY if hard == resource.RLIM_INFINITY \
+            else min(GRADING_PROCESS_MEMORY, hard)
+        if soft == resource.RLIM_INFINITY or soft > limit:
+            resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+    except (OSError, ValueError):
+        pass
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write(str(GRADING_PROCESS_OOM_SCORE))
+    except OSError:
+        pass
 
 
 def _start_zygote(settings: PoolSettings, *, optimizers: bool

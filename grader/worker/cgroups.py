@@ -25,6 +25,7 @@ import secrets
 import signal
 import time
 from dataclasses import dataclass
+from typing import Literal
 
 ENV = "TORCHGRADE_CGROUPS"
 PREFIX = "torchgrade-"
@@ -361,19 +362,54 @@ class WorkerGroup:
                 return int(text) if text.isdigit() else 0
         return 0
 
-    def oom_killed(self) -> bool:
-        """The kernel killed a process of this group for going over its memory limit."""
+    def oom_end(self) -> OomEnd:
+        """Whether the kernel's out-of-memory killer killed a process of this group, and if
+        so whether the group had reached its own limit ("own_limit": the worker's doing) or
+        not ("elsewhere": the machine or a container above ran out, through another process's
+        memory). The kernel counts every OOM kill of a process in the group's `oom_kill`,
+        the machine-wide ones too; only the group's own usage says whose memory it was: on
+        v2 its `oom` events (its limit reached, an allocation about to fail), on v1 its peak
+        usage at the limit or a failed charge."""
         for h, folder in self.folders:
-            if "memory" in h.controllers:
-                file = "memory.oom_control" if h.version == 1 else "memory.events"
-                for line in _read(os.path.join(folder, file)).splitlines():
-                    key, _, value = line.partition(" ")
-                    if key == "oom_kill" and value.strip().isdigit() and int(value) > 0:
-                        return True
-        return False
+            if "memory" not in h.controllers:
+                continue
+            if h.version == 1:
+                counts = _counts(os.path.join(folder, "memory.oom_control"))
+                peak = _number(os.path.join(folder, "memory.max_usage_in_bytes"))
+                limit = _number(os.path.join(folder, "memory.limit_in_bytes"))
+                failed = _number(os.path.join(folder, "memory.failcnt"))
+                own = bool(failed) or (limit > 0 and peak >= limit * OWN_LIMIT_FRACTION)
+            else:
+                counts = _counts(os.path.join(folder, "memory.events"))
+                own = counts.get("oom", 0) > 0
+            if counts.get("oom_kill", 0) <= 0:
+                return None
+            return "own_limit" if own else "elsewhere"
+        return None
 
     def remove(self, wait: float = 2.0) -> bool:
         return all([_remove_tree(folder, wait) for _, folder in self.folders])
+
+
+OomEnd = Literal["own_limit", "elsewhere"] | None
+# A worker whose peak usage came this close to its limit was killed for its own memory (v1
+# counts usage in pages charged ahead, so the peak may stop just short of the limit).
+OWN_LIMIT_FRACTION = 0.97
+
+
+def _counts(path: str) -> dict[str, int]:
+    """A cgroup file of "key value" lines as numbers (memory.events, memory.oom_control)."""
+    out = {}
+    for line in _read(path).splitlines():
+        key, _, value = line.partition(" ")
+        if value.strip().isdigit():
+            out[key] = int(value)
+    return out
+
+
+def _number(path: str) -> int:
+    text = _read(path).strip()
+    return int(text) if text.isdigit() else 0
 
 
 def _limits(h: Hierarchy, memory: int, processes: int) -> list[tuple[str, str]]:

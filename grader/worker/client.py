@@ -59,7 +59,33 @@ class WorkerTimeout(WorkerError):
 
 
 class WorkerCrashed(WorkerError):
-    pass
+    """The worker's process ended; `lost` when something outside the student's code ended it
+    (the kernel killed it for memory another process held): its checks are not the student's
+    to lose, and their results are not final."""
+
+    def __init__(self, message: str, *, lost: bool = False):
+        super().__init__(message)
+        self.lost = lost
+
+
+def machine_oom_kills() -> int | None:
+    """How many processes the kernel's out-of-memory killer has killed on this machine since it
+    booted (/proc/vmstat's `oom_kill`), or None where it does not say."""
+    try:
+        with open("/proc/vmstat", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+# What a worker killed for memory not its own is told, for the student (the check is graded
+# again by the next run).
+LOST_TO_MEMORY = ("the machine ran out of memory and the kernel stopped this check's worker "
+                  "while it was within its own limit: not your code's doing. This check was not "
+                  "graded; it will be graded again")
 
 
 class ReplyRefused(WorkerError):
@@ -647,6 +673,9 @@ class Worker:
         self.output = OutputBuffer(limits.output_bytes)
         self._next_drain = 0.0
         self.alive = True
+        # (where the worker has no memory cgroup to tell its own usage: a kill by the kernel's
+        # OOM killer anywhere on the machine while it ran says its SIGKILL was none of its own)
+        self._oom_kills = machine_oom_kills()
 
     @overload
     def request(self, message: messages.LoadRequest, timeout: float,
@@ -714,7 +743,7 @@ class Worker:
                     for fd in wire.fds_from(anc):  # a worker never sends descriptors
                         os.close(fd)
                     if not data:
-                        raise WorkerCrashed(self._death())
+                        raise self._crashed()
                     reader.feed(data)
         except wire.Overdue:
             self.kill()
@@ -729,7 +758,7 @@ class Worker:
             self.kill()
             raise WorkerCrashed(str(exc)) from None
         except (BrokenPipeError, ConnectionError):
-            raise WorkerCrashed(self._death()) from None
+            raise self._crashed() from None
 
     def _drain(self, _timeout: float, reads: int | None = None) -> None:
         """Read the worker's output until the pipe is empty, or for `reads` reads: a worker
@@ -770,12 +799,27 @@ class Worker:
     def _drain_some(self, _timeout: float) -> None:
         self._drain(0, reads=PIPE_BYTES // READ_BYTES)
 
-    def _death(self) -> str:
-        """Describe how the worker ended (it closed its socket)."""
+    def _crashed(self) -> WorkerCrashed:
+        """How the worker ended (it closed its socket), as the error its request raises."""
         self.alive = False
         note = self.zygote.exit_note(self.pid)
         self._drain(0)
         self.kill()
+        if note is not None and (note.get("lost") or self._killed_for_others(note)):
+            return WorkerCrashed(f"the worker process was killed: {LOST_TO_MEMORY}", lost=True)
+        return WorkerCrashed(self._death(note))
+
+    def _killed_for_others(self, note: messages.Exited) -> bool:
+        """A SIGKILL that no memory cgroup of the worker's explains, while the kernel's OOM
+        killer killed some process of the machine: the kernel's choice, not the worker's
+        doing (where a cgroup counts the worker's memory, its note says so instead)."""
+        if note["signal"] != signal.SIGKILL or note["memory"] or self.zygote.memory_cgroup:
+            return False
+        now = machine_oom_kills()
+        return now is not None and self._oom_kills is not None and now > self._oom_kills
+
+    def _death(self, note: messages.Exited | None) -> str:
+        """Describe how the worker ended."""
         if note is None:
             return "the worker process stopped answering"
         if note["signal"]:

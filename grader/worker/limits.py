@@ -75,6 +75,10 @@ def apply_limits(limits: WorkerLimits) -> None:
     cap(resource.RLIMIT_FSIZE, limits.file_size)
     cap(resource.RLIMIT_NOFILE, limits.open_files)
     cap(resource.RLIMIT_CORE, 0)
+    # A grading process's own memory budget (its soft RLIMIT_DATA) is no worker's: the worker's
+    # memory is bounded by the limits above and its cgroup.
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    resource.setrlimit(resource.RLIMIT_DATA, (hard, hard))
     # RLIMIT_NPROC counts every process of the real user (and root ignores it); allow headroom
     # above what this user already runs so the worker itself is never starved.
     cap(resource.RLIMIT_NPROC, _user_process_count() + limits.processes)

@@ -116,10 +116,15 @@ class Exited(TypedDict):
     code: int | None  # exit status, if it exited
     signal: int | None  # the signal that killed it, if one did
     memory: bool  # its cgroup killed it for going over its memory limit
+    # the kernel killed it for memory while it was under its own limit: another process's
+    # memory (the machine or a container above ran out), never the student's doing
+    lost: bool
 
 
-def exited(pid: int, code: int | None, signal: int | None, memory: bool) -> Exited:
-    return {"op": "exited", "pid": pid, "code": code, "signal": signal, "memory": memory}
+def exited(pid: int, code: int | None, signal: int | None, memory: bool,
+           lost: bool = False) -> Exited:
+    return {"op": "exited", "pid": pid, "code": code, "signal": signal, "memory": memory,
+            "lost": lost}
 
 
 def _is_int(value: Any) -> bool:
@@ -159,7 +164,8 @@ def parse_spawned(msg: Any) -> Spawned:
 
 def parse_exited(msg: Any) -> Exited:
     _fields(msg, "exited", {"pid": _is_int, "code": _is_int_or_none,
-                            "signal": _is_int_or_none, "memory": lambda v: type(v) is bool})
+                            "signal": _is_int_or_none, "memory": lambda v: type(v) is bool,
+                            "lost": lambda v: type(v) is bool})
     return msg
 
 

@@ -423,12 +423,12 @@ def _reap(children: dict, free_uids: list[int], send, stale: list) -> None:
             pass
         if uid is not None:
             free_uids.append(uid)
-        memory = group is not None and group.oom_killed()
+        end = group.oom_end() if group is not None else None
         if group is not None:
             stale.append(group)  # removed (its processes killed) once they are reaped
         send(messages.exited(pid, code=os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
                              signal=os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-                             memory=memory))
+                             memory=end == "own_limit", lost=end == "elsewhere"))
 
 
 if __name__ == "__main__":
