@@ -114,6 +114,32 @@ def hostile_class(tmp_path_factory):
     nb = subs / "huge_notebook" / f"{EXERCISE}.ipynb"
     nb.parent.mkdir(parents=True)
     nb.write_text(big_notebook(480_000))
+    # What the trusted side reads of a submission is bounded (tests/test_hostile_trusted.py):
+    # a member name of 60 KB of spaces (the name matching was quadratic in it) ...
+    (subs / "long_name").mkdir()
+    with zipfile.ZipFile(subs / "long_name" / "work.zip", "w") as z:
+        z.writestr(f"{EXERCISE}.py", SOLUTION)
+        z.writestr(EXERCISE + " " * 60_000 + "_1 (2).py", SOLUTION)
+    # ... a "check your work" cell of 3 MB and cells of 200 KB after it (each was parsed) ...
+    check_cell = json.dumps({"cell_type": "code", "metadata": {}, "outputs": [],
+                             "execution_count": None,
+                             "source": "from grader.jupyter import check\n" + "a," * 1_500_000})
+    after = json.dumps({"cell_type": "code", "metadata": {}, "outputs": [],
+                        "execution_count": None, "source": "x = (" + "a," * 100_000 + ")\n"})
+    solution_cell = json.dumps({"cell_type": "code", "metadata": {}, "outputs": [],
+                                "execution_count": None, "source": SOLUTION})
+    (subs / "huge_check_cell").mkdir()
+    (subs / "huge_check_cell" / f"{EXERCISE}.ipynb").write_text(
+        '{"nbformat": 4, "nbformat_minor": 4, "metadata": {}, "cells": ['
+        + ", ".join([solution_cell, check_cell] + [after] * 10) + "]}")
+    # ... seven candidate files of 1.9 MB beside the one exactly named (each was parsed) ...
+    honest(subs / "candidates")
+    for i in range(7):
+        (subs / "candidates" / f"{EXERCISE} ({i + 1}).py").write_text(
+            "x = (" + "a," * 950_000 + ")\n")
+    # ... and a coding cookie of a codec that is no text codec.
+    (subs / "rot13").mkdir()
+    (subs / "rot13" / f"{EXERCISE}.py").write_text("# -*- coding: rot13 -*-\n" + SOLUTION)
     started = time.monotonic()
     run = torchgrade("grade", subs, "--out", out, "--exercises", EXERCISE, "-j", "2",
                      timeout=900)
@@ -136,7 +162,8 @@ def test_every_student_is_graded_under_a_printable_unique_id(hostile_class):
     graded = results(out)
     expected = {"ann", "zoe", "caf%E9_windows", "index%2Ehtml", "grades%2Ecsv",
                 "pipe_as_exercise", "pipe_beside", "pipe_deep", "pipe_timestamp", "pipe_zip",
-                "copycat", "linker", "huge_notebook"}
+                "copycat", "linker", "huge_notebook", "long_name", "huge_check_cell",
+                "candidates", "rot13"}
     assert set(graded) == expected
     for sid, result in graded.items():
         assert result.student == sid and sid.isprintable()
@@ -147,11 +174,22 @@ def test_every_student_is_graded_under_a_printable_unique_id(hostile_class):
 
 @pytest.mark.parametrize("student", ["ann", "zoe", "caf%E9_windows", "index%2Ehtml",
                                      "grades%2Ecsv", "pipe_beside", "pipe_deep",
-                                     "pipe_timestamp"])
+                                     "pipe_timestamp", "long_name", "huge_check_cell",
+                                     "candidates", "rot13"])
 def test_honest_work_gets_full_marks_whatever_lies_beside_it(hostile_class, student):
     _, out, _, _ = hostile_class
     result = results(out)[student]
     assert result.score == result.max_score > 0, [c.message for c in result.checks][:3]
+
+
+@pytest.mark.parametrize("student, words", [
+    ("long_name", "1 member(s) with a name longer than 255 characters"),
+    ("huge_check_cell", "too large for the grader to analyse"),
+    ("rot13", "declares the encoding 'rot13'"),
+])
+def test_what_the_grader_did_not_read_is_said(hostile_class, student, words):
+    _, out, _, _ = hostile_class
+    assert words in json.dumps(results(out)[student].model_dump(mode="json"))
 
 
 def test_the_original_name_is_kept_in_the_results(hostile_class):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import shutil
 import subprocess
 import sys
@@ -656,3 +657,47 @@ def test_an_installed_course_masked_in_the_workers_view_is_no_leak(tmp_path):
     assert str(course) not in leaks(spec)
     (course / "test_hidden.py").write_text("SECRET = 1\n")
     assert str(course) in leaks(spec)
+
+
+def _killed_for_memory(group: cgroups.WorkerGroup, allocate: int) -> int:
+    """Fork a process into `group` that allocates (and touches) `allocate` bytes; its status."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            group.join()
+            blocks = []
+            for _ in range(allocate >> 24):
+                blocks.append(bytearray(1 << 24))
+            os._exit(0)
+        finally:
+            os._exit(1)
+    return os.waitpid(pid, 0)[1]
+
+
+@needs_memory_cgroup
+@pytest.mark.parametrize("where", ["own_limit", "elsewhere"])
+def test_the_kernel_tells_a_workers_own_memory_from_the_machines(where):
+    """A worker the OOM killer kills at its own limit is the student's doing ("own_limit": the
+    check says it went over its limit); one killed while under its own limit, because a cgroup
+    above it (the machine, a container) ran out, is not ("elsewhere": the check is lost, not
+    final). The cgroup above is made here with a small limit: a real kill by the real kernel."""
+    root = cgroups.ZygoteGroup.create()
+    assert root is not None
+    memory = [h for h in root.hierarchies if "memory" in h.controllers]
+    above = None
+    try:
+        if where == "elsewhere":  # a "machine" of 96 MiB around a worker allowed 1 GiB
+            above = cgroups.WorkerGroup.create(memory, "machine", memory=96 << 20, processes=8)
+            hierarchies = [cgroups.Hierarchy(h.version, h.controllers, folder)
+                           for h, folder in above.folders]
+            group = cgroups.WorkerGroup.create(hierarchies, "w", memory=GiB, processes=8)
+        else:
+            group = cgroups.WorkerGroup.create(memory, "w", memory=96 << 20, processes=8)
+        status = _killed_for_memory(group, 256 << 20)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, status
+        assert group.oom_end() == where
+        group.remove()
+    finally:
+        if above is not None:
+            above.remove()
+        root.remove()

@@ -313,3 +313,60 @@ def test_grading_processes_hold_their_memory_to_a_budget_and_rank_after_workers(
     process.join()
     assert limit == GRADING_PROCESS_MEMORY and not grew
     assert score == GRADING_PROCESS_OOM_SCORE or os.geteuid() != 0 and score >= 0
+
+
+# --------------------------------------------------------------------------- accidents
+
+def _memory_cgroups():
+    from grader.worker import cgroups, sandbox
+
+    return cgroups.available() if sandbox.is_root() else set()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif("memory" not in _memory_cgroups(), reason="needs a writable memory cgroup")
+def test_a_worker_killed_for_memory_the_machine_lacked_is_lost_not_final_and_graded_again(
+        tmp_path):
+    """The run is put in a cgroup of its own (a "machine" of 1150 MiB: an honest run's whole
+    tree peaks at ~0.55 GiB) and a student's module takes 1 GiB when imported, within its
+    worker's own limit of 1.5 GiB: the kernel kills the worker for the machine's memory. Its
+    checks are lost (not the student's doing, said so), the result has no fingerprint, the run
+    exits 1 naming the student, and the next run grades it again without --force; on a machine
+    with the memory, the same submission gets full marks."""
+    import subprocess
+    import sys
+
+    from grader.worker import cgroups
+
+    solution = (Path(__file__).parent.parent / "curriculum" / "solutions" / f"{EX}.py")
+    cls = tmp_path / "class"
+    (cls / "hog").mkdir(parents=True)
+    (cls / "hog" / f"{EX}.py").write_text(
+        solution.read_text() + '\n_held = [bytearray(b"x" * (1 << 24)) for _ in range(64)]\n')
+    root = cgroups.ZygoteGroup.create()
+    assert root is not None
+    machine = cgroups.WorkerGroup.create([h for h in root.hierarchies
+                                          if "memory" in h.controllers],
+                                         "machine", memory=1150 << 20, processes=4096)
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "grader", "grade", str(cls), "--out", str(out),
+               "--exercises", EX, "-j", "1"]
+    try:
+        for _ in range(2):
+            run = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                                 preexec_fn=machine.join)
+            assert run.returncode == 1, run.stdout + run.stderr
+            assert "LOST to the machine" in run.stdout and ": hog;" in run.stdout, run.stdout
+            assert "already graded" not in run.stdout
+            result = json.loads((out / "hog" / "results.json").read_text())
+            assert result["fingerprint"] is None
+            assert {c["reason"] for c in result["checks"]} == {"lost"}
+            assert "not your code's doing" in result["checks"][0]["message"]
+            assert "its memory limit" not in result["checks"][0]["message"]
+        run = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stdout + run.stderr
+        result = json.loads((out / "hog" / "results.json").read_text())
+        assert result["fingerprint"] and result["score"] == result["max_score"] > 0
+    finally:
+        machine.remove()
+        root.remove()

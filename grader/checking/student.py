@@ -196,10 +196,8 @@ class StudentModule:
         output, where = self._split_stack(worker.close())
         if first:
             self.import_output = output
-        failure = ModuleUnavailable(message, status=status, stopped_at=where, reason=reason)
-        if reason != "lost":  # (a worker lost to the machine is started again by the next check)
-            self._failure = failure
-        raise failure
+        self._failure = ModuleUnavailable(message, status=status, stopped_at=where, reason=reason)
+        raise self._failure
 
     def _split_stack(self, output: str) -> tuple[str, str | None]:
         """The output of a worker stopped for time without the stacks it wrote when asked

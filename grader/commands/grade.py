@@ -688,9 +688,9 @@ def summary_line(summary: GradeSummary) -> str:
                      "checks' points and are not final: fix the checks, then run again)")
     if summary.lost:  # the machine's doing: said with the students to grade again
         shown = ", ".join(summary.lost[:10]) + (" ..." if len(summary.lost) > 10 else "")
-        failures += (f", {len(summary.lost)} with checks LOST to the machine (the kernel "
-                     f"killed their workers for memory other processes held): {shown}; "
-                     "their results are not final: run the same command again to grade them")
+        failures += (f", {len(summary.lost)} with checks LOST to the machine running out of "
+                     f"memory (their workers were within their own limits): {shown}; their "
+                     "results are not final: run the same command again to grade them")
     where = (f"Class index: {summary.index}" if summary.shard is None else
              f"Shard {summary.shard}: once every shard has finished, run `torchgrade index "
              f"{summary.out}` for the class index and CSVs")
