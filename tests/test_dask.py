@@ -191,6 +191,12 @@ def test_dask_grades_like_a_local_run_and_resumes(tmp_path):
         assert "1 graded now, 3 up to date" in changed.stdout, changed.stderr
         stub = read_json(tmp_path / "dask" / "stub0" / "results.json")
         assert stub.score == stub.max_score > 0
+        # The grade it replaced is kept and said, as a local run's writer does.
+        assert "The grades they replaced" in changed.stdout
+        previous = read_json(tmp_path / "dask" / "stub0" / "results.previous.json")
+        assert previous.score == 0 and stub.replaced is not None
+        assert stub.replaced.final_score == 0
+        assert "Regraded" in (tmp_path / "dask" / "stub0" / "report.html").read_text()
 
 
 def test_a_worker_killed_mid_run_costs_only_a_retry(tmp_path):
