@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What reading a hostile submission costs the trusted side: peak memory and time of the intake.
 
-    python benchmarks/bench_hostile_intake.py [--only NAME,NAME] [--workdir DIR]
+    python benchmarks/bench_hostile_intake.py [--only NAME,NAME] [--workdir DIR] [--grade]
 
 Each attack (built here, deterministically, each within the size limits a submission may have)
 is read by `grader.intake.submission.load_submission` in a fresh process of its own, as a
@@ -9,13 +9,19 @@ grading process (or a Dask run's client) reads it; so is an honest submission, t
 the same run. Prints each one's peak resident memory (the process's maximum RSS, from the
 kernel) and wall time, and both as ratios to the honest one's. The process reads no torch: what
 is measured is the intake alone (a grading process adds ~0.25 GiB of its own).
-No assertions: tests/test_hostile_intake.py holds the bounds as tests.
+With `--grade`, each one is also graded whole (`torchgrade grade FOLDER --out ... -j 1`, in a
+class of its own beside an honest student), and the largest resident memory of any trusted
+process of the run (the parent, the fork server, the grading processes: every descendant that
+is not inside a bubblewrap sandbox, sampled every 20 ms) is printed, with the run's wall time.
+No assertions: tests/test_hostile_trusted.py holds the bounds as tests.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -110,11 +116,63 @@ def measure(folder: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            tree.setdefault(ppid, []).append(int(entry))
+    return tree
+
+
+def _rss_and_name(pid: int) -> tuple[int, str]:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+        return int(fields.get("VmRSS", "0 kB").split()[0]) * 1024, fields["Name"].strip()
+    except (OSError, ValueError, KeyError):
+        return 0, ""
+
+
+def grade_peak(folder: Path, work: Path) -> tuple[float, float, int]:
+    """Grade `folder` (with an honest classmate) and sample the trusted processes' memory:
+    (largest RSS in MiB, seconds, exit status)."""
+    cls = work / f"class-{folder.name}"
+    shutil.rmtree(cls, ignore_errors=True)
+    shutil.copytree(folder, cls / "eve")
+    (cls / "ann").mkdir()
+    honest(cls / "ann")
+    out = work / f"out-{folder.name}"
+    shutil.rmtree(out, ignore_errors=True)
+    started = time.perf_counter()
+    run = subprocess.Popen([sys.executable, "-m", "grader", "grade", str(cls), "--out", str(out),
+                            "--exercises", ",".join(EXERCISES), "-j", "1"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    peak = 0
+    while run.poll() is None:
+        tree, stack = _children(), [run.pid]
+        while stack:
+            pid = stack.pop()
+            rss, name = _rss_and_name(pid)
+            if name == "bwrap":
+                continue  # a sandbox and everything in it: the student's side
+            peak = max(peak, rss)
+            stack += tree.get(pid, [])
+        time.sleep(0.02)
+    return peak / 2**20, time.perf_counter() - started, run.returncode
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", help="attacks to run, comma-separated (the honest baseline "
                         "always runs)")
     parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--grade", action="store_true", help="grade each one too, and print "
+                        "the trusted processes' largest memory")
     args = parser.parse_args()
     names = ["honest"] + [n for n in ATTACKS if n != "honest"
                           and (not args.only or n in args.only.split(","))]
@@ -128,6 +186,8 @@ def main() -> None:
         started = time.perf_counter()
         rows[name] = measure(folder) | {"bytes": size,
                                         "wall": time.perf_counter() - started}
+        if args.grade:
+            rows[name]["grade"] = grade_peak(folder, work)
     base = rows["honest"]
     print(f"{'submission':22} {'size MB':>8} {'peak MiB':>9} {'x honest':>9} {'intake s':>9} "
           f"{'x honest':>9}")
@@ -135,6 +195,13 @@ def main() -> None:
         print(f"{name:22} {row['bytes'] / 2**20:8.1f} {row['peak_mib']:9.0f} "
               f"{row['peak_mib'] / base['peak_mib']:9.2f} {row['seconds']:9.2f} "
               f"{row['seconds'] / max(base['seconds'], 1e-3):9.1f}")
+    if args.grade:
+        print(f"\n{'graded as a class':22} {'trusted peak MiB':>17} {'x honest':>9} "
+              f"{'run s':>7} {'exit':>5}")
+        for name, row in rows.items():
+            mib, seconds, code = row["grade"]
+            print(f"{name:22} {mib:17.0f} {mib / base['grade'][0]:9.2f} {seconds:7.1f} "
+                  f"{code:5d}")
     print(f"(files in {work})", file=sys.stderr)
 
 

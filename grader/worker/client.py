@@ -832,7 +832,9 @@ class Worker:
                         f"{self.limits.memory / 2**30:g} GiB (counting everything it holds: "
                         "arrays, shared memory, memfds, files in /tmp)")
             if sig == signal.SIGKILL:
-                return "the worker process was killed (SIGKILL; often the memory limit)"
+                # (not the kernel's memory choice: a memory cgroup's note or the machine's OOM
+                # count would have said so, above)
+                return "the worker process was killed (SIGKILL)"
             return f"the worker process crashed ({name}, signal {sig})"
         return (f"the worker process exited with status {note['code']} "
                 "(os._exit or a fatal error)")
