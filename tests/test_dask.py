@@ -7,6 +7,8 @@ killed (its whole process group) in a `finally`, and every wait is bounded."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
+from functools import partial
 import signal
 import socket
 import subprocess
@@ -472,3 +474,38 @@ def test_the_benchmark_is_documented_and_runs_its_help():
     assert proc.returncode == 0, proc.stderr
     assert "-n N" in proc.stdout and "--exercises" in proc.stdout
     assert "benchmarks/bench_dask.py" in (REPO / "README.md").read_text()
+
+
+@pytest.mark.fast
+def test_the_clients_window_is_bounded_by_the_source_it_holds(tmp_path):
+    """The client holds each submission in the cluster, read, until its result is back: the
+    window stops taking more once they hold WINDOW_BYTES (one more at most), however many
+    worker threads there are."""
+    from grader.models import ModuleSource, SourceChunk, Submission
+    from grader.running import dask_cluster
+
+    class Client:
+        def __init__(self):
+            self.submitted = 0
+
+        def submit(self, *args, **kwargs):
+            self.submitted += 1
+            return object()
+
+        def scheduler_info(self):
+            return {"workers": {"w": {"nthreads": 64}}}
+
+    def loaded(size: int) -> Submission:
+        chunk = SourceChunk(code="x" * size, filename="m.py", label="m.py")
+        return Submission(student="s", root="s", modules={EXERCISE: ModuleSource(
+            exercise=EXERCISE, path="m.py", kind="py", chunks=[chunk])})
+
+    job = remote_job(tmp_path)
+    for size, expected in ((dask_cluster.WINDOW_BYTES // 4, 4), (1 << 10, 256)):
+        client = Client()
+        run = dask_cluster._Run(client, None, job.settings, job.steps, lambda r, f: None,
+                                None, None)
+        pending = [job.task] * 1000
+        big = replace(job, task=job.task.model_copy(update={"submission": loaded(size)}))
+        run._fill(pending, partial(lambda job, task: job, big), set())
+        assert client.submitted == expected

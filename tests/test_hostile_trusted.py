@@ -370,3 +370,23 @@ def test_a_worker_killed_for_memory_the_machine_lacked_is_lost_not_final_and_gra
     finally:
         machine.remove()
         root.remove()
+
+
+@fast
+def test_a_class_zip_is_refused_by_its_end_record_before_its_listing_is_parsed(tmp_path,
+                                                                               monkeypatch):
+    """At the bound of entries (and listing bytes per entry) a class zip is read; one over it
+    is refused (exit 2, one line) before zipfile parses the listing."""
+    from grader.intake import lms
+
+    monkeypatch.setattr(lms, "MAX_ENTRIES", 10)
+    at, over, wordy = tmp_path / "at.zip", tmp_path / "over.zip", tmp_path / "wordy.zip"
+    for path, count, name in ((at, 10, "s{}/x.py"), (over, 11, "s{}/x.py"),
+                              (wordy, 7, "s{}/" + "n" * 250 + "/" + "m" * 250 + ".py")):
+        with zipfile.ZipFile(path, "w") as z:
+            for i in range(count):
+                z.writestr(name.format(i), "")
+    assert len(lms.list_download(at)) == 10
+    for refused in (over, wordy):  # wordy: 7 entries, a listing 12 entries' worth
+        with pytest.raises(UsageError, match="entries or more"):
+            lms.list_download(refused)

@@ -45,6 +45,9 @@ log = logging.getLogger("torchgrade")
 CONNECT_TIMEOUT = 5.0      # seconds to reach the scheduler before giving up (exit 2)
 PER_THREAD = 4             # submissions in the cluster per worker thread
 MIN_WINDOW = 8
+# The window is bounded by bytes too: each submission in it is held here, read (a notebook's code
+# may be tens of MB), until its result comes back. One more may go beyond it, never two.
+WINDOW_BYTES = 256 << 20
 TASK_RETRIES = 1           # a task that raised (not a submission's doing: the worker's) runs again
 INSTALL = "pip install 'torchgrade[dask]'"
 
@@ -123,6 +126,7 @@ class _Run:
         self.course: Any = None
         self.address = ""
         self.running: dict[Any, GradeTask] = {}
+        self.held: dict[Any, int] = {}  # bytes of source each future's submission holds
         self.prefix = f"torchgrade-{uuid.uuid4().hex[:12]}"
 
     def grade(self, pending: list[GradeTask], job_of: Callable[[GradeTask], RemoteJob]) -> None:
@@ -132,6 +136,7 @@ class _Run:
             self._fill(pending, job_of, done)
             for future in done:
                 task = self.running.pop(future)
+                self.held.pop(future, None)
                 self._finish(future, task)
                 self._fill(pending, job_of, done)
         except BaseException:
@@ -141,12 +146,15 @@ class _Run:
     def _fill(self, pending: list[GradeTask], job_of: Callable[[GradeTask], RemoteJob],
               done: Any) -> None:
         window = max(MIN_WINDOW, PER_THREAD * sum(self._threads().values()))
-        while pending and len(self.running) < window:
+        while pending and len(self.running) < window and (
+                not self.running or sum(self.held.values()) < WINDOW_BYTES):
             task = pending.pop()
-            future = self.client.submit(grade_remote, job_of(task), self.course,
+            job = job_of(task)
+            future = self.client.submit(grade_remote, job, self.course,
                                         key=f"{self.prefix}-{len(pending)}", pure=False,
                                         retries=TASK_RETRIES)
             self.running[future] = task
+            self.held[future] = source_bytes(job.task.submission)
             done.add(future)
 
     def _threads(self) -> dict[str, int]:
@@ -187,6 +195,13 @@ class _Run:
     def _deliver(self, result: SubmissionResult) -> None:
         if self.on_result is not None:
             self.on_result(result)
+
+
+def source_bytes(submission: Submission | None) -> int:
+    """How much student source a loaded submission holds (its chunks' code)."""
+    if submission is None:
+        return 0
+    return sum(len(c.code) for m in submission.modules.values() for c in m.chunks)
 
 
 def write_outcome(outcome: RemoteOutcome, task: GradeTask,
