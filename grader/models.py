@@ -247,7 +247,7 @@ class CheckResult(BaseModel):
     worker_records: Annotated[list[Name], _items(100, say=False)] = Field(
         [], description="probes (grader/probes) whose records this verdict rests on: made "
         "inside the worker, next to the student's code, which code written to tamper with them "
-        "could fake (README: Records made in the worker)")
+        "could fake (docs/operations.md: Records made in the worker)")
     duration_s: float = 0.0
 
 

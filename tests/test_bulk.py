@@ -984,7 +984,7 @@ def test_benchmark_script_is_documented_and_runs_its_help(script, option):
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), "--help"],
                           capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 0 and option in proc.stdout
-    assert f"benchmarks/{script}" in (REPO / "README.md").read_text()
+    assert f"benchmarks/{script}" in (REPO / "docs" / "operations.md").read_text()
 
 
 def serve_with_a_broken_installation(conn, settings, steps):

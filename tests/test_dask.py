@@ -473,7 +473,7 @@ def test_the_benchmark_is_documented_and_runs_its_help():
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "-n N" in proc.stdout and "--exercises" in proc.stdout
-    assert "benchmarks/bench_dask.py" in (REPO / "README.md").read_text()
+    assert "benchmarks/bench_dask.py" in (REPO / "docs" / "operations.md").read_text()
 
 
 @pytest.mark.fast

@@ -47,10 +47,10 @@ REACH = r'''
 def _grader_module(name):
     """A module of the worker's own code: the worker hides them from `sys.modules` and imports
     before student code runs (grader/worker/seal.py), but a submission written to tamper with
-    the worker can still find them through the garbage collector (README: "Records made in the
-    worker"); these attacks stand for such a tampered worker. (The zygote freezes its objects
-    out of the collector's passes, which also leaves them out of `gc.get_objects()`: that is
-    no defence, `gc.unfreeze()` lists them again.)"""
+    the worker can still find them through the garbage collector (docs/operations.md:
+    "Records made in the worker"); these attacks stand for such a tampered worker. (The zygote
+    freezes its objects out of the collector's passes, which also leaves them out of
+    `gc.get_objects()`: that is no defence, `gc.unfreeze()` lists them again.)"""
     import gc
     gc.unfreeze()
     for obj in gc.get_objects():

@@ -140,7 +140,7 @@ def warn_isolation(zygote) -> None:
 def isolation_warning(isolation: str, missing) -> None:
     if isolation != "full":
         log.warning("torchgrade: warning: worker isolation is %s on this machine; missing: %s. "
-                    "See 'Isolation levels' in the README.", isolation, missing)
+                    "See 'Isolation levels' in docs/operations.md.", isolation, missing)
 
 
 def full_package_only(what: str) -> None:

@@ -17,11 +17,11 @@ the student's module is loaded and:
   the code, defaults and closure of every function, of those modules and of their classes. The
   worker compares before and after every probe and refuses a record made by changed probe code.
 
-What this cannot close, stated in README.md ("Records made in the worker"): student code runs in
-the same process, so a submission written to reach into probe state through the object graph
-(frames, `gc`, the real dict behind a class's `__dict__`, `ctypes`) and to put everything back
-before the call returns can still fake a record. Checks whose verdict rests on such a record say
-so in their result (`CheckResult.worker_records`).
+What this cannot close, stated in docs/operations.md ("Records made in the worker"): student code
+runs in the same process, so a submission written to reach into probe state through the object
+graph (frames, `gc`, the real dict behind a class's `__dict__`, `ctypes`) and to put everything
+back before the call returns can still fake a record. Checks whose verdict rests on such a record
+say so in their result (`CheckResult.worker_records`).
 """
 
 from __future__ import annotations
