@@ -181,14 +181,15 @@ def partly_copied(source: str, own: str, share: float = 0.5) -> str:
 class Student:
     sid: str
     files: dict[str, str]          # exercise -> source handed in
-    copied_from: dict[str, str]    # exercise -> the student whose work this is a copy of
+    copied_from: dict[str, tuple[str, ...]]  # exercise -> whose work this copies
 
 
 def make_class(exercises: tuple[str, ...] = EXERCISES, *, copies: int = 1, stubs: int = 2,
                seed: int = 0) -> list[Student]:
     """One student per independent solution (style) of each exercise (`indep_<i>`: the i-th
     style of every exercise, so two of them never hand in one style), `copies` disguised
-    copies of each kind per exercise, and `stubs` students with the untouched stubs."""
+    copies of each kind per exercise (of a seeded choice of source), and `stubs` students
+    with the untouched stubs."""
     rng = random.Random(seed)
     styles = {e: independent_solutions(e) for e in exercises}
     width = max(len(s) for s in styles.values())
@@ -196,10 +197,12 @@ def make_class(exercises: tuple[str, ...] = EXERCISES, *, copies: int = 1, stubs
     for i in range(width):
         files = {e: list(s.values())[i] for e, s in styles.items() if i < len(s)}
         students.append(Student(f"indep_{i}", files, {}))
-    kinds = ("renamed", "reordered", "reformatted", "recommented", "disguised", "partly")
+    kinds = ("renamed", "reordered", "reformatted", "recommented", "disguised", "partly",
+             "patchwork")
     for n in range(copies):
         for kind in kinds:
-            files, source_of = {}, {}
+            files: dict[str, str] = {}
+            source_of: dict[str, tuple[str, ...]] = {}
             for e, s in styles.items():
                 sources = list(s.values())
                 i = rng.randrange(len(sources))
@@ -214,10 +217,14 @@ def make_class(exercises: tuple[str, ...] = EXERCISES, *, copies: int = 1, stubs
                     files[e] = recommented(src)
                 elif kind == "disguised":
                     files[e] = disguised(src, keep, seed=n)
-                else:  # half copied, the rest the student's own (another style)
-                    own = sources[(i + 1) % len(sources)]
-                    files[e] = renamed(partly_copied(src, own), keep, seed=n + 1)
-                source_of[e] = f"indep_{i}"
+                elif kind == "partly":  # half copied, the rest not done (the stub's)
+                    files[e] = renamed(partly_copied(src, stub(e)), keep, seed=n + 1)
+                else:  # half of one classmate's, the rest another's
+                    j = (i + 1) % len(sources)
+                    files[e] = renamed(partly_copied(src, sources[j]), keep, seed=n + 2)
+                    source_of[e] = (f"indep_{i}", f"indep_{j}")
+                    continue
+                source_of[e] = (f"indep_{i}",)
             students.append(Student(f"copy_{kind}_{n}", files, source_of))
     for n in range(stubs):
         students.append(Student(f"stub_{n}", {e: stub(e) for e in exercises}, {}))

@@ -41,6 +41,7 @@ from grader.models import (CheckRun, Submission, SubmissionResult, failed_checks
 from grader.outputs.exports import NOTE_WARNINGS, canvas_csv, grades_csv, moodle_csv
 from grader.outputs.progress import Progress
 from grader.outputs.report import render_index
+from grader.outputs.similarity import SIMILARITY_PAGE
 from grader.outputs.folder import PREVIOUS, read_results, write_submission_outputs
 from grader.outputs.writing import (OutLock, escaped, interrupts_deferred, printable, read_json,
                                     remove_stale_temp_files, write_atomic)
@@ -520,6 +521,7 @@ def write_class_files(summary: GradeSummary, results: list[SubmissionResult],
     write_atomic(summary.out / INDEX,
                  render_index(results, summary.exercises, assignment=name,
                               names=names, not_graded=summary.not_graded,
+                              similarity=(summary.out / SIMILARITY_PAGE).is_file(),
                               title=(f"torchgrade results: {name}" if name
                                      else "torchgrade results")))
     if summary.not_graded:

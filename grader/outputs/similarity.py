@@ -9,11 +9,13 @@ import csv
 import io
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import grader
 from grader.outputs.exports import _cell
-from grader.similarity.compare import MIN_SHARED, THRESHOLD, Pair, Side
+
+if TYPE_CHECKING:  # (grade imports the names below: not numpy's and copydetect's imports)
+    from grader.similarity.compare import Pair, Side
 
 SIMILARITY_CSV = "similarity.csv"
 SIMILARITY_PAGE = "similarity.html"
@@ -77,10 +79,10 @@ class Page:
     flagged: int                      # flagged pairs in all (the page shows MAX_PAGE_PAIRS)
     exercises: list[str]
     students: int
+    threshold: float
+    min_shared: int
     notes: list[str] = field(default_factory=list)   # files not compared, and why
     out_of_scope: list[str] = field(default_factory=list)
-    threshold: float = THRESHOLD
-    min_shared: int = MIN_SHARED
     generated_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
     version: str = grader.__version__
 

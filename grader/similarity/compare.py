@@ -101,7 +101,8 @@ class Pair:
 def compare_class(exercise: str, fingerprints: dict[str, np.ndarray]) -> list[Pair]:
     """Every flagged pair of the students in `fingerprints` (student -> their file's own
     fingerprints), and each student's closest classmate (highest similarity, then most
-    shared, then first id) when they share anything; most similar first."""
+    shared, then first id; a student with no work of their own, an untouched stub, is paired
+    with the first other id at 0); most similar first."""
     students = sorted(fingerprints)
     n = len(students)
     if n < 2:
@@ -120,7 +121,10 @@ def compare_class(exercise: str, fingerprints: dict[str, np.ndarray]) -> list[Pa
     own = np.array([len(m) for m in mine], dtype=np.int64)
     kept: dict[tuple[int, int], Pair] = {}
     for i in range(n):
-        if own[i] == 0:
+        if own[i] == 0:  # nothing of their own (an untouched stub): closest to none
+            key = (0, 1) if i == 0 else (0, i)
+            kept.setdefault(key, Pair(exercise, students[key[0]], students[key[1]], 0.0, 0,
+                                      False))
             continue
         at = np.searchsorted(unique, mine[i])
         starts, lengths = first[at], counts[at]
@@ -132,10 +136,9 @@ def compare_class(exercise: str, fingerprints: dict[str, np.ndarray]) -> list[Pa
         smaller = np.minimum(own, own[i])
         similarity = np.where(smaller > 0, shared / np.maximum(smaller, 1), 0.0)
         flagged = np.flatnonzero((similarity >= THRESHOLD) & (shared >= MIN_SHARED))
+        similarity[i] = -1.0
         best = int(np.lexsort((np.arange(n), -shared, -similarity))[0])
         for j in {*flagged.tolist(), best}:
-            if shared[j] == 0:
-                continue
             key = (min(i, j), max(i, j))
             if key not in kept:
                 kept[key] = Pair(exercise, students[key[0]], students[key[1]],

@@ -71,9 +71,12 @@ def normalised(source: str, *, contract: Iterable[str] = ()) -> Tokens:
     dropped = _Spans(names.dropped)
     numbering: list[dict[str, str]] = [{} for _ in statements]
     previous, where = "", 0
-    for tok in raw:
-        if tok.type in _SKIPPED:
-            continue
+    before: tokenize.TokenInfo | None = None  # the token before this one (comments aside)
+    parens: list[str] = []  # what each open "(" is: "call" (or a def's) or "group"
+    significant = [tok for tok in raw if tok.type not in _SKIPPED]
+    for k, tok in enumerate(significant):
+        ahead = significant[k + 1].string if k + 1 < len(significant) else ""
+        prior, before = before, tok
         if tok.type not in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
             # (a line end, indent or dedent closes the statement before it: a dedent's
             # position is the next statement's first token)
@@ -84,7 +87,25 @@ def normalised(source: str, *, contract: Iterable[str] = ()) -> Tokens:
                 out.text.pop()  # the ":" of an annotated argument, the "->" of a return type
                 out.lines.pop()
             continue
-        text = _canonical(tok, previous, names, own)
+        if tok.type == tokenize.OP and tok.string == "(":
+            # (a call's, a def's, a class's, a subscript's call: after a name, a bracket or a
+            # string; else parentheses that only group, which layout adds and removes)
+            called = prior is not None and (
+                prior.type == tokenize.NAME and not keyword.iskeyword(prior.string)
+                or prior.string in (")", "]") or prior.type == tokenize.STRING)
+            parens.append("call" if called else "group")
+            if not called:
+                continue
+        elif tok.type == tokenize.OP and tok.string == ")":
+            if (parens.pop() if parens else "call") == "group":
+                continue
+        if tok.type == tokenize.NAME and ahead == "=" and parens and parens[-1] == "call" \
+                and previous in ("(", ","):
+            # a keyword argument: one placeholder for all (the student may have named it,
+            # as a helper's parameter, and a call's keywords come in any order)
+            text = PLACEHOLDER
+        else:
+            text = _canonical(tok, previous, names, own)
         previous = tok.string if tok.type != tokenize.NEWLINE else ""
         if text == "⏎" and (not out.text or out.text[-1] in ("⏎", "⇥", "⇤")):
             continue  # the line end of a dropped docstring, of a blank statement
@@ -112,12 +133,14 @@ def _canonical(tok: tokenize.TokenInfo, previous: str, names: _Names,
         return "⇤"
     if kind == tokenize.STRING or kind == getattr(tokenize, "FSTRING_MIDDLE", -1):
         return _literal(text)
+    if kind == tokenize.NUMBER:
+        return _number(text)
     if kind != tokenize.NAME:
         return text
     if keyword.iskeyword(text):
         return text
     if previous == ".":  # an attribute: the student's own only if the file assigns it
-        return _placeholder(text, own) if text in names.attributes else text
+        return _placeholder("." + text, own) if text in names.attributes else text
     if text in names.imported:
         return names.imported[text]
     if text in names.bound:
@@ -138,18 +161,58 @@ def loose(tokens: list[str]) -> list[str]:
     return [PLACEHOLDER if t.startswith("‹") else t for t in tokens]
 
 
+def _number(text: str) -> str:
+    """A number as its value reads (`1e-6`, `1e-06` and `0.000001` are one)."""
+    if len(text) > 100:
+        return text
+    try:
+        return repr(ast.literal_eval(text))
+    except (ValueError, SyntaxError, MemoryError):
+        return text
+
+
 def _literal(text: str) -> str:
-    """A string literal's text without its quote style (single, double or triple quotes)."""
+    """A string literal's value, however it is quoted or escaped (an f-string: its text)."""
     body = text.lstrip("rRbBuUfF")
     prefix = text[:len(text) - len(body)].lower().replace("u", "")
     for quote in ('"""', "'''", '"', "'"):
         if body.startswith(quote) and body.endswith(quote) and len(body) >= 2 * len(quote):
             body = body[len(quote):-len(quote)]
             break
+    if "f" in prefix:  # the names inside an f-string's fields are the student's: left out
+        body = _without_fields(body)
+    else:
+        try:  # (linear in the literal's length; nothing is evaluated but the literal)
+            value = ast.literal_eval(text)
+            body = value if isinstance(value, str) else repr(value)
+            prefix = prefix.replace("r", "")
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            pass
     if len(body) > MAX_LITERAL:
         body = "…" + hashlib.blake2b(body.encode("utf-8", "replace"),
                                      digest_size=8).hexdigest()
     return f"{prefix}S:{body}"
+
+
+def _without_fields(body: str) -> str:
+    """An f-string's text with each replacement field as `{}` (`{{` and `}}` kept)."""
+    out, depth, i = [], 0, 0
+    while i < len(body):
+        ch = body[i]
+        if depth == 0 and ch in "{}" and body[i:i + 2] in ("{{", "}}"):
+            out.append(body[i:i + 2])
+            i += 2
+            continue
+        if ch == "{":
+            depth += 1
+            if depth == 1:
+                out.append("{}")
+        elif ch == "}" and depth:
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+        i += 1
+    return "".join(out)
 
 
 def _first_line(node: ast.stmt) -> int:
