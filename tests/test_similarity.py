@@ -130,8 +130,11 @@ def test_a_partial_copy_scores_the_share_copied():
               "half": own_work(partly_copied(styles[0], styles[1]), starter).fingerprints(),
               "other": own_work(styles[1], starter).fingerprints()}
     scores = {(p.a, p.b): p.similarity for p in compare_class(e, prints)}
-    assert 0.36 <= scores["half", "source"] < 0.9
-    assert scores.get(("other", "source"), 0) < 0.36
+    assert compare.THRESHOLD <= scores["half", "source"] < 0.9
+    assert compare.THRESHOLD <= scores["half", "other"] < 0.9
+    apart = compare_class(e, {k: prints[k] for k in ("source", "other")})
+    assert [(p.a, p.b, p.flagged) for p in apart] == [("other", "source", False)]
+    assert apart[0].similarity < compare.THRESHOLD
 
 
 def test_a_fingerprint_most_of_a_large_class_shares_is_common(monkeypatch):

@@ -357,11 +357,20 @@ def docstring_code(stub: str) -> list[str]:
             head, colon, rest = text.partition(":  ")  # `"case":    y = f(x); L = y.sum()`
             if colon:
                 candidates.append(rest.strip())
-            candidates += [p for c in list(candidates) for p in c.split("; ")]
+            candidates += [p.strip().rstrip(".") for c in list(candidates)
+                           for p in c.replace("; ", ", ").split(", ")]
             for candidate in dict.fromkeys(candidates):
-                if _is_code(candidate):
-                    fragments.append(candidate)
+                # (prose may lead in: "Start from xl = x.detach().clone()")
+                words = candidate.split()
+                for drop in range(min(len(words), MAX_LEAD_WORDS + 1)):
+                    code = " ".join(words[drop:])
+                    if _is_code(code):
+                        fragments.append(code)
+                        break
     return fragments
+
+
+MAX_LEAD_WORDS = 6  # words of prose before a docstring's code, in `docstring_code`
 
 
 def _is_code(text: str) -> bool:
