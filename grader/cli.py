@@ -83,6 +83,8 @@ def build_parser() -> Parser:
                         "compared)")
     p.add_argument("--lms", choices=("canvas", "moodle", "blackboard", "folders"),
                    help="how CLASS is laid out (default: detected)")
+    p.add_argument("-j", "--jobs", type=_positive_int, metavar="N",
+                   help="processes reading the files (default: one per core)")
     p.epilog = ("A pair is flagged when at least 30%% of the smaller file's own work (its code "
                 "beyond the starter code; names, order, comments, docstrings and layout aside) "
                 "is shared, and at least 20 fingerprints (about five lines) are: independent "

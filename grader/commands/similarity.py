@@ -12,12 +12,13 @@ from __future__ import annotations
 import argparse
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from grader.commands.common import UsageError, plan_of
+from grader.commands.common import UsageError, default_jobs, plan_of
 from grader.course.bughunt import is_bughunt
 from grader.course.folder import active_course, course_text
 from grader.course.registry import known_exercises
@@ -53,13 +54,14 @@ class SimilaritySummary:
 
 
 def similarity(submissions: Path, *, out: Path, exercises: list[str] | None = None,
-               lms: str | None = None) -> SimilaritySummary:
+               lms: str | None = None, jobs: int | None = None) -> SimilaritySummary:
     """Compare every pair of students' files of each exercise (see `grader.similarity`) and
     write OUT/similarity.csv and OUT/similarity.html; rebuild OUT/index.html to link the page
     when OUT holds a graded class. UsageError for a CLASS `grade` would refuse, an unknown
     exercise, or an OUT a `torchgrade grade` run is writing into. A file that cannot be read or
     parsed is a note, never a failure. Memory: the class's fingerprints (a few kB per file)
-    plus one row of counts at a time (`grader.similarity.compare`)."""
+    plus one row of counts at a time (`grader.similarity.compare`). `jobs`: processes that
+    read and fingerprint the files (default: one per core)."""
     started = time.monotonic()
     submissions, out = Path(submissions), Path(out)
     check_folders(submissions, out)
@@ -87,14 +89,12 @@ def similarity(submissions: Path, *, out: Path, exercises: list[str] | None = No
         starters = {e: Starter.of(e, course_text(active_course().stub(e))) for e in chosen}
         prints: dict[str, dict[str, np.ndarray]] = {e: {} for e in chosen}
         where: dict[tuple[str, str], Path] = {}
-        for sid, path in students:
-            for exercise, module in _modules(sid, path, chosen, links).items():
-                own, note = _own(module, starters[exercise])
-                if note is not None:
-                    summary.notes.append(f"{sid}, {exercise}: {note}")
-                if own is not None:
-                    prints[exercise][sid] = own.fingerprints()
-                    where[sid, exercise] = path
+        tasks = [(sid, path, sorted(links.get(sid, set()))) for sid, path in students]
+        for (sid, path, _), read in zip(tasks, _read_all(tasks, chosen, starters, jobs)):
+            summary.notes += read.notes
+            for exercise, fingerprints in read.prints.items():
+                prints[exercise][sid] = fingerprints
+                where[sid, exercise] = path
         for exercise in chosen:
             summary.pairs += compare_class(exercise, prints.pop(exercise))
         summary.pairs.sort(key=lambda p: (-p.similarity, -p.shared, p.exercise, p.a, p.b))
@@ -111,6 +111,51 @@ def similarity(submissions: Path, *, out: Path, exercises: list[str] | None = No
     summary.indexed = _link_from_index(out)
     summary.seconds = time.monotonic() - started
     return summary
+
+
+@dataclass
+class StudentPrints:
+    """One student's files, as the comparison keeps them: each exercise's own fingerprints,
+    and a note for each file that could not be compared."""
+
+    prints: dict[str, np.ndarray] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+# What a pool's processes read each student with (set before they fork: never pickled).
+_work: tuple[list[str], dict[str, Starter]] = ([], {})
+POOL_MIN = 64  # students: a smaller class is read in this process (a pool costs more)
+
+
+def _read_all(tasks: list[tuple[str, Path, list]], chosen: list[str],
+              starters: dict[str, Starter], jobs: int | None) -> Iterator[StudentPrints]:
+    """Each task's student read and fingerprinted, in order: with `jobs` processes (default:
+    one per core) for a class of POOL_MIN students or more. No student code runs in them:
+    they parse and hash, so the parallelism is only for speed."""
+    global _work
+    _work = (chosen, starters)
+    jobs = min(jobs or default_jobs(), 64)
+    if jobs < 2 or len(tasks) < POOL_MIN:
+        yield from map(_read_student, tasks)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+        yield from pool.map(_read_student, tasks, chunksize=8)
+
+
+def _read_student(task: tuple[str, Path, list]) -> StudentPrints:
+    sid, path, links = task
+    chosen, starters = _work
+    read = StudentPrints()
+    for exercise, module in _modules(sid, path, chosen, {sid: links}).items():
+        own, note = _own(module, starters[exercise])
+        if note is not None:
+            read.notes.append(f"{sid}, {exercise}: {note}")
+        if own is not None:
+            read.prints[exercise] = own.fingerprints()
+    return read
 
 
 def _holds(sid: str, path: Path, wanted: list[str], links: dict) -> set[str]:
@@ -170,7 +215,8 @@ def _link_from_index(out: Path) -> bool:
 
 
 def main(args: argparse.Namespace) -> int:
-    summary = similarity(args.submissions, out=args.out, exercises=args.exercises, lms=args.lms)
+    summary = similarity(args.submissions, out=args.out, exercises=args.exercises, lms=args.lms,
+                         jobs=args.jobs)
     n = len(summary.flagged)
     print(f"Compared {summary.students} students on {', '.join(summary.exercises) or 'nothing'}"
           f" in {summary.seconds:.1f} s: {n} flagged pair{'' if n == 1 else 's'}. "

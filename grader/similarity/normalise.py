@@ -165,10 +165,16 @@ def _number(text: str) -> str:
     """A number as its value reads (`1e-6`, `1e-06` and `0.000001` are one)."""
     if len(text) > 100:
         return text
-    try:
-        return repr(ast.literal_eval(text))
-    except (ValueError, SyntaxError, MemoryError):
-        return text
+    for kind in (_integer, float, complex):
+        try:
+            return repr(kind(text))
+        except (ValueError, OverflowError):
+            continue
+    return text
+
+
+def _integer(text: str) -> int:
+    return int(text, 0)
 
 
 def _literal(text: str) -> str:
@@ -181,7 +187,7 @@ def _literal(text: str) -> str:
             break
     if "f" in prefix:  # the names inside an f-string's fields are the student's: left out
         body = _without_fields(body)
-    else:
+    elif "\\" in body:  # escapes: the value, however they are written
         try:  # (linear in the literal's length; nothing is evaluated but the literal)
             value = ast.literal_eval(text)
             body = value if isinstance(value, str) else repr(value)
