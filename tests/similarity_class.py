@@ -3,7 +3,8 @@ disguised copies of them, students who hand in the untouched stub. Used by
 tests/test_similarity.py and benchmarks/bench_similarity.py (deterministic, no download).
 
 Independent solutions are the course's reference solution and the correct solutions in other
-styles of `tests/styles/` (written apart: plain loops, NumPy idioms, torch utilities...). A
+styles of `tests/styles/` (written apart: plain loops, NumPy idioms, torch utilities...) and
+`tests/similarity/` (recursion and functools, written for these tests). A
 disguise is made with `ast` (never with the normaliser it is meant to fool): identifiers
 renamed, top-level definitions reordered, the code reformatted, comments and docstrings
 changed, or only some functions copied.
@@ -20,6 +21,10 @@ ROOT = Path(__file__).resolve().parents[1]
 STYLES = ROOT / "tests" / "styles"
 SOLUTIONS = ROOT / "curriculum" / "solutions"
 STUBS = ROOT / "curriculum" / "exercises"
+# Written for these tests (full marks under `torchgrade check --hidden`, like tests/styles/),
+# and a copy of one disguised by hand.
+OWN = ROOT / "tests" / "similarity"
+COPIED_BY_HAND = OWN / "copied_by_hand.py"
 
 # Exercises with at least three independent correct solutions (the reference and two styles
 # whose names do not start with "correct_": those are the reference with one line changed).
@@ -30,7 +35,7 @@ EXERCISES = ("strides_broadcasting", "training_loops", "parameters", "data_pipel
 def independent_solutions(exercise: str) -> dict[str, str]:
     """style name -> source, for the independent correct solutions of `exercise`."""
     found = {"reference": (SOLUTIONS / f"{exercise}.py").read_text(encoding="utf-8")}
-    for path in sorted(STYLES.glob(f"{exercise}__*.py")):
+    for path in sorted([*STYLES.glob(f"{exercise}__*.py"), *OWN.glob(f"{exercise}__*.py")]):
         style = path.stem.split("__", 1)[1]
         if not style.startswith("correct_"):
             found[style] = path.read_text(encoding="utf-8")

@@ -18,9 +18,9 @@ from grader.commands.similarity import similarity
 from grader.similarity import compare
 from grader.similarity.compare import Starter, compare_class, own_work
 from grader.similarity.normalise import normalised
-from similarity_class import (EXERCISES, contract, independent_solutions, make_class,
-                              partly_copied, recommented, reformatted, renamed, reordered,
-                              stub, write_class)
+from similarity_class import (COPIED_BY_HAND, EXERCISES, contract, independent_solutions,
+                              make_class, partly_copied, recommented, reformatted, renamed,
+                              reordered, stub, write_class)
 
 pytestmark = pytest.mark.fast
 
@@ -243,3 +243,23 @@ def test_index_links_the_page_whichever_runs_first(tmp_path):
     index(tmp_path / "fresh", exercises=[e])
     assert 'href="similarity.html"' in (tmp_path / "fresh" / "index.html").read_text()
     json.loads((tmp_path / "fresh" / "a" / "results.json").read_text())  # untouched
+
+
+def test_a_copy_disguised_by_hand_is_flagged_with_its_source_alone(tmp_path):
+    """tests/similarity/copied_by_hand.py: a copy a person disguised, among every independent
+    solution of the exercise; handed in as a notebook, one function per cell."""
+    import nbformat
+
+    e = "strides_broadcasting"
+    for style, source in independent_solutions(e).items():
+        (tmp_path / "class" / style).mkdir(parents=True)
+        (tmp_path / "class" / style / f"{e}.py").write_text(source)
+    copied = COPIED_BY_HAND.read_text()
+    cells = [nbformat.v4.new_code_cell(chunk) for chunk in copied.split("\n\n\n")]
+    (tmp_path / "class" / "nb").mkdir()
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), tmp_path / "class" / "nb" / f"{e}.ipynb")
+    summary = similarity(tmp_path / "class", out=tmp_path / "out")
+    assert [(p.a, p.b) for p in summary.flagged] == [("nb", "recursive")]
+    assert summary.flagged[0].similarity > 0.9
+    page = (tmp_path / "out" / "similarity.html").read_text()
+    assert "strides_broadcasting.ipynb" in page
