@@ -98,7 +98,8 @@ def test_the_page_shows_flagged_pairs_side_by_side(generated):
     _, summary, rows, root = generated
     page = (root / "out" / "similarity.html").read_text()
     assert page.count('class="sim-pair"') == min(len(_flagged(rows)), 100)
-    assert 'sim-line sim-match' in page and 'sim-line sim-starter' in page
+    for kind in ("match", "starter", "ignored"):
+        assert f'sim-line sim-{kind}"' in page, kind
     top = summary.flagged[0]
     assert f"{top.exercise}: {top.a} and {top.b}" in page
 

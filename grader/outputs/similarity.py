@@ -36,11 +36,16 @@ def similarity_csv(pairs: list[Pair]) -> str:
     return buffer.getvalue()
 
 
+# How a line is shown: shared with the other file, starter code, not compared at all (a
+# comment, a docstring), or the file's own code that the other does not share.
+Kind = Literal["match", "starter", "ignored", ""]
+
+
 @dataclass(frozen=True)
 class Line:
     number: int
     text: str
-    kind: Literal["match", "starter", ""]
+    kind: Kind
 
 
 @dataclass(frozen=True)
@@ -64,8 +69,9 @@ def file_view(student: str, path: str, source: str, side: Side) -> FileView:
     lines = []
     raw = source.splitlines()
     for number, text in enumerate(raw[:MAX_LINES], start=1):
-        kind: Literal["match", "starter", ""] = (
-            "match" if number in side.matched else "starter" if number in side.starter else "")
+        kind: Kind = ("match" if number in side.matched else
+                      "starter" if number in side.starter else
+                      "ignored" if number not in side.compared and text.strip() else "")
         lines.append(Line(number, text[:MAX_LINE] + ("…" if len(text) > MAX_LINE else ""), kind))
     return FileView(student, path, lines, clipped=len(raw) > MAX_LINES)
 

@@ -167,6 +167,7 @@ class Side:
 
     matched: frozenset[int]   # lines with a token of a region the other file shares
     starter: frozenset[int]   # lines whose every compared token is starter code
+    compared: frozenset[int]  # lines with a token at all (not a comment, docstring, blank)
 
 
 def sides(left: Own, right: Own) -> tuple[Side, Side]:
@@ -188,4 +189,4 @@ def _side(this: Own, other: Own) -> Side:
     for t, line in enumerate(lines):
         by_line[line] = by_line.get(line, True) and bool(covered[t])
     return Side(frozenset(matched), frozenset(ln for ln, all_starter in by_line.items()
-                                              if all_starter))
+                                              if all_starter), frozenset(by_line))
