@@ -116,6 +116,15 @@ def test_renaming_reordering_formatting_and_comments_change_no_token():
     assert normalised(source.replace("+ 1", "+ 2"), contract=keep).text != tokens
 
 
+def test_prints_and_the_way_a_name_is_imported_change_no_token():
+    plain = "import numpy as np\n\ndef f(x):\n    y = np.mean(x, axis=0)\n    return x - y\n"
+    padded = ("from numpy import mean\n\ndef f(data):\n    print('debug', data)\n"
+              "    avg = mean(data, axis=0)\n    print(avg)\n    return data - avg\n")
+    a, b = normalised(plain).text, normalised(padded).text
+    assert a[:a.index("⇤")] == b[:b.index("⇤")]  # the function; the imports differ
+    assert "print" not in normalised(padded).text
+
+
 def test_starter_code_is_never_own_work():
     for e in EXERCISES:
         starter = Starter.of(e, stub(e))

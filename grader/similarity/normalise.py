@@ -2,13 +2,15 @@
 
 What a copy changes without changing the work is taken out before fingerprinting:
 
-- comments, docstrings (and any other statement that is only a string), blank lines, line
-  breaks inside brackets, trailing commas, quote styles and type annotations;
+- comments, docstrings (and any other statement that is only a string), print statements,
+  blank lines, line breaks inside brackets, grouping parentheses, trailing commas, quote
+  styles, number spellings, type annotations and keyword-argument names;
 - the names the student chose: every name the file binds (its helpers, parameters, locals,
   loop variables, attributes it assigns) becomes `‹1›`, `‹2›`... in order of first use within
   its top-level statement; the exercise's own names (those the stub defines: the contract)
-  and everything imported keep theirs, imported aliases as what they import (`np` is
-  `numpy`), so `torch.einsum` stays itself while `x`/`inputs` do not matter;
+  and everything imported keep theirs, imported names as what they import (`np.mean` and a
+  `mean` imported from numpy are both `numpy . mean`), so `torch.einsum` stays itself while
+  `x`/`inputs` do not matter;
 - the order of top-level statements: they are sorted by their normalised text.
 
 The student's text is hostile: it is parsed only under `MAX_BYTES` (`ast.parse` costs a few
@@ -112,8 +114,12 @@ def normalised(source: str, *, contract: Iterable[str] = ()) -> Tokens:
         if text in _CLOSING and out.text and out.text[-1] == ",":
             out.text.pop()  # a trailing comma is formatting
             out.lines.pop()
-        out.text.append(text)
-        out.lines.append(tok.start[0])
+        if tok.type == tokenize.NAME and text != tok.string and "." in text:
+            pieces = text.replace(".", " . ").split()  # an import: `F` is torch . nn . functional
+        else:
+            pieces = [text]
+        out.text += pieces
+        out.lines += [tok.start[0]] * len(pieces)
     result = Tokens()
     for statement in sorted(statements, key=lambda s: s.text):
         result.text += statement.text
@@ -272,6 +278,9 @@ class _Names(ast.NodeVisitor):
     def visit_Expr(self, node: ast.Expr) -> None:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             self._drop(node)  # a docstring, or a string left as a statement: prose
+        elif isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name) \
+                and node.value.func.id == "print":
+            self._drop(node)  # a print of its own: debugging, or padding between lines
         else:
             self.generic_visit(node)
 
