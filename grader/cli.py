@@ -85,11 +85,11 @@ def build_parser() -> Parser:
                    help="how CLASS is laid out (default: detected)")
     p.add_argument("-j", "--jobs", type=_positive_int, metavar="N",
                    help="processes reading the files (default: one per core)")
-    p.epilog = ("A pair is flagged when at least 30%% of the smaller file's own work (its code "
+    p.epilog = ("A pair is flagged when at least 30% of the smaller file's own work (its code "
                 "beyond the starter code; names, order, comments, docstrings and layout aside) "
                 "is shared, and at least 20 fingerprints (about five lines) are: independent "
-                "solutions in different styles measured at most 23%%, disguised copies at least "
-                "36%% (docs/similarity.md).")
+                "solutions in different styles measured at most 23%, disguised copies at least "
+                "37% (docs/similarity.md).")
 
     p = sub.add_parser("check", help="check your work (a .py, .ipynb, folder or .zip): the "
                        "visible checks, with why each one failed")

@@ -30,11 +30,11 @@ from grader.similarity.fingerprints import K, kgram_hashes, regions, winnow_posi
 from grader.similarity.normalise import Tokens, contract_names, docstring_code, loose, normalised
 
 # Chosen between the measured distributions (docs/similarity.md, tests/similarity_class.py):
-# independent correct solutions in different styles score at most 0.23 (median 0.09; the
+# independent correct solutions in different styles score at most 0.23 (median 0.10; the
 # highest are two autograd_graph solutions whose contract spells out most of one function),
-# disguised copies at least 0.36 (half of one classmate's functions and half of another's;
-# whole copies 0.9 and more, however renamed, reordered, reformatted or re-commented), the
-# untouched stub 0. 0.30 sits in the gap: about a third of the smaller file's own work shared.
+# disguised copies at least 0.37 (half of one classmate's functions and half of another's;
+# whole copies 1.0, however renamed, reordered, reformatted or re-commented), the untouched
+# stub 0. 0.30 sits in the gap: about a third of the smaller file's own work shared.
 THRESHOLD = 0.30
 MIN_SHARED = 20       # fingerprints: about 50 tokens, five lines of code
 COMMON_FRACTION = 0.1  # of the class; and never fewer than COMMON_MIN students
