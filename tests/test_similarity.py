@@ -273,3 +273,33 @@ def test_a_copy_disguised_by_hand_is_flagged_with_its_source_alone(tmp_path):
     assert summary.flagged[0].similarity > 0.9
     page = (tmp_path / "out" / "similarity.html").read_text()
     assert "strides_broadcasting.ipynb" in page
+
+
+def test_an_lms_download_is_read_as_grade_reads_it(tmp_path):
+    """A Canvas zip: the students are Canvas's user ids, staged into OUT/.lms as `grade` does."""
+    e = "strides_broadcasting"
+    files = {"ada_11_101": independent_solutions(e)["recursive"],
+             "bo_12_102": COPIED_BY_HAND.read_text(),
+             "cy_13_103": independent_solutions(e)["by_hand"]}
+    with zipfile.ZipFile(tmp_path / "submissions.zip", "w") as z:
+        for prefix, text in files.items():
+            z.writestr(f"{prefix}_{e}.py", text)
+    summary = similarity(tmp_path / "submissions.zip", out=tmp_path / "out")
+    assert [(p.a, p.b) for p in summary.flagged] == [("11", "12")]
+    assert sorted(p.name for p in (tmp_path / "out" / ".lms").iterdir()) == ["11", "12", "13"]
+
+
+def test_the_release_notebook_untouched_is_starter_code_too(tmp_path):
+    import nbformat
+
+    from grader.release.notebooks import exercise_notebook
+
+    e = "strides_broadcasting"
+    for sid in ("nb1", "nb2", "py"):
+        (tmp_path / "class" / sid).mkdir(parents=True)
+    for sid in ("nb1", "nb2"):
+        nbformat.write(exercise_notebook(e), tmp_path / "class" / sid / f"{e}.ipynb")
+    (tmp_path / "class" / "py" / f"{e}.py").write_text(stub(e))
+    summary = similarity(tmp_path / "class", out=tmp_path / "out")
+    assert summary.pairs and summary.notes == []
+    assert all(p.similarity == 0 and not p.flagged for p in summary.pairs)
