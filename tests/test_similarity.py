@@ -303,3 +303,18 @@ def test_the_release_notebook_untouched_is_starter_code_too(tmp_path):
     summary = similarity(tmp_path / "class", out=tmp_path / "out")
     assert summary.pairs and summary.notes == []
     assert all(p.similarity == 0 and not p.flagged for p in summary.pairs)
+
+
+def test_a_student_named_after_the_page_is_not_overwritten(tmp_path):
+    """A student folder `similarity.html` (or .csv) is an id with its dots escaped, as one named
+    `index.html` is: its folder in OUT never stands where the page goes."""
+    from grader.intake.students import find_students
+
+    for name in ("similarity.html", "similarity.csv", "ok"):
+        (tmp_path / "class" / name).mkdir(parents=True)
+        (tmp_path / "class" / name / "strides_broadcasting.py").write_text(
+            stub("strides_broadcasting"))
+    ids = sorted(sid for sid, _ in find_students(tmp_path / "class"))
+    assert ids == ["ok", "similarity%2Ecsv", "similarity%2Ehtml"]
+    similarity(tmp_path / "class", out=tmp_path / "out")
+    assert (tmp_path / "out" / "similarity.html").is_file()

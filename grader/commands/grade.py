@@ -36,12 +36,12 @@ from grader.intake.students import (by_roster_ids, check_folders, class_students
 from grader.intake.submission import (CANVAS_GRADES, GRADES, INDEX, MOODLE_GRADES,
                                      NOTHING_HANDED_IN, ORIGINAL_NAME, OUT_MARKER, exercises_in,
                                      load_quietly, misfiled)
+from grader.intake.submission import SIMILARITY_PAGE
 from grader.models import (CheckRun, Submission, SubmissionResult, failed_checks_of_the_grader,
                            is_grader_failure)
 from grader.outputs.exports import NOTE_WARNINGS, canvas_csv, grades_csv, moodle_csv
 from grader.outputs.progress import Progress
 from grader.outputs.report import render_index
-from grader.outputs.similarity import SIMILARITY_PAGE
 from grader.outputs.folder import PREVIOUS, read_results, write_submission_outputs
 from grader.outputs.writing import (OutLock, escaped, interrupts_deferred, printable, read_json,
                                     remove_stale_temp_files, write_atomic)

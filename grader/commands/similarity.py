@@ -26,10 +26,11 @@ from grader.intake.files import class_hard_links, own_links
 from grader.intake.lms import STAGING
 from grader.intake.students import (check_folders, class_students, download_layout,
                                    is_output_folder, read_class)
-from grader.intake.submission import INDEX, exercises_in, load_quietly
+from grader.intake.submission import (INDEX, SIMILARITY_CSV, SIMILARITY_PAGE, exercises_in,
+                                     load_quietly)
 from grader.models import ModuleSource
-from grader.outputs.similarity import (MAX_PAGE_PAIRS, SIMILARITY_CSV, SIMILARITY_PAGE, Page,
-                                       PairView, file_view, render_similarity, similarity_csv)
+from grader.outputs.similarity import (MAX_PAGE_PAIRS, Page, PairView, file_view,
+                                       render_similarity, similarity_csv)
 from grader.outputs.writing import OutLock, write_atomic
 from grader.similarity.compare import (MIN_SHARED, THRESHOLD, Own, Pair, Starter, compare_class,
                                        own_work, sides)

@@ -9,16 +9,12 @@ import csv
 import io
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import grader
 from grader.outputs.exports import _cell
+from grader.similarity.compare import Pair, Side
 
-if TYPE_CHECKING:  # (grade imports the names below: not numpy's and copydetect's imports)
-    from grader.similarity.compare import Pair, Side
-
-SIMILARITY_CSV = "similarity.csv"
-SIMILARITY_PAGE = "similarity.html"
 HEADER = ("exercise", "student_a", "student_b", "similarity", "flagged")
 MAX_PAGE_PAIRS = 100
 MAX_LINES = 3000
