@@ -208,9 +208,10 @@ def _link_from_index(out: Path) -> bool:
 
     try:
         index(out)
-    except UsageError as exc:
-        log.warning("torchgrade: warning: index.html was not rebuilt to link %s: %s",
-                    SIMILARITY_PAGE, exc)
+    except Exception as exc:  # noqa: BLE001 - the page is written: say so, never fail on it
+        log.warning("torchgrade: warning: index.html was not rebuilt to link %s (%s: %s); "
+                    "`torchgrade index %s` links it", SIMILARITY_PAGE, type(exc).__name__,
+                    exc, out)
         return False
     return True
 
