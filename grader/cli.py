@@ -87,9 +87,9 @@ def build_parser() -> Parser:
                    help="processes reading the files (default: one per core)")
     p.epilog = ("A pair is flagged when at least 30% of the smaller file's own work (its code "
                 "beyond the starter code; names, order, comments, docstrings and layout aside) "
-                "is shared, and at least 20 fingerprints (about five lines) are: independent "
-                "solutions in different styles measured at most 23%, disguised copies at least "
-                "37% (docs/similarity.md).")
+                "is shared, or 60 fingerprints (about 15 lines) are, and never under 20 (about "
+                "five lines): independent solutions in different styles measured at most 23% "
+                "and 39 fingerprints, disguised copies at least 37% (docs/similarity.md).")
 
     p = sub.add_parser("check", help="check your work (a .py, .ipynb, folder or .zip): the "
                        "visible checks, with why each one failed")

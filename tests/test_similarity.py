@@ -318,3 +318,12 @@ def test_a_student_named_after_the_page_is_not_overwritten(tmp_path):
     assert ids == ["ok", "similarity%2Ecsv", "similarity%2Ehtml"]
     similarity(tmp_path / "class", out=tmp_path / "out")
     assert (tmp_path / "out" / "similarity.html").is_file()
+
+
+def test_a_long_passage_is_flagged_whatever_its_share():
+    big, small = np.arange(0, 400, dtype=np.int64), np.arange(1000, 1400, dtype=np.int64)
+    prints = {"a": big, "b": np.concatenate([big[:compare.MANY_SHARED], small]),
+              "c": np.concatenate([big[:compare.MANY_SHARED - 1], small + 1000])}
+    pairs = {(p.a, p.b): p for p in compare_class("x", prints)}
+    assert pairs["a", "b"].similarity < compare.THRESHOLD and pairs["a", "b"].flagged
+    assert not pairs["a", "c"].flagged

@@ -32,8 +32,8 @@ from grader.models import ModuleSource
 from grader.outputs.similarity import (MAX_PAGE_PAIRS, Page, PairView, file_view,
                                        render_similarity, similarity_csv)
 from grader.outputs.writing import OutLock, write_atomic
-from grader.similarity.compare import (MIN_SHARED, THRESHOLD, Own, Pair, Starter, compare_class,
-                                       own_work, sides)
+from grader.similarity.compare import (MANY_SHARED, MIN_SHARED, THRESHOLD, Own, Pair, Starter,
+                                       compare_class, own_work, sides)
 
 log = logging.getLogger("torchgrade")
 
@@ -105,7 +105,8 @@ def similarity(submissions: Path, *, out: Path, exercises: list[str] | None = No
         write_atomic(out / SIMILARITY_PAGE, render_similarity(Page(
             title=f"torchgrade similarity: {submissions.name}", views=views,
             flagged=len(summary.flagged), exercises=chosen, students=len(students),
-            threshold=THRESHOLD, min_shared=MIN_SHARED, notes=summary.notes,
+            threshold=THRESHOLD, min_shared=MIN_SHARED, many_shared=MANY_SHARED,
+            notes=summary.notes,
             out_of_scope=summary.out_of_scope)))
     finally:
         lock.__exit__(None, None, None)

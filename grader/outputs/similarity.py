@@ -83,6 +83,7 @@ class Page:
     students: int
     threshold: float
     min_shared: int
+    many_shared: int
     notes: list[str] = field(default_factory=list)   # files not compared, and why
     out_of_scope: list[str] = field(default_factory=list)
     generated_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))

@@ -8,8 +8,9 @@ has none.
 
 The similarity of two files is the share of the smaller one's own fingerprints that the other
 holds too (their containment: a copy padded with extra code is still a copy; a partial copy
-scores the share copied). A pair is flagged when it is at least `THRESHOLD` and they share at
-least `MIN_SHARED` fingerprints (two students who each filled in one obvious line do not).
+scores the share copied). A pair is flagged when they share at least `MIN_SHARED`
+fingerprints (two students who each filled in one obvious line are not) and it is at least
+`THRESHOLD`, or they share `MANY_SHARED` (a long passage copied into a file of one's own).
 
 Memory is bounded by the fingerprints, never by the pairs: an inverted index (fingerprint ->
 the students who have it) gives each student's row of shared counts in O(class size), one
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -37,6 +39,9 @@ from grader.similarity.normalise import Tokens, contract_names, docstring_code, 
 # stub 0. 0.30 sits in the gap: about a third of the smaller file's own work shared.
 THRESHOLD = 0.30
 MIN_SHARED = 20       # fingerprints: about 50 tokens, five lines of code
+# Whatever the share: independent solutions shared at most 39 fingerprints (training_loops,
+# 350 of their own each); a copy of one 15-line function shares about 60.
+MANY_SHARED = 60
 COMMON_FRACTION = 0.1  # of the class; and never fewer than COMMON_MIN students
 COMMON_MIN = 50
 
@@ -149,7 +154,7 @@ def compare_class(exercise: str, fingerprints: dict[str, np.ndarray]) -> list[Pa
         shared[i] = 0
         smaller = np.minimum(own, own[i])
         similarity = np.where(smaller > 0, shared / np.maximum(smaller, 1), 0.0)
-        flagged = np.flatnonzero((similarity >= THRESHOLD) & (shared >= MIN_SHARED))
+        flagged = np.flatnonzero(is_flagged(similarity, shared))
         similarity[i] = -1.0
         best = int(np.lexsort((np.arange(n), -shared, -similarity))[0])
         for j in {*flagged.tolist(), best}:
@@ -157,8 +162,13 @@ def compare_class(exercise: str, fingerprints: dict[str, np.ndarray]) -> list[Pa
             if key not in kept:
                 kept[key] = Pair(exercise, students[key[0]], students[key[1]],
                                  round(float(similarity[j]), 4), int(shared[j]),
-                                 bool(similarity[j] >= THRESHOLD and shared[j] >= MIN_SHARED))
+                                 bool(is_flagged(similarity[j], shared[j])))
     return sorted(kept.values(), key=lambda p: (-p.similarity, -p.shared, p.a, p.b))
+
+
+def is_flagged(similarity: Any, shared: Any) -> Any:
+    """Whether pairs with these scores and shared counts (numbers or arrays) are flagged."""
+    return (shared >= MIN_SHARED) & ((similarity >= THRESHOLD) | (shared >= MANY_SHARED))
 
 
 @dataclass(frozen=True)
