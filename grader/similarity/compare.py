@@ -61,22 +61,24 @@ class Starter:
     hashes: np.ndarray  # sorted, unique, int64
 
     @classmethod
-    def of(cls, exercise: str, stub: str, extra: list[str] | None = None) -> Starter:
-        """From the stub's text (and `extra` starter texts: a notebook's cells, say)."""
+    def of(cls, exercise: str, stub: str) -> Starter:
+        """From the stub's text. (The release's notebook of the exercise is the stub's code
+        cut into cells, less its docstrings: the same tokens once sorted, so nothing more.)"""
         contract = frozenset(contract_names(stub))
-        parts = [stub, *docstring_code(stub), *(extra or [])]
+        parts = [stub, *docstring_code(stub)]
         hashes = [kgram_hashes(loose(normalised(p, contract=contract).text)) for p in parts]
         return cls(exercise, contract, np.unique(np.concatenate(hashes + [np.empty(0, np.int64)])))
 
 
 @dataclass(frozen=True)
 class Own:
-    """A file's own work: its normalised tokens, the hash of the k-gram at each position and
-    which positions are starter code."""
+    """A file's own work: its normalised tokens and which of them are starter code, the hash
+    of the k-gram at each position and which k-grams touch starter code (not its own)."""
 
     tokens: Tokens
+    starter_tokens: np.ndarray  # bool, by token
     hashes: np.ndarray
-    starter: np.ndarray  # bool, by position
+    starter: np.ndarray  # bool, by k-gram position
 
     def fingerprints(self) -> np.ndarray:
         """Its winnowed fingerprints that are not starter code: sorted, unique."""
@@ -90,7 +92,8 @@ def own_work(source: str, starter: Starter) -> Own:
     tokens = normalised(source, contract=starter.contract)
     hashes = kgram_hashes(tokens.text)
     if len(hashes) == 0:
-        return Own(tokens, hashes, np.zeros(0, dtype=bool))
+        return Own(tokens, np.zeros(len(tokens.text), dtype=bool), hashes,
+                   np.zeros(0, dtype=bool))
     starter_kgram = np.isin(kgram_hashes(loose(tokens.text)), starter.hashes)
     # A k-gram is the student's own only when none of its tokens is starter code: one that
     # reaches past the stub's code by a few tokens (the line after a signature, the branch of
@@ -101,7 +104,7 @@ def own_work(source: str, starter: Starter) -> Own:
     np.add.at(edges, np.flatnonzero(starter_kgram) + K, -1)
     starter_token = np.cumsum(edges)[:len(tokens.text)] > 0
     touched = np.convolve(starter_token, np.ones(K, dtype=np.int64), mode="valid") > 0
-    return Own(tokens, hashes, touched)
+    return Own(tokens, starter_token, hashes, touched)
 
 
 @dataclass(frozen=True)
@@ -192,11 +195,8 @@ def _side(this: Own, other: Own) -> Side:
     hit = np.flatnonzero(np.isin(this.hashes, theirs) & ~this.starter)
     lines = this.tokens.lines
     matched = {lines[t] for start, end in regions(hit) for t in range(start, min(end, len(lines)))}
-    covered = np.zeros(len(lines), dtype=bool)
-    for start, end in regions(np.flatnonzero(this.starter)):
-        covered[start:end] = True
     by_line: dict[int, bool] = {}
     for t, line in enumerate(lines):
-        by_line[line] = by_line.get(line, True) and bool(covered[t])
+        by_line[line] = by_line.get(line, True) and bool(this.starter_tokens[t])
     return Side(frozenset(matched), frozenset(ln for ln, all_starter in by_line.items()
                                               if all_starter), frozenset(by_line))
