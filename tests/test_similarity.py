@@ -327,3 +327,14 @@ def test_a_long_passage_is_flagged_whatever_its_share():
     pairs = {(p.a, p.b): p for p in compare_class("x", prints)}
     assert pairs["a", "b"].similarity < compare.THRESHOLD and pairs["a", "b"].flagged
     assert not pairs["a", "c"].flagged
+
+
+def test_without_the_library_the_command_says_how_to_install_it(tmp_path, monkeypatch, capsys):
+    from grader.commands import similarity as command
+
+    (tmp_path / "class" / "a").mkdir(parents=True)
+    monkeypatch.setattr(command, "library_missing", lambda: True)
+    code = cli.main(["similarity", str(tmp_path / "class"), "--out", str(tmp_path / "out")])
+    assert code == 2
+    assert "pip install 'torchgrade[similarity]'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

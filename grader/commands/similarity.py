@@ -32,6 +32,7 @@ from grader.models import ModuleSource
 from grader.outputs.similarity import (MAX_PAGE_PAIRS, Page, PairView, file_view,
                                        render_similarity, similarity_csv)
 from grader.outputs.writing import OutLock, write_atomic
+from grader.similarity.fingerprints import INSTALL, LIBRARY, library_missing
 from grader.similarity.compare import (MANY_SHARED, MIN_SHARED, THRESHOLD, Own, Pair, Starter,
                                        compare_class, own_work, sides)
 
@@ -64,6 +65,9 @@ def similarity(submissions: Path, *, out: Path, exercises: list[str] | None = No
     plus one row of counts at a time (`grader.similarity.compare`). `jobs`: processes that
     read and fingerprint the files (default: one per core)."""
     started = time.monotonic()
+    if library_missing():
+        raise UsageError(f"torchgrade similarity needs {LIBRARY}, which the `similarity` extra "
+                         f"installs: {INSTALL}")
     submissions, out = Path(submissions), Path(out)
     check_folders(submissions, out)
     layout = download_layout(submissions, lms)

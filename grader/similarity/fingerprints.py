@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
-from copydetect.utils import get_copied_slices, winnow
 
 K = 8        # tokens per k-gram: about one line of code
 WINDOW = 4   # winnowing window: every shared run of 11 tokens or more is seen
@@ -25,6 +24,17 @@ WINDOW = 4   # winnowing window: every shared run of 11 tokens or more is seen
 _MULTIPLIER = np.uint64(0x100000001B3)  # the FNV prime: odd, so every k-gram position counts
 _token_ids: dict[str, int] = {}
 _MAX_TOKEN_IDS = 1 << 20  # distinct token texts remembered (a cache: cleared when full)
+
+
+LIBRARY = "copydetect"
+INSTALL = "pip install 'torchgrade[similarity]'"
+
+
+def library_missing() -> bool:
+    """Whether copydetect, which the `similarity` extra installs, cannot be imported."""
+    import importlib.util
+
+    return importlib.util.find_spec(LIBRARY) is None
 
 
 def token_ids(tokens: list[str]) -> np.ndarray:
@@ -61,6 +71,8 @@ def winnow_positions(hashes: np.ndarray) -> np.ndarray:
     window of `WINDOW` consecutive k-grams, the rightmost smallest hash)."""
     if len(hashes) == 0:
         return np.empty(0, dtype=np.int64)
+    from copydetect.utils import winnow  # (the `similarity` extra: see `library_missing`)
+
     _, positions = winnow(hashes, window_size=WINDOW, remove_duplicates=False)
     return np.asarray(positions, dtype=np.int64)
 
@@ -69,5 +81,7 @@ def regions(positions: np.ndarray) -> list[tuple[int, int]]:
     """Token ranges [start, end) covered by the k-grams at `positions`, merged."""
     if len(positions) == 0:
         return []
+    from copydetect.utils import get_copied_slices
+
     slices = get_copied_slices(np.asarray(positions, dtype=np.int64), K)
     return [(int(a), int(b)) for a, b in zip(slices[0], slices[1])]
