@@ -110,7 +110,14 @@ def renamed(source: str, keep: set[str], seed: int = 0) -> str:
 
 
 def reordered(source: str) -> str:
-    """Top-level definitions in reverse order (imports and other statements first)."""
+    """Top-level definitions in reverse order (imports and other statements first), and the
+    methods of each class too."""
+    tree = ast.parse(source)
+    for cls in [n for n in tree.body if isinstance(n, ast.ClassDef)]:
+        methods = [m for m in cls.body if isinstance(m, ast.FunctionDef)]
+        rest = [m for m in cls.body if m not in methods]
+        cls.body = rest + methods[::-1]
+    source = ast.unparse(tree)
     tree = ast.parse(source)
     defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
     rest = [n for n in tree.body if n not in defs]

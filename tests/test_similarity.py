@@ -116,6 +116,15 @@ def test_renaming_reordering_formatting_and_comments_change_no_token():
     assert normalised(source.replace("+ 1", "+ 2"), contract=keep).text != tokens
 
 
+def test_a_class_with_its_methods_reordered_and_renamed_is_the_same_tokens():
+    for e in ("parameters", "data_pipeline"):
+        keep = contract(e)
+        for source in independent_solutions(e).values():
+            assert "class " in source
+            tokens = normalised(source, contract=keep).text
+            assert normalised(reordered(renamed(source, keep)), contract=keep).text == tokens
+
+
 def test_prints_and_the_way_a_name_is_imported_change_no_token():
     plain = "import numpy as np\n\ndef f(x):\n    y = np.mean(x, axis=0)\n    return x - y\n"
     padded = ("from numpy import mean\n\ndef f(data):\n    print('debug', data)\n"

@@ -11,7 +11,8 @@ What a copy changes without changing the work is taken out before fingerprinting
   and everything imported keep theirs, imported names as what they import (`np.mean` and a
   `mean` imported from numpy are both `numpy . mean`), so `torch.einsum` stays itself while
   `x`/`inputs` do not matter;
-- the order of top-level statements: they are sorted by their normalised text.
+- the order of top-level statements and of a class's methods: they are sorted by their
+  normalised text (each numbers its names on its own).
 
 The student's text is hostile: it is parsed only under `MAX_BYTES` (`ast.parse` costs a few
 hundred bytes per byte of source), the tokenizer and parser's every error becomes a note, and
@@ -68,8 +69,8 @@ def normalised(source: str, *, contract: Iterable[str] = ()) -> Tokens:
         names.visit(tree)
     except RecursionError:
         return Tokens(problem="nested too deeply to compare: not compared")
-    starts = [(_first_line(node), 0) for node in tree.body]
-    statements: list[Tokens] = [Tokens() for _ in tree.body] or [Tokens()]
+    starts = _units(tree)
+    statements: list[Tokens] = [Tokens() for _ in starts] or [Tokens()]
     dropped = _Spans(names.dropped)
     numbering: list[dict[str, str]] = [{} for _ in statements]
     previous, where = "", 0
@@ -111,6 +112,8 @@ def normalised(source: str, *, contract: Iterable[str] = ()) -> Tokens:
         previous = tok.string if tok.type != tokenize.NEWLINE else ""
         if text == "⏎" and (not out.text or out.text[-1] in ("⏎", "⇥", "⇤")):
             continue  # the line end of a dropped docstring, of a blank statement
+        if text == "⇤" and out.text and out.text[-1] == "⇤":
+            continue  # blocks closing at once are one dedent: the last method closes its class
         if text in _CLOSING and out.text and out.text[-1] == ",":
             out.text.pop()  # a trailing comma is formatting
             out.lines.pop()
@@ -230,6 +233,19 @@ def _without_fields(body: str) -> str:
 def _first_line(node: ast.stmt) -> int:
     decorators = getattr(node, "decorator_list", [])
     return min([node.lineno] + [d.lineno for d in decorators])
+
+
+def _units(tree: ast.Module) -> list[tuple[int, int]]:
+    """Where each unit that is numbered and sorted on its own starts: every top-level
+    statement, and every method of a top-level class (methods are reordered as functions are).
+    A token belongs to the last unit that starts at or before it."""
+    starts = []
+    for node in tree.body:
+        starts.append((_first_line(node), 0))
+        if isinstance(node, ast.ClassDef):
+            starts += [(_first_line(m), m.col_offset) for m in node.body
+                       if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return sorted(starts)
 
 
 class _Spans:
