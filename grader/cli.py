@@ -70,6 +70,27 @@ def build_parser() -> Parser:
     p.add_argument("--exercises", metavar="A,B", type=_names,
                    help="the exercise columns (default: those the shards or results name)")
 
+    p = sub.add_parser("similarity", help="find students who handed in the same work: every "
+                       "pair's files of each exercise compared, the starter code left out; "
+                       "OUT/similarity.csv and OUT/similarity.html")
+    p.add_argument("submissions", type=Path, metavar="CLASS",
+                   help="what `grade` takes: a class folder, a class zip or an LMS download")
+    p.add_argument("--out", type=Path, required=True, metavar="OUT",
+                   help="where similarity.csv and similarity.html go (a graded class's OUT: "
+                        "its index.html then links the page)")
+    p.add_argument("--exercises", metavar="A,B", type=_names,
+                   help="exercises to compare (default: those found; bug hunts are not "
+                        "compared)")
+    p.add_argument("--lms", choices=("canvas", "moodle", "blackboard", "folders"),
+                   help="how CLASS is laid out (default: detected)")
+    p.add_argument("-j", "--jobs", type=_positive_int, metavar="N",
+                   help="processes reading the files (default: one per core)")
+    p.epilog = ("A pair is flagged when at least 30% of the smaller file's own work (its code "
+                "beyond the starter code; names, order, comments, docstrings and layout aside) "
+                "is shared, or 60 fingerprints (about 15 lines) are, and never under 20 (about "
+                "five lines): independent solutions in different styles measured at most 23% "
+                "and 39 fingerprints, disguised copies at least 37% (docs/similarity.md).")
+
     p = sub.add_parser("check", help="check your work (a .py, .ipynb, folder or .zip): the "
                        "visible checks, with why each one failed")
     p.add_argument("path", type=Path, metavar="PATH")
@@ -203,7 +224,7 @@ READS_COURSE_FILES = {
     "release": lambda args: True, "notebooks": lambda args: args.solutions,
     "variants": lambda args: True, "gradescope-bundle": lambda args: True,
     "demo": lambda args: True, "solution": lambda args: True, "verify": lambda args: True,
-    "prairielearn": lambda args: True,
+    "prairielearn": lambda args: True, "similarity": lambda args: False,
 }
 
 
@@ -273,6 +294,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 COMMANDS: dict[str, str] = {
     "grade": "grader.commands.grade:main",
     "index": "grader.commands.index:main",
+    "similarity": "grader.commands.similarity:main",
     "check": "grader.commands.check:main",
     "demo": "grader.commands.demo:main",
     "variants": "grader.commands.variants:main",

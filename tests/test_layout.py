@@ -23,6 +23,7 @@ STAGES = [
     ("grader.checks",),     # the checks themselves
     ("grader.running",),    # one submission, a batch, the pool
     ("grader.scoring",),    # results assembled, diagnosed, weighted
+    ("grader.similarity",),  # files of one exercise compared across a class (no code runs)
     ("grader.outputs",),    # results.json, reports, index, terminal, exports
     ("grader.release",),    # what instructors hand out
     ("grader.authoring",),  # what helps instructors write a course (new-exercise, verify)

@@ -48,8 +48,8 @@ PAGES = ["README.md", "docs/students.md", "docs/self-learners.md", "docs/instruc
          "docs/operations.md", "docs/AUTHORING.md"]
 # Where a page's reader has the stubs (relative to the scratch folder); default: exercises/.
 STUBS_AT = {"docs/self-learners.md": "curriculum/exercises"}
-# Linked to before it exists: `torchgrade similarity`'s page comes with its branch's merge.
-PENDING = {"docs/similarity.md"}
+# Pages linked to before they exist (none now).
+PENDING: set[str] = set()
 MARKER = re.compile(r"<!--\s*readme-test:\s*(run|skip)\b(.*?)-->")
 EXIT = re.compile(r"^,\s*exit\s+(\d+)")
 RUN_IN = re.compile(r"^\(run in (\S+\.md)\)$")

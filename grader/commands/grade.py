@@ -37,6 +37,7 @@ from grader.intake.students import (by_roster_ids, check_folders, class_students
 from grader.intake.submission import (CANVAS_GRADES, GRADES, INDEX, MOODLE_GRADES,
                                      NOTHING_HANDED_IN, ORIGINAL_NAME, OUT_MARKER, exercises_in,
                                      load_quietly, misfiled)
+from grader.intake.submission import SIMILARITY_PAGE
 from grader.models import (CheckRun, Submission, SubmissionResult, failed_checks_of_the_grader,
                            is_final, is_grader_failure, lost_checks)
 from grader.outputs.exports import NOTE_WARNINGS, canvas_csv, grades_csv, moodle_csv
@@ -527,6 +528,7 @@ def write_class_files(summary: GradeSummary, results: list[SubmissionResult],
     write_atomic(summary.out / INDEX,
                  render_index(results, summary.exercises, assignment=name,
                               names=names, not_graded=summary.not_graded,
+                              similarity=(summary.out / SIMILARITY_PAGE).is_file(),
                               title=(f"torchgrade results: {name}" if name
                                      else "torchgrade results")))
     if summary.not_graded:

@@ -75,8 +75,10 @@ def not_submitted(exercise: str) -> str:
 # name there starts with "." (the lock, the marker, temporary files), which no student id does.
 INDEX, GRADES, CANVAS_GRADES, MOODLE_GRADES = ("index.html", "grades.csv", "canvas_grades.csv",
                                               "moodle_grades.csv")
+# `torchgrade similarity`'s, beside them (grader.outputs.similarity writes them)
+SIMILARITY_CSV, SIMILARITY_PAGE = "similarity.csv", "similarity.html"
 # (a student folder of one of these names crashed every run at the gradebook's own write)
-CLASS_FILES = (INDEX, GRADES, CANVAS_GRADES, MOODLE_GRADES)
+CLASS_FILES = (INDEX, GRADES, CANVAS_GRADES, MOODLE_GRADES, SIMILARITY_CSV, SIMILARITY_PAGE)
 # Written into OUT by every `torchgrade grade` run: `grade` refuses to take a folder holding it
 # as SUBMISSIONS (grading result folders as students would overwrite every real grade).
 OUT_MARKER = ".torchgrade-output"

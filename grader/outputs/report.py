@@ -305,14 +305,16 @@ def draw_pictures(checks: list[CheckResult], views: dict[int, CheckView],
 
 def render_index(results: list[SubmissionResult], exercises: list[str], *,
                  title: str = "torchgrade results", assignment: str = "",
-                 names: Mapping[str, str] | None = None, not_graded: Sequence[str] = ()) -> str:
+                 names: Mapping[str, str] | None = None, not_graded: Sequence[str] = (),
+                 similarity: bool = False) -> str:
     """The class index: every student (sortable), the score distribution, the pass rate of
     every check, the most frequent diagnoses, links to the reports. Self-contained. `names`:
     student id -> the name shown (and found by the filter) beside it; `not_graded`: the
-    students a run stopped before grading, named at the top (the index is then incomplete)."""
+    students a run stopped before grading, named at the top (the index is then incomplete);
+    `similarity`: link similarity.html (`torchgrade similarity`), which lies beside it."""
     from grader.outputs.summary import summarize
 
     return environment().get_template("index.html.j2").render(
         s=summarize(results, exercises, title=title, assignment=assignment, names=names,
                     not_graded=not_graded),
-        fault_titles=fault_titles())
+        fault_titles=fault_titles(), similarity=similarity)
