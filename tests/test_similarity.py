@@ -243,6 +243,7 @@ def _graded_out(out: Path, students: list[str]) -> None:
 
 def test_index_links_the_page_whichever_runs_first(tmp_path):
     from grader.commands.index import index
+    from grader.intake.students import check_folders
 
     e = "strides_broadcasting"
     for sid in ("a", "b"):
@@ -258,6 +259,7 @@ def test_index_links_the_page_whichever_runs_first(tmp_path):
     # similarity first, then grade (its class files, as `index` writes them)
     similarity(tmp_path / "class", out=tmp_path / "fresh")
     assert not (tmp_path / "fresh" / "index.html").exists()
+    check_folders(tmp_path / "class", tmp_path / "fresh")  # a grade into it is no refusal
     _graded_out(tmp_path / "fresh", ["a", "b"])
     index(tmp_path / "fresh", exercises=[e])
     assert 'href="similarity.html"' in (tmp_path / "fresh" / "index.html").read_text()

@@ -26,8 +26,8 @@ from grader.intake.files import class_hard_links, own_links
 from grader.intake.lms import STAGING
 from grader.intake.students import (check_folders, class_students, download_layout,
                                    is_output_folder, read_class)
-from grader.intake.submission import (INDEX, SIMILARITY_CSV, SIMILARITY_PAGE, exercises_in,
-                                     load_quietly)
+from grader.intake.submission import (INDEX, OUT_MARKER, SIMILARITY_CSV, SIMILARITY_PAGE,
+                                     exercises_in, load_quietly)
 from grader.models import ModuleSource
 from grader.outputs.similarity import (MAX_PAGE_PAIRS, Page, PairView, file_view,
                                        render_similarity, similarity_csv)
@@ -80,6 +80,8 @@ def similarity(submissions: Path, *, out: Path, exercises: list[str] | None = No
         raise UsageError(f"{out} is being written by a `torchgrade grade` run: run "
                          "`torchgrade similarity` once it has finished") from None
     try:
+        # (OUT is torchgrade's from now on: a `grade` into it later takes it as its own)
+        write_atomic(out / OUT_MARKER, "This folder holds the results of `torchgrade`.\n")
         students = class_students(found, out / STAGING)
         links = class_hard_links(students)
         if plan is not None:

@@ -50,14 +50,14 @@ def grades_csv(results: list[SubmissionResult], exercises: list[str], *,
         person = (roster or {}).get(result.student)
         final = result.final_score
         writer.writerow([
-            _cell(result.student), *(_num(per.get(e, 0.0)) for e in exercises),
-            _cell(result.assignment or assignment), _time(duedate),
+            csv_cell(result.student), *(_num(per.get(e, 0.0)) for e in exercises),
+            csv_cell(result.assignment or assignment), _time(duedate),
             _time(result.submitted_at),
-            _cell(getattr(person, "student_id", "") or result.student),
-            _cell(getattr(person, "last_name", "")), _cell(getattr(person, "first_name", "")),
-            _cell(getattr(person, "email", "")), _num(result.score),
+            csv_cell(getattr(person, "student_id", "") or result.student),
+            csv_cell(getattr(person, "last_name", "")), csv_cell(getattr(person, "first_name", "")),
+            csv_cell(getattr(person, "email", "")), _num(result.score),
             _num(result.late_penalty), _num(final), _num(result.max_score),
-            _cell(remarks(result))])
+            csv_cell(remarks(result))])
     return out.getvalue()
 
 
@@ -95,7 +95,7 @@ def _num(x: float) -> str:
     return "0" if text in ("", "-0") else text
 
 
-def _cell(text: str) -> str:
+def csv_cell(text: str) -> str:
     """One line of printable text, never a formula: control characters (from a student's file
     or folder names: a terminal escape, a line break that line-based tools read as a forged
     row) written as escapes, and a leading formula character quoted for spreadsheets."""
@@ -142,9 +142,9 @@ def canvas_csv(results: list[SubmissionResult], *, assignment: str,
         person = (roster or {}).get(result.student)
         name = ", ".join(x for x in (getattr(person, "last_name", ""),
                                      getattr(person, "first_name", "")) if x)
-        writer.writerow([_cell(name or result.student), _cell(result.student),
-                         _cell(getattr(person, "student_id", "") if person else ""),
-                         _cell(getattr(person, "email", "") if person else ""), "",
+        writer.writerow([csv_cell(name or result.student), csv_cell(result.student),
+                         csv_cell(getattr(person, "student_id", "") if person else ""),
+                         csv_cell(getattr(person, "email", "") if person else ""), "",
                          _num(final_score(result)) if result.checks else ""])
     return out.getvalue()
 
@@ -161,9 +161,9 @@ def moodle_csv(results: list[SubmissionResult], *, roster: Mapping[str, Any] | N
         person = (roster or {}).get(result.student)
         name = (names or {}).get(result.student, "")
         ident = f"Participant {result.student}" if result.student.isdigit() else result.student
-        writer.writerow([_cell(ident), _cell(name), _cell(getattr(person, "email", "")),
+        writer.writerow([csv_cell(ident), csv_cell(name), csv_cell(getattr(person, "email", "")),
                          _num(final_score(result)) if result.checks else "",
-                         _num(result.max_score), _cell(feedback_line(result))])
+                         _num(result.max_score), csv_cell(feedback_line(result))])
     return out.getvalue()
 
 

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from typing import Literal
 
 import grader
-from grader.outputs.exports import _cell
+from grader.outputs.exports import csv_cell
 from grader.similarity.compare import Pair, Side
 
 HEADER = ("exercise", "student_a", "student_b", "similarity", "flagged")
@@ -27,7 +27,7 @@ def similarity_csv(pairs: list[Pair]) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(HEADER)
     for p in pairs:
-        writer.writerow([_cell(p.exercise), _cell(p.a), _cell(p.b), f"{p.similarity:.4f}",
+        writer.writerow([csv_cell(p.exercise), csv_cell(p.a), csv_cell(p.b), f"{p.similarity:.4f}",
                          "true" if p.flagged else "false"])
     return buffer.getvalue()
 
