@@ -383,8 +383,11 @@ def synthetic_result(rng, student: str):
             elif rng.random() < 0.35 + 0.6 * skill:
                 check.update(points=2.0, status="passed")
             else:
+                # each check tells a few faults of its own apart
+                k = EXERCISES.index(exercise) * CHECKS_PER_EXERCISE + i
+                pool = [faults[(3 * k + j) % len(faults)] for j in range(3)]
                 check.update(points=0, status="failed", message="returned values that differ",
-                             diagnoses=rng.sample(faults, k=rng.choice([0, 1, 1, 2])))
+                             diagnoses=rng.sample(pool, k=rng.choice([0, 1, 1, 2])))
             exercise_checks.append(CheckResult(**check))
         checks += exercise_checks
         notes = ([f"SyntaxError in {exercise}.py, line 3: invalid syntax"]
