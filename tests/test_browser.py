@@ -344,6 +344,14 @@ BIG_CLASS = 400
 CHECKS_PER_EXERCISE = 9
 
 
+def wait_for(page, expression: str, timeout: float = 5) -> bool:
+    """Whether `expression` turns true within `timeout` (a click's effects run after it)."""
+    deadline = time.monotonic() + timeout
+    while not (ok := page.evaluate(expression)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return bool(ok)
+
+
 def synthetic_result(rng, student: str):
     """One plausible result: mostly partial work, and every kind of trouble the index flags
     (grader failures, nothing or an exercise not handed in, syntax errors, crashes, timeouts,
@@ -530,7 +538,7 @@ def test_big_class_index_answers_who_needs_help_first(big_class, browser):
                                ".map(d => d.open)")
         assert closed == [False] * len(EXERCISES)
         page.click("table.summary-table tbody a")
-        assert page.evaluate("document.querySelector('details.exercise-checks').open") is True
+        assert wait_for(page, "document.querySelector('details.exercise-checks').open")
         assert_clean(page)
     finally:
         page.close()
