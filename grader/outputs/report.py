@@ -321,9 +321,9 @@ def render_index(results: list[SubmissionResult], exercises: list[str], *,
     student id -> the name shown (and found by the filter) beside it; `not_graded`: the
     students a run stopped before grading, named at the top (the index is then incomplete);
     `similarity`: link similarity.html (`torchgrade similarity`), which lies beside it."""
-    from grader.outputs.summary import summarize
+    from grader.outputs.summary import SHORT_STATES, summarize
 
-    return environment().get_template("index.html.j2").render(
+    return environment().get_template("index.html.j2").render(short_states=SHORT_STATES,
         s=summarize(results, exercises, title=title, assignment=assignment, names=names,
                     not_graded=not_graded),
         fault_titles=fault_titles(), similarity=similarity)

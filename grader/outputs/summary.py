@@ -29,6 +29,10 @@ HELP_BELOW = 50.0
 HELP_STATES = {"not handed in": "not handed in", "syntax error": "does not load",
                "does not import": "does not load", "not started": "not started",
                "crashed": "crashed", "timed out": "timed out"}
+# The same states in a word or two, for the index's narrow per-exercise cells (the full words
+# in a tooltip).
+SHORT_STATES = {"not handed in": "missing", "syntax error": "syntax",
+                "does not import": "no import", "not started": "stub", "timed out": "timeout"}
 
 
 class ExerciseCell(BaseModel):
@@ -41,6 +45,8 @@ class ExerciseCell(BaseModel):
 class HelpReason(BaseModel):
     label: str = Field(description="a few words: 'not handed in', 'below 50%'")
     detail: str = Field("", description="the longer story, for a tooltip")
+    low_score: bool = Field(False, description="only the score is low: the index shows it "
+                            "beside another reason by the score's own colour, not in words")
 
 
 class StudentRow(BaseModel):
@@ -62,6 +68,18 @@ class StudentRow(BaseModel):
                          "lateness, the instructor's adjustments (`exports.remarks`)")
     help: list[HelpReason] = Field([], description="why this student needs help, most serious "
                                    "first (empty: no sign of it); `help_reasons`")
+
+    @property
+    def flags(self) -> list[HelpReason]:
+        """The reasons the status column names: a low score is said in words when it is the
+        only one (else the percent's colour says it)."""
+        return [r for r in self.help if not r.low_score] or self.help
+
+    @property
+    def shown_remarks(self) -> str:
+        """The remarks but what a flag of `help` already says (nothing handed in)."""
+        said = {reason.label for reason in self.help}
+        return "; ".join(part for part in self.remarks.split("; ") if part not in said)
 
     @property
     def help_rank(self) -> float:
@@ -218,7 +236,7 @@ def help_reasons(row: StudentRow, exercises: list[str],
                 first = next(r for r in out if r.label == label)
                 first.detail += f"; {state}: {', '.join(which)}"
     if row.max_score > 0 and row.percent < below and not nothing:
-        out.append(HelpReason(label=f"below {below:g}%",
+        out.append(HelpReason(label=f"below {below:g}%", low_score=True,
                               detail=f"{row.percent:g}% of the maximum"))
     return out
 
