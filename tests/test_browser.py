@@ -6,6 +6,8 @@ index, and looks at them as a student and an instructor would:
 - a screenshot is not blank; the pictures are there, with words, and have a size once shown;
 - failed checks expand and collapse with the mouse and with the keyboard (Enter, Space);
 - the class index sorts (click and Enter) and filters;
+- the index of a 400-student class (results written, no grading) puts its students table on
+  the first screen, fits 1280 px and a phone without scrolling sideways, and stays small;
 - a phone-width screen scrolls only downwards; printing shows every section;
 - nothing a submission printed or returned runs as markup.
 
@@ -261,7 +263,13 @@ def test_index_sorts_filters_and_links(graded, browser):
         page.click("#student-filter")
         page.send("Input.insertText", {"text": "dan"})
         assert page.evaluate(names) == ["dan_partly_wrong"]
-        # the checks tables: one per exercise, a pass rate in words in every row
+        # the checks tables: one per exercise, closed until "Expand all" opens them, a pass
+        # rate in words in every row
+        assert page.evaluate("document.querySelectorAll('details.exercise-checks[open]')"
+                             ".length") == 0
+        page.click("button[data-details='open'][data-scope='details.exercise-checks']")
+        assert page.evaluate("document.querySelectorAll('details.exercise-checks:not([open])')"
+                             ".length") == 0
         rates = page.evaluate("Array.from(document.querySelectorAll('table.checks td.heat'))"
                               ".map(td => td.innerText)")
         assert rates and all(r.strip().endswith(("%", "▼")) for r in rates)
