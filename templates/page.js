@@ -32,7 +32,7 @@
       th.tabIndex = 0;
       /* a heading may say the order the rows come in (aria-sort in the page): kept */
       if (!th.hasAttribute("aria-sort")) { th.setAttribute("aria-sort", "none"); }
-      th.title = "Sort by this column";
+      th.title = th.title ? th.title + " (click to sort)" : "Sort by this column";
       function sort() {
         var ascending = th.getAttribute("aria-sort") !== "ascending";
         Array.prototype.forEach.call(heads, function (h) {
