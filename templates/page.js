@@ -30,8 +30,9 @@
     Array.prototype.forEach.call(heads, function (th, col) {
       if (th.hasAttribute("data-nosort")) { return; }
       th.tabIndex = 0;
-      th.setAttribute("aria-sort", "none");
-      th.title = "Sort by this column";
+      /* a heading may say the order the rows come in (aria-sort in the page): kept */
+      if (!th.hasAttribute("aria-sort")) { th.setAttribute("aria-sort", "none"); }
+      th.title = th.title ? th.title + " (click to sort)" : "Sort by this column";
       function sort() {
         var ascending = th.getAttribute("aria-sort") !== "ascending";
         Array.prototype.forEach.call(heads, function (h) {
@@ -64,20 +65,39 @@
     });
   });
 
-  /* Filter boxes: <input data-filter="table-id"> hides rows whose text does not contain it. */
+  /* Filter boxes: <input data-filter="table-id"> hides rows whose text does not contain it;
+     <input type="checkbox" data-filter-only="table-id" data-row-class="c"> shows only rows
+     of class c while it is ticked. */
   document.querySelectorAll("input[data-filter]").forEach(function (input) {
     var table = document.getElementById(input.getAttribute("data-filter"));
     var status = document.getElementById(input.getAttribute("aria-describedby") || "");
     if (!table) { return; }
-    input.addEventListener("input", function () {
+    var only = document.querySelector("input[data-filter-only='" + table.id + "']");
+    function apply() {
       var words = input.value.trim().toLowerCase();
+      var needed = only && only.checked ? only.getAttribute("data-row-class") : "";
       var shown = 0;
       Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
-        var match = !words || row.textContent.toLowerCase().indexOf(words) !== -1;
+        var match = (!words || row.textContent.toLowerCase().indexOf(words) !== -1) &&
+          (!needed || row.classList.contains(needed));
         row.hidden = !match;
         if (match) { shown += 1; }
       });
       if (status) { status.textContent = shown + " of " + table.tBodies[0].rows.length + " shown"; }
-    });
+    }
+    input.addEventListener("input", apply);
+    if (only) { only.addEventListener("change", apply); }
+    if (input.value || (only && only.checked)) { apply(); }  /* kept by the browser on reload */
   });
+
+  /* A link to a closed section (<details id="checks-x">) opens it. */
+  function openTarget() {
+    var target = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    if (target && target.tagName === "DETAILS" && !target.open) {
+      target.open = true;
+      target.scrollIntoView();
+    }
+  }
+  window.addEventListener("hashchange", openTarget);
+  if (location.hash) { openTarget(); }
 })();

@@ -6,6 +6,8 @@ index, and looks at them as a student and an instructor would:
 - a screenshot is not blank; the pictures are there, with words, and have a size once shown;
 - failed checks expand and collapse with the mouse and with the keyboard (Enter, Space);
 - the class index sorts (click and Enter) and filters;
+- the index of a 400-student class (results written, no grading) puts its students table on
+  the first screen, fits 1280 px and a phone without scrolling sideways, and stays small;
 - a phone-width screen scrolls only downwards; printing shows every section;
 - nothing a submission printed or returned runs as markup.
 
@@ -261,7 +263,13 @@ def test_index_sorts_filters_and_links(graded, browser):
         page.click("#student-filter")
         page.send("Input.insertText", {"text": "dan"})
         assert page.evaluate(names) == ["dan_partly_wrong"]
-        # the checks tables: one per exercise, a pass rate in words in every row
+        # the checks tables: one per exercise, closed until "Expand all" opens them, a pass
+        # rate in words in every row
+        assert page.evaluate("document.querySelectorAll('details.exercise-checks[open]')"
+                             ".length") == 0
+        page.click("button[data-details='open'][data-scope='details.exercise-checks']")
+        assert page.evaluate("document.querySelectorAll('details.exercise-checks:not([open])')"
+                             ".length") == 0
         rates = page.evaluate("Array.from(document.querySelectorAll('table.checks td.heat'))"
                               ".map(td => td.innerText)")
         assert rates and all(r.strip().endswith(("%", "▼")) for r in rates)
@@ -332,5 +340,240 @@ def test_diagnoses_render_from_the_catalogue(tmp_path, browser):
         assert page.evaluate("document.querySelectorAll('.diagnosis').length") == 2
         assert page.evaluate("document.querySelectorAll('svg.plot').length") == 2
         assert_clean(page)
+    finally:
+        page.close()
+
+
+# --------------------------------------------------------------------------- a class of hundreds
+# Issue 41: the index is the page an instructor opens first; with 400 students it must answer
+# "who needs help" on its first screen, fit a laptop's width, and stay small.
+
+BIG_CLASS = 400
+# the six exercises of `torchgrade demo`: the widest table the course's class makes
+BIG_EXERCISES = ["strides_broadcasting", "manual_backward", "autograd_graph", "parameters",
+                 "training_loops", "data_pipeline"]
+CHECKS_PER_EXERCISE = 9
+
+
+def wait_for(page, expression: str, timeout: float = 5) -> bool:
+    """Whether `expression` turns true within `timeout` (a click's effects run after it)."""
+    deadline = time.monotonic() + timeout
+    while not (ok := page.evaluate(expression)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return bool(ok)
+
+
+def synthetic_result(rng, student: str):
+    """One plausible result: mostly partial work, and every kind of trouble the index flags
+    (grader failures, nothing or an exercise not handed in, syntax errors, crashes, timeouts,
+    late penalties, regrades, diagnoses)."""
+    from datetime import datetime, timezone
+
+    from grader.course.faults import catalogue
+    from grader.models import EarlierGrade
+
+    faults = sorted(catalogue())
+    kind = rng.choices(["fine", "failure", "nothing", "missing", "syntax", "crash", "timeout"],
+                       weights=[76, 3, 4, 6, 4, 4, 3])[0]
+    if kind == "failure":
+        return SubmissionResult(student=student, grader_version="test",
+                                notes=["the grader failed: the grading process was lost"])
+    skill = rng.random()
+    broken_exercise = rng.choice(BIG_EXERCISES)
+    checks, parts = [], []
+    for exercise in BIG_EXERCISES:
+        trouble = kind == "nothing" or (kind != "fine" and exercise == broken_exercise)
+        exercise_checks = []
+        for i in range(CHECKS_PER_EXERCISE):
+            check = dict(id=f"{exercise}.check_{i}_matches_the_reference", exercise=exercise,
+                         title=f"`{exercise}` part {i} matches the reference",
+                         targets=[exercise], visibility="visible" if i < 5 else "hidden",
+                         max_points=2.0)
+            if trouble and kind in ("nothing", "missing"):
+                check.update(points=0, status="error", reason="not_submitted",
+                             message=f"no {exercise}.py handed in")
+            elif trouble and kind == "syntax":
+                check.update(points=0, status="error", reason="not_loaded",
+                             message=f"{exercise}.py does not compile")
+            elif trouble and kind == "crash":
+                check.update(points=0, status="crashed", message="the worker crashed")
+            elif trouble and kind == "timeout" and i == 0:
+                check.update(points=0, status="timeout", message="ran out of time")
+            elif rng.random() < 0.35 + 0.6 * skill:
+                check.update(points=2.0, status="passed")
+            else:
+                # each check tells a few faults of its own apart
+                k = BIG_EXERCISES.index(exercise) * CHECKS_PER_EXERCISE + i
+                pool = [faults[(3 * k + j) % len(faults)] for j in range(3)]
+                check.update(points=0, status="failed", message="returned values that differ",
+                             diagnoses=rng.sample(pool, k=rng.choice([0, 1, 1, 2])))
+            exercise_checks.append(CheckResult(**check))
+        checks += exercise_checks
+        notes = ([f"SyntaxError in {exercise}.py, line 3: invalid syntax"]
+                 if trouble and kind == "syntax" else [])
+        parts.append(ExerciseResult(
+            exercise=exercise, notes=notes,
+            path=None if trouble and kind in ("nothing", "missing") else f"{exercise}.py",
+            score=sum(c.points for c in exercise_checks),
+            max_score=sum(c.max_points for c in exercise_checks)))
+    late = rng.random() < 0.08
+    result = SubmissionResult(
+        student=student, grader_version="test", checks=checks, exercises=parts,
+        notes=["nothing handed in"] if kind == "nothing" else [],
+        days_late=2 if late else 0, late_penalty=5.0 if late else 0.0)
+    if rng.random() < 0.05:
+        result.replaced = EarlierGrade(final_score=max(0, result.final_score - 6),
+                                       max_score=result.max_score,
+                                       graded_at=datetime(2026, 1, 1, tzinfo=timezone.utc))
+    return result
+
+
+@pytest.fixture(scope="module")
+def big_class(tmp_path_factory):
+    """OUT of a 400-student class as `torchgrade index` finds it (each student's results.json,
+    the names an LMS download gave them) and the index it writes; no grading."""
+    import json
+    import random
+
+    from grader.commands.index import index
+    from grader.intake.lms import SIDECAR, STAGING
+    from grader.intake.submission import OUT_MARKER
+    from grader.outputs.writing import write_json
+
+    rng = random.Random(41)
+    out = tmp_path_factory.mktemp("class400") / "out"
+    out.mkdir()
+    (out / OUT_MARKER).write_text("")
+    first = ["Ada", "Ben", "Chiara", "Dmitri", "Eun-ji", "Fatima", "Giovanni", "Hannah",
+             "Ifeoma", "Jürgen", "Katarzyna", "Luis", "Maximiliano", "Nguyen", "Oluwaseun"]
+    last = ["Lovelace", "Okafor", "Rossi-Bianchi", "Wojciechowska", "Van der Berg", "Kim",
+            "Fernández García", "Abdullah", "Schwarzenegger", "Thompson"]
+    started = time.monotonic()
+    for n in range(BIG_CLASS):
+        student = f"s{n:04d}_{rng.choice(first).lower().replace('ü', 'u')}"
+        write_json(synthetic_result(rng, student), out / student / "results.json")
+        staged = out / STAGING / student
+        staged.mkdir(parents=True)
+        (staged / SIDECAR).write_text(json.dumps(
+            {"name": f"{rng.choice(first)} {rng.choice(last)}"}))
+    index(out, exercises=BIG_EXERCISES)
+    print(f"wrote and indexed {BIG_CLASS} results in {time.monotonic() - started:.1f} s")
+    return out / "index.html"
+
+
+def test_big_class_index_answers_who_needs_help_first(big_class, browser):
+    size = big_class.stat().st_size
+    assert size < 2_000_000, size
+    page = open_page(browser, big_class, "index-400", width=1280, height=900)
+    try:
+        assert_clean(page)
+        shoot(page)
+        table = "document.getElementById('student-table')"
+        top, height, width, scroll_width, rows = page.evaluate(
+            f"[{table}.getBoundingClientRect().top + window.scrollY, window.innerHeight,"
+            " window.innerWidth, document.documentElement.scrollWidth,"
+            f" {table}.tBodies[0].rows.length]")
+        print(f"index of {BIG_CLASS}: {size / 1e6:.2f} MB, students table at {top:.0f} px, "
+              f"scrollWidth {scroll_width} in {width}")
+        assert rows == BIG_CLASS
+        assert top <= 1.5 * height, top  # the students table within the first screen and a half
+        assert scroll_width <= width, (scroll_width, width)  # no horizontal scroll of the page
+        # ... nor of the table itself: six exercises fit 1280 px, the last column on screen
+        fits = page.evaluate(f"(() => {{ const w = {table}.parentElement;"
+                             f" const last = {table}.tHead.rows[0].lastElementChild"
+                             ".getBoundingClientRect();"
+                             " return [w.scrollWidth, w.clientWidth, last.right]; })()")
+        assert fits[0] <= fits[1] and fits[2] <= width, fits
+        # a student's id and name take one line or two, never five; a row at most four
+        names = page.evaluate(f"Array.from({table}.tBodies[0].rows).map(r => {{"
+                              " const range = document.createRange();"
+                              " range.selectNodeContents(r.cells[0]);"
+                              " return range.getBoundingClientRect().height; })")
+        heights = page.evaluate(f"Array.from({table}.tBodies[0].rows)"
+                                ".map(r => r.getBoundingClientRect().height)")
+        line = page.evaluate(f"parseFloat(getComputedStyle({table}).lineHeight)"
+                             f" || 1.5 * parseFloat(getComputedStyle({table}).fontSize)")
+        assert max(names) <= 2.2 * line, (max(names), line)
+        assert max(heights) <= 4 * line, (max(heights), line)
+
+        # who needs help comes first, and the ones flagged are those the summary counts
+        flags = page.evaluate(f"Array.from({table}.tBodies[0].rows)"
+                              ".map(r => r.classList.contains('needs-help'))")
+        needing = sum(flags)
+        assert 0 < needing < BIG_CLASS and flags == [True] * needing + [False] * (
+            BIG_CLASS - needing), flags
+        lead = page.evaluate("document.querySelector('.lead').innerText")
+        assert f"{needing} need help" in lead, lead
+        first = page.evaluate(f"{table}.tBodies[0].rows[0].cells[1].innerText")
+        assert "not graded" in first, first  # grader failures at the very top
+
+        visible = (f"Array.from({table}.tBodies[0].rows).filter(r => !r.hidden)")
+        # search: a student's id, then a part of a name
+        target = page.evaluate(f"{table}.tBodies[0].rows[123].cells[0].querySelector('a')"
+                               ".textContent")
+        page.click("#student-filter")
+        page.send("Input.insertText", {"text": target})
+        assert page.evaluate(f"{visible}.map(r => r.cells[0].innerText.split(' ')[0])") == [
+            target]
+        assert page.evaluate("document.getElementById('student-filter-status').textContent") \
+            == f"1 of {BIG_CLASS} shown"
+        page.evaluate("(() => { const i = document.getElementById('student-filter');"
+                      " i.value = ''; i.dispatchEvent(new Event('input')); })()")
+        page.click("#student-filter")
+        page.send("Input.insertText", {"text": "wojciechowska"})
+        found = page.evaluate(f"{visible}.map(r => r.innerText.toLowerCase())")
+        assert 0 < len(found) < BIG_CLASS and all("wojciechowska" in r for r in found)
+        page.evaluate("(() => { const i = document.getElementById('student-filter');"
+                      " i.value = ''; i.dispatchEvent(new Event('input')); })()")
+        assert page.evaluate(f"{visible}.length") == BIG_CLASS
+        # "only who needs help": a click on the box
+        page.click("input[data-filter-only]")
+        assert page.evaluate(f"{visible}.length") == needing
+        assert page.evaluate(f"{visible}.every(r => r.classList.contains('needs-help'))")
+        page.click("input[data-filter-only]")
+        assert page.evaluate(f"{visible}.length") == BIG_CLASS
+
+        # a click on a heading sorts by it: the percent, lowest first, then highest first
+        col = page.evaluate(f"Array.from({table}.tHead.rows[0].cells)"
+                            ".findIndex(c => c.innerText.trim() === '%')")
+        percents = f"Array.from({table}.tBodies[0].rows).map(r => parseFloat(r.cells[{col}]" \
+                   ".getAttribute('data-sort')))"
+        page.click(f"#student-table thead th:nth-child({col + 1})")
+        ascending = page.evaluate(percents)
+        assert ascending == sorted(ascending) and ascending[0] < ascending[-1]
+        page.click(f"#student-table thead th:nth-child({col + 1})")
+        assert page.evaluate(percents) == sorted(ascending, reverse=True)
+        # the student column sorts by name
+        page.click("#student-table thead th:nth-child(1)")
+        ids = page.evaluate(f"Array.from({table}.tBodies[0].rows)"
+                            ".map(r => r.cells[0].getAttribute('data-sort'))")
+        assert ids == sorted(ids, key=str.lower)
+
+        # the per-check tables are there, closed; a link to one opens it
+        closed = page.evaluate("Array.from(document.querySelectorAll('details.exercise-checks'))"
+                               ".map(d => d.open)")
+        assert closed == [False] * len(BIG_EXERCISES)
+        page.click("table.summary-table tbody a")
+        assert wait_for(page, "document.querySelector('details.exercise-checks').open")
+        assert_clean(page)
+    finally:
+        page.close()
+
+
+def test_big_class_index_on_a_phone(big_class, browser):
+    page = open_page(browser, big_class, "index-400-phone", width=390, height=844)
+    try:
+        page.resize(390, 844, mobile=True)
+        width, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert width <= inner, (width, inner)
+        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= inner, (width, inner)
+        # the table scrolls inside its own box, and its first column is on screen
+        box = page.evaluate("(() => { const t = document.getElementById('student-table');"
+                            " const r = t.rows[1].cells[0].getBoundingClientRect();"
+                            " return [r.left, r.right, t.parentElement.clientWidth]; })()")
+        assert box[0] >= 0 and box[1] <= inner and box[2] <= inner, box
+        assert_not_blank(shoot(page))
     finally:
         page.close()

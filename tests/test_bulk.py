@@ -943,6 +943,45 @@ def test_index_shows_distribution_pass_rates_and_diagnoses():
     assert "No diagnoses recorded" in empty
 
 
+def test_index_lists_who_needs_help_first_and_says_why():
+    """Issue 41: the students table opens on who needs help (grader failures, then the
+    others flagged, lowest score first), each with the reasons in words; then the rest."""
+    import re
+
+    def result(student, passed, *, missing=False, syntax=False):
+        checks = [CheckResult(id=f"{EXERCISE}.c{i}", exercise=EXERCISE, title=f"check {i}",
+                              targets=["f"], visibility="visible", max_points=1.0,
+                              points=1.0 if i < passed else 0.0,
+                              status="passed" if i < passed else "error" if missing or syntax
+                              else "failed",
+                              reason="not_submitted" if missing else "not_loaded" if syntax
+                              else None)
+                  for i in range(4)]
+        return SubmissionResult(
+            student=student, grader_version="0", checks=checks,
+            exercises=[ExerciseResult(exercise=EXERCISE, score=passed, max_score=4,
+                                      path=None if missing else f"{EXERCISE}.py",
+                                      notes=[f"SyntaxError in {EXERCISE}.py, line 1: x"]
+                                      if syntax else [])])
+    results = [result("ann", 4), result("bob", 3), result("cat", 1), result("dan", 2),
+               result("eve", 0, missing=True), result("fay", 0, syntax=True),
+               SubmissionResult(student="gus", grader_version="0", notes=["the grader failed"])]
+    html = render_index(results, [EXERCISE])
+    order = re.findall(r'<td class="who" data-sort="([^"]+)"', html)
+    # gus not graded; then eve, fay and cat (0, 0, 25%: under 50%); then dan, bob; ann's full
+    assert order == ["gus", "eve", "fay", "cat", "dan", "bob", "ann"], order
+    assert html.count('<tr class="needs-help">') == 3 and "4 need help" in html
+    row = {sid: html[html.index(f'data-sort="{sid}"'):].split("</tr>")[0] for sid in order}
+    assert "not graded" in row["gus"] and "nothing handed in" in row["eve"]
+    assert "does not load" in row["fay"] and "syntax error" in row["fay"]
+    assert "below 50%" in row["cat"] and "tag bad" not in row["dan"] + row["bob"] + row["ann"]
+    assert "full marks" in row["ann"]
+    # the students come before the exercises, the diagnoses and the checks, which are closed
+    assert html.index('id="students"') < html.index('id="exercises"') < html.index(
+        'id="diagnoses"') < html.index('id="checks"')
+    assert '<details class="exercise-checks" id="checks-strides_broadcasting">' in html
+
+
 def test_progress_is_a_bar_on_a_terminal_and_plain_lines_otherwise():
     ok = SubmissionResult(student="ann", grader_version="0", checks=[CheckResult(
         id="e.c", exercise="e", targets=["f"], visibility="visible", points=1, max_points=1,

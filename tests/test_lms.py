@@ -600,7 +600,7 @@ def test_canvas_zip_gradebooks_hold_every_roster_student(canvas_zip_graded):
     index = (out / "index.html").read_text()
     assert "nothing handed in" in index and "not handed in" in index
     # the roster's names beside the ids, where the filter finds them
-    assert '12345</a> <span class="muted">Ada Lovelace</span>' in index
+    assert '12345</a> <span class="name" title="Ada Lovelace">Ada Lovelace</span>' in index
     report = (out / "23456" / "report.html").read_text()
     assert "your extension" in report and "Lateness" in report
     assert "copied a docstring" in (out / "12345" / "report.html").read_text()

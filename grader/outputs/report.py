@@ -54,7 +54,15 @@ def environment() -> jinja2.Environment:
     env.filters["when"] = lambda t: t.strftime("%Y-%m-%d %H:%M %Z").strip() if t else ""
     env.filters["url"] = lambda s: quote(str(s))
     env.filters["anchor"] = anchor
+    env.filters["wbr"] = breakable
     return env
+
+
+def breakable(text: Any) -> markupsafe.Markup:
+    """Escaped text that may break into lines after its underscores (`<wbr>`): a long
+    exercise name in a narrow column heading wraps at its words, never into letters."""
+    return markupsafe.Markup("_<wbr>").join(
+        markupsafe.escape(part) for part in CONTROL.sub("\ufffd", str(text)).split("_"))
 
 
 def code_spans(text: Any) -> markupsafe.Markup:
@@ -307,14 +315,15 @@ def render_index(results: list[SubmissionResult], exercises: list[str], *,
                  title: str = "torchgrade results", assignment: str = "",
                  names: Mapping[str, str] | None = None, not_graded: Sequence[str] = (),
                  similarity: bool = False) -> str:
-    """The class index: every student (sortable), the score distribution, the pass rate of
-    every check, the most frequent diagnoses, links to the reports. Self-contained. `names`:
+    """The class index: every student first (who needs help at the top; sortable, searchable),
+    then the exercises, the score distribution, the most frequent diagnoses and the pass rate
+    of every check (collapsed per exercise), links to the reports. Self-contained. `names`:
     student id -> the name shown (and found by the filter) beside it; `not_graded`: the
     students a run stopped before grading, named at the top (the index is then incomplete);
     `similarity`: link similarity.html (`torchgrade similarity`), which lies beside it."""
-    from grader.outputs.summary import summarize
+    from grader.outputs.summary import SHORT_STATES, summarize
 
-    return environment().get_template("index.html.j2").render(
+    return environment().get_template("index.html.j2").render(short_states=SHORT_STATES,
         s=summarize(results, exercises, title=title, assignment=assignment, names=names,
                     not_graded=not_graded),
         fault_titles=fault_titles(), similarity=similarity)

@@ -22,6 +22,17 @@ from grader.outputs.outcomes import OUTCOMES
 
 HISTOGRAM_BINS = 10
 DIAGNOSIS_EXAMPLES = 5  # students named (and linked) per diagnosis in the index
+# Below this percent of the maximum a graded student is flagged in the index as needing help.
+HELP_BELOW = 50.0
+# Exercise states that say the student needs help (besides a low score), with the words the
+# index's status column shows for them, most serious first.
+HELP_STATES = {"not handed in": "not handed in", "syntax error": "does not load",
+               "does not import": "does not load", "not started": "not started",
+               "crashed": "crashed", "timed out": "timed out"}
+# The same states in a word or two, for the index's narrow per-exercise cells (the full words
+# in a tooltip).
+SHORT_STATES = {"not handed in": "missing", "syntax error": "syntax",
+                "does not import": "no import", "not started": "stub", "timed out": "timeout"}
 
 
 class ExerciseCell(BaseModel):
@@ -29,6 +40,13 @@ class ExerciseCell(BaseModel):
     max_score: float = 0.0
     state: str = Field("", description="graded, not handed in, syntax error, does not import, "
                        "not started, crashed or timed out (`exercise_state`)")
+
+
+class HelpReason(BaseModel):
+    label: str = Field(description="a few words: 'not handed in', 'below 50%'")
+    detail: str = Field("", description="the longer story, for a tooltip")
+    low_score: bool = Field(False, description="only the score is low: the index shows it "
+                            "beside another reason by the score's own colour, not in words")
 
 
 class StudentRow(BaseModel):
@@ -48,6 +66,29 @@ class StudentRow(BaseModel):
     notes: list[str] = []
     remarks: str = Field("", description="nothing handed in, not in the roster, extension, "
                          "lateness, the instructor's adjustments (`exports.remarks`)")
+    help: list[HelpReason] = Field([], description="why this student needs help, most serious "
+                                   "first (empty: no sign of it); `help_reasons`")
+
+    @property
+    def flags(self) -> list[HelpReason]:
+        """The reasons the status column names: a low score is said in words when it is the
+        only one (else the percent's colour says it)."""
+        return [r for r in self.help if not r.low_score] or self.help
+
+    @property
+    def shown_remarks(self) -> str:
+        """The remarks but what a flag of `help` already says (nothing handed in)."""
+        said = {reason.label for reason in self.help}
+        return "; ".join(part for part in self.remarks.split("; ") if part not in said)
+
+    @property
+    def help_rank(self) -> float:
+        """Sort key of the index's status column: grader failures, then who needs help, then
+        the rest, then full marks; lowest score first within each."""
+        group = (0 if self.grader_failure else 1 if self.help
+                 else 3 if self.max_score > 0 and self.final == self.max_score else 2)
+        return group * 1000 + self.percent
+
 
 
 class HistogramBin(BaseModel):
@@ -103,6 +144,8 @@ class ClassSummary(BaseModel):
     checks: list[CheckStat]
     diagnoses: list[DiagnosisStat]
     exercise_stats: list[ExerciseStat] = []
+    needs_help: int = Field(0, description="students with a reason to need help")
+    help_below: float = HELP_BELOW
     not_graded: list[str] = []  # a run stopped before grading them: the index is incomplete
 
 
@@ -169,6 +212,33 @@ def student_row(result: SubmissionResult, exercises: list[str]) -> StudentRow:
         broken=sum(is_broken(c) for c in result.checks),
         grader_failure=is_grader_failure(result), replaced=result.replaced,
         notes=list(result.notes))
+
+
+def help_reasons(row: StudentRow, exercises: list[str],
+                 below: float = HELP_BELOW) -> list[HelpReason]:
+    """Why a student needs help, in a few words each, most serious first: the grader could
+    not grade the submission, nothing (or an exercise) handed in, code that does not load, is
+    not started, crashed or timed out, a score below `below` percent."""
+    if row.grader_failure:
+        return [HelpReason(label="not graded", detail=" ".join(row.notes)
+                           or "the grader failed: run torchgrade grade again")]
+    out: list[HelpReason] = []
+    states = [(e, c.state) for e, c in zip(exercises, row.exercises)]
+    nothing = bool(states) and all(state == "not handed in" for _, state in states)
+    if nothing:
+        out.append(HelpReason(label="nothing handed in"))
+    else:
+        for state, label in HELP_STATES.items():
+            which = [e for e, s in states if s == state]
+            if which and label not in [r.label for r in out]:
+                out.append(HelpReason(label=label, detail=f"{state}: {', '.join(which)}"))
+            elif which:
+                first = next(r for r in out if r.label == label)
+                first.detail += f"; {state}: {', '.join(which)}"
+    if row.max_score > 0 and row.percent < below and not nothing:
+        out.append(HelpReason(label=f"below {below:g}%", low_score=True,
+                              detail=f"{row.percent:g}% of the maximum"))
+    return out
 
 
 def histogram(percents: list[float], bins: int = HISTOGRAM_BINS) -> list[HistogramBin]:
@@ -240,8 +310,11 @@ def summarize(results: list[SubmissionResult], exercises: list[str], *,
     rows = [student_row(r, exercises) for r in results]
     for row in rows:
         row.name = (names or {}).get(row.student, "")
+        row.help = help_reasons(row, exercises)
     graded = [row for row in rows if not row.grader_failure]
     percents = [percent_of(r) for r, row in zip(results, rows) if not row.grader_failure]
+    # Who needs help first (the index's default order), the lowest score first.
+    rows.sort(key=lambda row: (row.help_rank, row.student))
     return ClassSummary(
         title=title, assignment=assignment, exercises=exercises, rows=rows,
         histogram=histogram(percents),
@@ -251,4 +324,5 @@ def summarize(results: list[SubmissionResult], exercises: list[str], *,
         full_marks=sum(r.max_score > 0 and r.final_score == r.max_score for r in results),
         grader_failures=len(rows) - len(graded),
         checks=check_stats(results), diagnoses=diagnosis_stats(results),
-        exercise_stats=exercise_stats(rows, exercises), not_graded=sorted(not_graded))
+        exercise_stats=exercise_stats(rows, exercises), not_graded=sorted(not_graded),
+        needs_help=sum(bool(row.help) for row in rows))
