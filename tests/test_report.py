@@ -165,13 +165,31 @@ def test_fix_first_groups_checks_failing_for_one_reason():
              failed("a.hidden", exercise="a", visibility="hidden", max_points=9,
                     message="f(y) returned 3; expected 4."),
              failed("a.again", exercise="a", message="f(x) returned 1; expected 2.")]
-    groups = to_fix_first(wrong + missing)
-    # the missing file first (issue 17: it costs its whole exercise), then the visible wrong
-    # values of f (one reason, twice), then the hidden check although it is worth more
+    groups = to_fix_first(wrong + missing, n=10)
+    # the mistakes in the file handed in by the points they cost (the hidden check is worth
+    # more than the two visible ones failing with one reason), then the missing file
     assert [[c.id for c in g] for g in groups] == [
-        ["b.c0", "b.c1", "b.c2"], ["a.values", "a.again"], ["a.hidden"]]
+        ["a.hidden"], ["a.values", "a.again"], ["b.c0", "b.c1", "b.c2"]]
     html = render_report(result(*wrong, *missing))
     assert "3 checks failing the same way" in html
+
+
+@pytest.mark.fast
+def test_fix_first_puts_a_file_handed_in_ahead_of_files_missing():
+    """Issue 41: a syntax error worth 35 points came after two files not handed in, and with
+    three items shown the student saw nothing about the file they did hand in."""
+    broken = [failed(f"a.c{i}", exercise="a", status="error", reason=None, max_points=7,
+                     targets=[f"f{i}"], call=None,
+                     message="a.py does not compile: SyntaxError: invalid syntax (line 3)")
+              for i in range(5)]
+    missing = [failed(f"{e}.c", exercise=e, status="error", reason="not_submitted",
+                      max_points=40, call=None, message=f"file not submitted: expected {e}.py")
+               for e in ("b", "c")]
+    groups = to_fix_first(missing + broken)
+    assert [g[0].id for g in groups] == ["a.c0", "b.c", "c.c"]
+    html = render_report(result(*missing, *broken))
+    fix_first = html[html.index("What to fix first"):html.index("</ol>")]
+    assert fix_first.index("SyntaxError") < fix_first.index("file not submitted")
 
 
 class RevealingCheck(CheckResult):

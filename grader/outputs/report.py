@@ -240,16 +240,18 @@ def fix_groups(checks: list[CheckResult]) -> list[list[CheckResult]]:
 
 
 def to_fix_first(checks: list[CheckResult], n: int = FIX_FIRST) -> list[list[CheckResult]]:
-    """What a student should look at first, as groups of checks failing for one reason: files
-    not handed in (most points first), then visible before hidden, most points first, then in
-    curriculum order."""
+    """What a student should look at first, as groups of checks failing for one reason: what
+    is wrong in the files handed in, most points first (visible before hidden, then in
+    curriculum order, among equals), then files not handed in (most points first)."""
     order = {id(c): i for i, c in enumerate(checks)}
     groups = fix_groups(checks)
-    # A file not handed in costs all of its exercise's points and takes one action to fix
-    # (issue 17): it comes first, with its points.
-    return sorted(groups, key=lambda g: (not any(c.reason == "not_submitted" for c in g),
+    # A mistake in a file handed in is what the student worked on and can act on from the
+    # report: ranked by what it costs. A missing file only asks for the file (its section
+    # says so); ranked first, it hid a syntax error worth more than both behind two of them.
+    return sorted(groups, key=lambda g: (any(c.reason == "not_submitted" for c in g),
+                                         -sum(c.max_points for c in g),
                                          all(c.visibility != "visible" for c in g),
-                                         -sum(c.max_points for c in g), order[id(g[0])]))[:n]
+                                         order[id(g[0])]))[:n]
 
 
 # --------------------------------------------------------------------------- a report
