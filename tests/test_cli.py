@@ -172,9 +172,12 @@ def test_check_of_a_bug_hunt_runs_its_visible_checks_and_names_no_fault(tmp_path
     assert "bughunt_regression: 0 / 0 points, 4 of 4 checks passed" in proc.stdout
     line = "4 faults to find, 8 points, graded when you hand in"
     assert line in proc.stdout and "[ HIDDEN  ]" not in proc.stdout
-    assert "No check ran" not in proc.stdout and "Every check passed." in proc.stdout
+    # (and never "every check passed", which read as "no fault left")
+    assert "No check ran" not in proc.stdout and "Every check passed" not in proc.stdout
+    assert ("The 4 visible checks that ran passed; a bug hunt's visible checks look for none of "
+            "its faults, which are judged when you hand in (4 faults, 8 points).") in proc.stdout
     html = (tmp_path / "o" / "bughunt_regression" / "report.html").read_text()
-    assert line in html
+    assert line in html and "Every check passed" not in html
     # Passing them says nothing of the hunt: they do not unlock the solution.
     gate = torchgrade("solution", "bughunt_regression", "--attempts", tmp_path / "o")
     assert gate.returncode == 2 and "try bughunt_regression first" in gate.stderr

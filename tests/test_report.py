@@ -490,3 +490,42 @@ def test_where_a_timed_out_call_was_stopped_is_shown_everywhere_its_message_is()
     assert f"It was stopped in {where}." in terminal.checks_text(result(check))
     assert "Where it was stopped:" in render_report(result(check), draw=False)
     assert "it was stopped in m.py, line 3" in gradescope_json(result(check))
+
+
+@pytest.mark.fast
+def test_a_bug_hunt_checked_locally_never_says_every_check_passed(tmp_path):
+    """Issue 41: the untouched bug hunt ended "Score: 0 / 0. Every check passed." in green,
+    every fault still in it. Its visible checks passing says they ran and that the faults are
+    judged at grading, in the terminal and in the report, and names no fault."""
+    from grader.commands.check import write_check_reports
+    from grader.models import PendingCheck
+    from grader.outputs import terminal
+
+    hunt = "bughunt_regression"
+    checks = [failed(f"{hunt}.v{i}", exercise=hunt, status="passed", points=0, max_points=0,
+                     message="", title=f"visible {i}") for i in range(4)]
+    pending = [PendingCheck(exercise=hunt, title=f"the fault in part {i}", points=2,
+                            targets=["run"]) for i in range(4)]
+    pending.append(PendingCheck(exercise=hunt, title="a fault not seeded", points=2,
+                                targets=["run"], counted=False))
+    done = SubmissionResult(student="s", grader_version="test", checks=checks,
+                            exercises=[ExerciseResult(exercise=hunt, score=0, max_score=0)])
+    for color in (False, True):
+        text = terminal.summary(done, pending=pending, color=color)
+        total = text.splitlines()[-1]
+        assert "Every check passed" not in text and "\x1b[32m" not in total
+        assert "The 4 visible checks that ran passed" in total
+        assert "judged when you hand in (4 faults, 8 points)" in total
+        assert not any(p.title in text for p in pending)
+    (report,) = write_check_reports(done, tmp_path, pending)
+    html = report.read_text(encoding="utf-8")
+    assert "Every check passed" not in html and 'class="allgood"' not in html
+    assert "judged when you hand in (4 faults, 8 points)" in html
+    assert not any(p.title in html for p in pending)
+    # an exercise that is no bug hunt still says it, hidden checks pending or not
+    plain = failed("ex.c", status="passed", message="")
+    other = result(plain)
+    later = [PendingCheck(exercise="ex", title="hidden", points=3, targets=["f"])]
+    assert "Every check passed." in terminal.summary(other, pending=later)
+    (report,) = write_check_reports(other, tmp_path / "other", later)
+    assert "Every check passed." in report.read_text(encoding="utf-8")

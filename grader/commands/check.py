@@ -156,7 +156,7 @@ def write_check_reports(result: SubmissionResult, out: Path, pending: list) -> l
     from grader.course.bughunt import is_bughunt
     # Here, not at the top: it imports jinja2 and the report, not needed before the sandbox.
     from grader.outputs.folder import write_submission_outputs
-    from grader.outputs.terminal import bughunt_line, hidden_line
+    from grader.outputs.terminal import BUGHUNT_VISIBLE, bughunt_line, hidden_line, hunt_faults
 
     # (a student's checks are no grades: a report saying "Regraded: this grade replaces 27 /
     # 35" compared a run with the hidden checks to one without)
@@ -166,15 +166,18 @@ def write_check_reports(result: SubmissionResult, out: Path, pending: list) -> l
     for part in result.exercises:
         later = [p for p in pending if p.exercise == part.exercise]
         notes = list(part.notes)
+        faults_later = ""
         if later and is_bughunt(part.exercise):
             notes.append(bughunt_line(later))
+            faults_later = f"{BUGHUNT_VISIBLE} ({hunt_faults(later)})"
         elif later:  # the report's score is of the visible checks: said, as the terminal does
             notes.append(hidden_line(later))
         one = result.model_copy(update={
             "student": part.exercise,
             "exercises": [part.model_copy(update={"notes": notes})],
             "checks": [c for c in result.checks if c.exercise == part.exercise]})
-        reports.append(write_submission_outputs(one, out, regrade=False))
+        reports.append(write_submission_outputs(one, out, regrade=False,
+                                                faults_later=faults_later))
     return reports
 
 

@@ -268,8 +268,11 @@ class ExerciseView:
         return [v for v in self.checks if v.check.status != "passed"]
 
 
-def render_report(result: SubmissionResult, *, draw: bool = True) -> str:
-    """The student's report. `draw=False` leaves the pictures out (faster, for tests)."""
+def render_report(result: SubmissionResult, *, draw: bool = True,
+                  faults_later: str = "") -> str:
+    """The student's report. `draw=False` leaves the pictures out (faster, for tests).
+    `faults_later`: a local check of a bug hunt, whose faults only hidden checks judge: what
+    its visible checks passing says instead of "every check passed"."""
     views = {id(c): check_view(c, draw=False) for c in result.checks}
     fix_first = []
     for rank, group in enumerate(to_fix_first(result.checks), start=1):
@@ -285,7 +288,8 @@ def render_report(result: SubmissionResult, *, draw: bool = True) -> str:
         sections.append(ExerciseView(part=part, checks=checks, counts=counts))
     totals = {s: sum(state_of(c) == s for c in result.checks) for s in OUTCOMES}
     return environment().get_template("report.html.j2").render(
-        result=result, sections=sections, totals=totals, fix_first=fix_first)
+        result=result, sections=sections, totals=totals, fix_first=fix_first,
+        faults_later=faults_later)
 
 
 def draw_pictures(checks: list[CheckResult], views: dict[int, CheckView],
