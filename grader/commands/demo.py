@@ -33,6 +33,9 @@ def demo(*, out: Path, limits: WorkerLimits | None = None, jobs: int | None = No
                  on_result=on_result)
 
 
+DEMO_DATE = (2024, 1, 1, 0, 0, 0)  # the zipped student's files' date: the same at every run
+
+
 def build_demo_class(target: Path) -> None:
     """The correct sample is the solution and the stub sample the exercise, copied at run time so
     that they never drift; the other samples show typical mistakes."""
@@ -56,9 +59,12 @@ def build_demo_class(target: Path) -> None:
     # One student hands in a zip, as a learning platform would export it ...
     zipped = target / "gus_zipped"
     zipped.mkdir()
+    # Members of a fixed date: stamped with the time the zip is made, it would differ at every
+    # run and every rerun of the demo would grade this student again (so would random cell ids
+    # the notebook's student).
     with zipfile.ZipFile(zipped / "submission.zip", "w") as z:
         for exercise, source in solutions.items():
-            z.writestr(f"hw/{exercise}.py", source)
+            z.writestr(zipfile.ZipInfo(f"hw/{exercise}.py", date_time=DEMO_DATE), source)
     # ... and one works in Jupyter: magics, shell lines and a scratch cell that raises.
     for exercise, source in solutions.items():
         path = target / "eve_notebook" / "hw1" / f"{exercise}.ipynb"
@@ -75,6 +81,8 @@ def demo_notebook(source: str) -> str:
     cells.append(nbformat.v4.new_code_cell(
         "# scratch: trying things out\nprint('checking my work')\n"
         "raise RuntimeError('this scratch cell is unfinished')"))
+    for number, cell in enumerate(cells):  # nbformat draws random ids: see DEMO_DATE
+        cell.id = f"cell-{number}"
     return nbformat.writes(nbformat.v4.new_notebook(cells=cells))
 
 
