@@ -265,6 +265,7 @@ def test_only_refuses_a_name_no_check_is_about_even_beside_one_that_is(tmp_path,
                       "--no-server", "--out", str(tmp_path / "o"), cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"is about {refused} (give the name of a function or class" in done.stderr
+    assert "the checks are about: broadcast_shape, broadcast_strides, c_strides," in done.stderr
 
 
 @pytest.mark.fast

@@ -529,3 +529,40 @@ def test_a_bug_hunt_checked_locally_never_says_every_check_passed(tmp_path):
     assert "Every check passed." in terminal.summary(other, pending=later)
     (report,) = write_check_reports(other, tmp_path / "other", later)
     assert "Every check passed." in report.read_text(encoding="utf-8")
+
+
+@pytest.mark.fast
+def test_a_check_with_only_leaves_the_full_report_as_it_was(tmp_path):
+    """Issue 41: `check --only NAME` overwrote the exercise's report.html with a report of its
+    one check ("2 / 2 points (100%)"). It goes to <exercise>/only/, says so, and is still an
+    attempt that unlocks the solution."""
+    from grader.commands.check import write_check_reports
+    from grader.commands.solution import tried
+
+    everything = result(failed("ex.a"), failed("ex.b", status="passed", message=""))
+    (full,) = write_check_reports(everything, tmp_path, [])
+    before = full.read_bytes()
+    some = result(failed("ex.b", status="passed", message=""))
+    (part,) = write_check_reports(some, tmp_path, [], only=["g"])
+    assert full.read_bytes() == before
+    assert part == tmp_path / "ex" / "only" / "report.html"
+    html = part.read_text(encoding="utf-8")
+    assert "only the checks of g (--only)" in html and str(full) in html
+    (full / ".." / "results.json").resolve().unlink()
+    assert tried("ex", tmp_path)  # from the report of some checks
+
+
+@pytest.mark.fast
+def test_only_with_a_name_no_check_is_about_lists_the_names_they_are_about():
+    """Issue 41: a misspelt `--only` name was refused without the names that would do."""
+    from types import SimpleNamespace
+
+    from grader.commands.check import refuse_unknown
+    from grader.errors import UsageError
+
+    select = SimpleNamespace(selected=0, matched=set(), offered={"c_strides", "broadcast_shape"})
+    with pytest.raises(UsageError, match="is about c_stridez .*the checks are about: "
+                                         "broadcast_shape, c_strides"):
+        refuse_unknown(["c_stridez"], select, ["strides_broadcasting"])
+    refuse_unknown(["c_strides"], SimpleNamespace(selected=2, matched={"c_strides"}, offered=set()),
+                   ["strides_broadcasting"])
