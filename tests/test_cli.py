@@ -290,3 +290,22 @@ def test_a_ctrl_c_anywhere_in_a_command_is_one_line_and_130(monkeypatch, capsys,
     said = {"parse_args": cli.INTERRUPTED_EARLY, "intake": cli.GRADE_INTERRUPTED_EARLY,
             "grading": cli.GRADE_INTERRUPTED.format(again=cli.AGAIN)}[where]
     assert err.strip().endswith(said), err
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("mistake", ["no such class", "a bad assignment"])
+def test_a_usage_error_of_grade_is_its_one_line_and_nothing_before_it(tmp_path, capsys,
+                                                                      mistake):
+    """Issue 41: "Grading SUBMISSIONS ..." was printed, then the usage error."""
+    from grader.cli import main
+
+    subs, extra = tmp_path / "subs", []
+    if mistake == "a bad assignment":
+        (subs / "ann").mkdir(parents=True)
+        (subs / "ann" / f"{EXERCISE}.py").write_text("x = 1\n")
+        (tmp_path / "hw.toml").write_text('name = "x"\nexercises = ["nope"]\n')
+        extra = ["--assignment", str(tmp_path / "hw.toml")]
+    assert main(["grade", str(subs), "--out", str(tmp_path / "out"), *extra]) == 2
+    said = capsys.readouterr()
+    assert said.out == "" and said.err.count("\n") == 1, said
+    assert said.err.startswith("torchgrade: error: ")

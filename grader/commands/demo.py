@@ -21,8 +21,10 @@ from grader.worker.limits import WorkerLimits
 
 def demo(*, out: Path, limits: WorkerLimits | None = None, jobs: int | None = None,
          on_start: Callable[[int, int], None] | None = None,
-         on_result: Callable[[SubmissionResult], None] | None = None) -> GradeSummary:
-    """Assemble the bundled sample class under `out/submissions` and grade it into `out/results`."""
+         on_result: Callable[[SubmissionResult], None] | None = None,
+         on_begin: Callable[[], None] | None = None) -> GradeSummary:
+    """Assemble the bundled sample class under `out/submissions` and grade it into `out/results`
+    (`on_begin`, `on_start`, `on_result`: as for `grade`)."""
     full_package_only("demo")  # the sample class holds solutions
     out = Path(out)
     submissions = out / "submissions"
@@ -30,7 +32,7 @@ def demo(*, out: Path, limits: WorkerLimits | None = None, jobs: int | None = No
         shutil.rmtree(submissions)
     build_demo_class(submissions)
     return grade(submissions, out=out / "results", limits=limits, jobs=jobs, on_start=on_start,
-                 on_result=on_result)
+                 on_result=on_result, on_begin=on_begin)
 
 
 DEMO_DATE = (2024, 1, 1, 0, 0, 0)  # the zipped student's files' date: the same at every run
@@ -100,10 +102,11 @@ def copy_tree(source, target: Path) -> None:
 
 def main(args: argparse.Namespace) -> int:
     progress = Progress()
-    print(f"Grading the sample class in {args.out} ...", flush=True)
     try:
         summary = demo(out=args.out, jobs=args.jobs, on_start=progress.start,
-                       on_result=progress.result)
+                       on_result=progress.result,
+                       on_begin=lambda: print(f"Grading the sample class in {args.out} ...",
+                                              flush=True))
     finally:
         progress.close()
     print(f"Done. Open the class index: {summary.index}")
