@@ -105,8 +105,8 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
     grading's fingerprint is not graded again unless `force`. `on_begin()` is called once the
     command is known to be no usage error, before the class is fingerprinted;
     `on_start(total, up_to_date)` once before grading, `on_result` with every result as it
-    arrives. KeyboardInterrupt
-    stops every grading process, writes the class outputs of what was graded, and propagates.
+    arrives. KeyboardInterrupt stops every grading process, writes the class outputs of what
+    was graded, and propagates.
     With `variants` (the manifest `variants()` wrote), each student's bug hunts are scored on
     the faults their own copy holds. `lms` forces the layout of `submissions` (see
     `grader.intake.lms`; default: detected): an LMS download or a class zip is staged into

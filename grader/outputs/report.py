@@ -247,7 +247,8 @@ def to_fix_first(checks: list[CheckResult], n: int = FIX_FIRST) -> list[list[Che
     groups = fix_groups(checks)
     # A mistake in a file handed in is what the student worked on and can act on from the
     # report: ranked by what it costs. A missing file only asks for the file (its section
-    # says so); ranked first, it hid a syntax error worth more than both behind two of them.
+    # says so), whatever its points: ranked by them, missing files would crowd out of the list
+    # the one file the student did hand in.
     return sorted(groups, key=lambda g: (any(c.reason == "not_submitted" for c in g),
                                          -sum(c.max_points for c in g),
                                          all(c.visibility != "visible" for c in g),
