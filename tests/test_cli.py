@@ -172,9 +172,12 @@ def test_check_of_a_bug_hunt_runs_its_visible_checks_and_names_no_fault(tmp_path
     assert "bughunt_regression: 0 / 0 points, 4 of 4 checks passed" in proc.stdout
     line = "4 faults to find, 8 points, graded when you hand in"
     assert line in proc.stdout and "[ HIDDEN  ]" not in proc.stdout
-    assert "No check ran" not in proc.stdout and "Every check passed." in proc.stdout
+    # (and never "every check passed", which read as "no fault left")
+    assert "No check ran" not in proc.stdout and "Every check passed" not in proc.stdout
+    assert ("The 4 visible checks that ran passed; a bug hunt's visible checks look for none of "
+            "its faults, which are judged when you hand in (4 faults, 8 points).") in proc.stdout
     html = (tmp_path / "o" / "bughunt_regression" / "report.html").read_text()
-    assert line in html
+    assert line in html and "Every check passed" not in html
     # Passing them says nothing of the hunt: they do not unlock the solution.
     gate = torchgrade("solution", "bughunt_regression", "--attempts", tmp_path / "o")
     assert gate.returncode == 2 and "try bughunt_regression first" in gate.stderr
@@ -262,6 +265,7 @@ def test_only_refuses_a_name_no_check_is_about_even_beside_one_that_is(tmp_path,
                       "--no-server", "--out", str(tmp_path / "o"), cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"is about {refused} (give the name of a function or class" in done.stderr
+    assert "the checks are about: broadcast_shape, broadcast_strides, c_strides," in done.stderr
 
 
 @pytest.mark.fast
@@ -286,3 +290,22 @@ def test_a_ctrl_c_anywhere_in_a_command_is_one_line_and_130(monkeypatch, capsys,
     said = {"parse_args": cli.INTERRUPTED_EARLY, "intake": cli.GRADE_INTERRUPTED_EARLY,
             "grading": cli.GRADE_INTERRUPTED.format(again=cli.AGAIN)}[where]
     assert err.strip().endswith(said), err
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("mistake", ["no such class", "a bad assignment"])
+def test_a_usage_error_of_grade_is_its_one_line_and_nothing_before_it(tmp_path, capsys,
+                                                                      mistake):
+    """Issue 41: "Grading SUBMISSIONS ..." was printed, then the usage error."""
+    from grader.cli import main
+
+    subs, extra = tmp_path / "subs", []
+    if mistake == "a bad assignment":
+        (subs / "ann").mkdir(parents=True)
+        (subs / "ann" / f"{EXERCISE}.py").write_text("x = 1\n")
+        (tmp_path / "hw.toml").write_text('name = "x"\nexercises = ["nope"]\n')
+        extra = ["--assignment", str(tmp_path / "hw.toml")]
+    assert main(["grade", str(subs), "--out", str(tmp_path / "out"), *extra]) == 2
+    said = capsys.readouterr()
+    assert said.out == "" and said.err.count("\n") == 1, said
+    assert said.err.startswith("torchgrade: error: ")

@@ -329,15 +329,16 @@ def failing(reason=None, message="m", **fields) -> CheckResult:
     return CheckResult(**values)
 
 
-def test_fix_first_puts_missing_files_first_by_reason_not_by_words():
-    """Files not handed in come first (issue 17); a message that only says so does not count."""
+def test_fix_first_puts_missing_files_last_by_reason_not_by_words():
+    """Files not handed in come after what is wrong in the files handed in (issue 41); a
+    message that only says a file is missing does not make it one."""
     from grader.outputs.report import to_fix_first
 
     missing = failing("not_submitted", "b.py is nowhere", id="b.c", exercise="b",
-                      max_points=1)
+                      max_points=9)
     worded = failing(None, "file not submitted: said by the student's own code", id="a.c",
-                     exercise="a", max_points=9, status="failed")
-    assert [g[0].id for g in to_fix_first([worded, missing])] == ["b.c", "a.c"]
+                     exercise="a", max_points=1, status="failed")
+    assert [g[0].id for g in to_fix_first([missing, worded])] == ["a.c", "b.c"]
 
 
 @pytest.mark.parametrize("reason, unlocked", [

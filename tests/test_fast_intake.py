@@ -271,3 +271,21 @@ def test_a_timestamp_file_is_read_if_it_is_one(tmp_path):
     late = parse_timestamp("2026-03-02T12:00:00Z") - read_timestamp(folder(tmp_path / "bob", {
         "timestamp.txt": "2026-03-01T12:00:00Z"}))
     assert late == timedelta(days=1)
+
+
+def test_the_demo_class_is_the_same_files_at_every_run(tmp_path, monkeypatch):
+    """Issue 41: the zipped student's zip (dated when it was made) and the notebook student's
+    notebooks (random cell ids) differed at every run, so every `demo` graded them again."""
+    import time
+
+    from grader.commands.demo import build_demo_class
+
+    build_demo_class(tmp_path / "one")
+    later = time.time() + 86400
+    monkeypatch.setattr(time, "time", lambda: later)  # the next run, a day later
+    build_demo_class(tmp_path / "two")
+    students = sorted(p.name for p in (tmp_path / "one").iterdir())
+    assert {"gus_zipped", "eve_notebook"} <= set(students)
+    for student in students:
+        assert (submission_digest(tmp_path / "one" / student)
+                == submission_digest(tmp_path / "two" / student)), student

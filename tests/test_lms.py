@@ -963,3 +963,24 @@ def test_a_kept_result_out_of_another_total_is_named(tmp_path, monkeypatch, capl
     grade(subs, out=out, exercises=[EXERCISE])
     assert "1 kept result(s) were graded out of another total than this run's 20: a (10 of 10)" \
         in caplog.text
+
+
+@pytest.mark.fast
+def test_the_remarks_say_a_file_that_does_not_compile():
+    """Issue 41: "nothing handed in" had a remark and a file with a syntax error (0 points as
+    well) none. Said by the checks' reason, whatever the message's words."""
+    from grader.outputs.exports import remarks
+
+    def checks(exercise, reason, message):
+        return [CheckResult(id=f"{exercise}.c{i}", exercise=exercise, targets=["f"],
+                            visibility="visible", points=0, max_points=1, status="error",
+                            reason=reason, message=message) for i in range(3)]
+
+    syntax = "SyntaxError in a.py, line 6: expected ':'\n    for i in x\n              ^"
+    result = SubmissionResult(
+        student="finn", grader_version="0",
+        checks=[*checks("a", "not_loaded", syntax),
+                *checks("b", None, "SyntaxError in b.py: the student's own words")],
+        exercises=[ExerciseResult(exercise="a", path="hw/a.py", score=0, max_score=3),
+                   ExerciseResult(exercise="b", path="b.py", score=0, max_score=3)])
+    assert remarks(result) == "hw/a.py not loaded (SyntaxError in a.py, line 6: expected ':')"

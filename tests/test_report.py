@@ -165,13 +165,31 @@ def test_fix_first_groups_checks_failing_for_one_reason():
              failed("a.hidden", exercise="a", visibility="hidden", max_points=9,
                     message="f(y) returned 3; expected 4."),
              failed("a.again", exercise="a", message="f(x) returned 1; expected 2.")]
-    groups = to_fix_first(wrong + missing)
-    # the missing file first (issue 17: it costs its whole exercise), then the visible wrong
-    # values of f (one reason, twice), then the hidden check although it is worth more
+    groups = to_fix_first(wrong + missing, n=10)
+    # the mistakes in the file handed in by the points they cost (the hidden check is worth
+    # more than the two visible ones failing with one reason), then the missing file
     assert [[c.id for c in g] for g in groups] == [
-        ["b.c0", "b.c1", "b.c2"], ["a.values", "a.again"], ["a.hidden"]]
+        ["a.hidden"], ["a.values", "a.again"], ["b.c0", "b.c1", "b.c2"]]
     html = render_report(result(*wrong, *missing))
     assert "3 checks failing the same way" in html
+
+
+@pytest.mark.fast
+def test_fix_first_puts_a_file_handed_in_ahead_of_files_missing():
+    """Issue 41: a syntax error worth 35 points came after two files not handed in, and with
+    three items shown the student saw nothing about the file they did hand in."""
+    broken = [failed(f"a.c{i}", exercise="a", status="error", reason=None, max_points=7,
+                     targets=[f"f{i}"], call=None,
+                     message="a.py does not compile: SyntaxError: invalid syntax (line 3)")
+              for i in range(5)]
+    missing = [failed(f"{e}.c", exercise=e, status="error", reason="not_submitted",
+                      max_points=40, call=None, message=f"file not submitted: expected {e}.py")
+               for e in ("b", "c")]
+    groups = to_fix_first(missing + broken)
+    assert [g[0].id for g in groups] == ["a.c0", "b.c", "c.c"]
+    html = render_report(result(*missing, *broken))
+    fix_first = html[html.index("What to fix first"):html.index("</ol>")]
+    assert fix_first.index("SyntaxError") < fix_first.index("file not submitted")
 
 
 class RevealingCheck(CheckResult):
@@ -472,3 +490,79 @@ def test_where_a_timed_out_call_was_stopped_is_shown_everywhere_its_message_is()
     assert f"It was stopped in {where}." in terminal.checks_text(result(check))
     assert "Where it was stopped:" in render_report(result(check), draw=False)
     assert "it was stopped in m.py, line 3" in gradescope_json(result(check))
+
+
+@pytest.mark.fast
+def test_a_bug_hunt_checked_locally_never_says_every_check_passed(tmp_path):
+    """Issue 41: the untouched bug hunt ended "Score: 0 / 0. Every check passed." in green,
+    every fault still in it. Its visible checks passing says they ran and that the faults are
+    judged at grading, in the terminal and in the report, and names no fault."""
+    from grader.commands.check import write_check_reports
+    from grader.models import PendingCheck
+    from grader.outputs import terminal
+
+    hunt = "bughunt_regression"
+    checks = [failed(f"{hunt}.v{i}", exercise=hunt, status="passed", points=0, max_points=0,
+                     message="", title=f"visible {i}") for i in range(4)]
+    pending = [PendingCheck(exercise=hunt, title=f"the fault in part {i}", points=2,
+                            targets=["run"]) for i in range(4)]
+    pending.append(PendingCheck(exercise=hunt, title="a fault not seeded", points=2,
+                                targets=["run"], counted=False))
+    done = SubmissionResult(student="s", grader_version="test", checks=checks,
+                            exercises=[ExerciseResult(exercise=hunt, score=0, max_score=0)])
+    for color in (False, True):
+        text = terminal.summary(done, pending=pending, color=color)
+        total = text.splitlines()[-1]
+        assert "Every check passed" not in text and "\x1b[32m" not in total
+        assert "The 4 visible checks that ran passed" in total
+        assert "judged when you hand in (4 faults, 8 points)" in total
+        assert not any(p.title in text for p in pending)
+    (report,) = write_check_reports(done, tmp_path, pending)
+    html = report.read_text(encoding="utf-8")
+    assert "Every check passed" not in html and 'class="allgood"' not in html
+    assert "judged when you hand in (4 faults, 8 points)" in html
+    assert not any(p.title in html for p in pending)
+    # an exercise that is no bug hunt still says it, hidden checks pending or not
+    plain = failed("ex.c", status="passed", message="")
+    other = result(plain)
+    later = [PendingCheck(exercise="ex", title="hidden", points=3, targets=["f"])]
+    assert "Every check passed." in terminal.summary(other, pending=later)
+    (report,) = write_check_reports(other, tmp_path / "other", later)
+    assert "Every check passed." in report.read_text(encoding="utf-8")
+
+
+@pytest.mark.fast
+def test_a_check_with_only_leaves_the_full_report_as_it_was(tmp_path):
+    """Issue 41: `check --only NAME` overwrote the exercise's report.html with a report of its
+    one check ("2 / 2 points (100%)"). It goes to <exercise>/only/, says so, and is still an
+    attempt that unlocks the solution."""
+    from grader.commands.check import write_check_reports
+    from grader.commands.solution import tried
+
+    everything = result(failed("ex.a"), failed("ex.b", status="passed", message=""))
+    (full,) = write_check_reports(everything, tmp_path, [])
+    before = full.read_bytes()
+    some = result(failed("ex.b", status="passed", message=""))
+    (part,) = write_check_reports(some, tmp_path, [], only=["g"])
+    assert full.read_bytes() == before
+    assert part == tmp_path / "ex" / "only" / "report.html"
+    html = part.read_text(encoding="utf-8")
+    assert "only the checks of g (--only)" in html and str(full) in html
+    (full / ".." / "results.json").resolve().unlink()
+    assert tried("ex", tmp_path)  # from the report of some checks
+
+
+@pytest.mark.fast
+def test_only_with_a_name_no_check_is_about_lists_the_names_they_are_about():
+    """Issue 41: a misspelt `--only` name was refused without the names that would do."""
+    from types import SimpleNamespace
+
+    from grader.commands.check import refuse_unknown
+    from grader.errors import UsageError
+
+    select = SimpleNamespace(selected=0, matched=set(), offered={"c_strides", "broadcast_shape"})
+    with pytest.raises(UsageError, match="is about c_stridez .*the checks are about: "
+                                         "broadcast_shape, c_strides"):
+        refuse_unknown(["c_stridez"], select, ["strides_broadcasting"])
+    refuse_unknown(["c_strides"], SimpleNamespace(selected=2, matched={"c_strides"}, offered=set()),
+                   ["strides_broadcasting"])

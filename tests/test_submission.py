@@ -347,3 +347,27 @@ def test_a_live_kernels_check_leaves_out_the_cells_that_call_check(tmp_path, mon
     chunks, notes = notebook_chunks(sent[0], "strides_broadcasting.ipynb")
     assert [c.code.strip() for c in chunks] == [
         "import numpy as np", "def c_strides(shape, itemsize):\n    return ()"], chunks
+
+
+def test_a_release_folders_own_grader_is_no_candidate(tmp_path):
+    """Issue 41: `torchgrade check .` in a release listed the grader's probes, checks and
+    stubs as files not graded in every exercise's note. A folder holding the release's marker
+    is the grader, never the student's work; a folder of that name without it is searched."""
+    from grader.intake.submission import RELEASE_MARKER
+
+    root = write(tmp_path / "release", {
+        "exercises/strides_broadcasting.py": STUB,
+        "grader/" + RELEASE_MARKER: "{}",
+        "grader/probes/strides_broadcasting.py": "def probe():\n    return 1\n",
+        "grader/curriculum/exercises/strides_broadcasting.py": STUB,
+        "grader/curriculum/checks/test_strides_broadcasting.py": "def test_f():\n    pass\n",
+        "grader/curriculum/exercises/other.py": "y = 2\n"})
+    sub = load_submission(root, exercises=EX)
+    module = sub.modules["strides_broadcasting"]
+    assert module.path == "exercises/strides_broadcasting.py"
+    assert "other" not in sub.modules
+    notes = sub.notes + module.notes
+    assert not [n for n in notes if "grader/" in n], notes
+    (root / "grader" / RELEASE_MARKER).unlink()  # a student's own folder named grader
+    sub = load_submission(root, exercises=EX)
+    assert sub.modules["other"].path == "grader/curriculum/exercises/other.py"

@@ -53,6 +53,9 @@ def test_same_roster_and_seed_write_the_same_files(tmp_path, roster):
 def test_cli_variants_and_bad_input(tmp_path, roster, capsys):
     assert main(["variants", "--roster", str(roster), "--seed", "1", "--out",
                  str(tmp_path / "v")]) == 0
+    said = capsys.readouterr().out  # where the copies and the key are (issue 41)
+    assert f"Bug-hunt copies for 3 students in {tmp_path / 'v'}/<student>/" in said
+    assert f"keep the key (do not hand it out): {tmp_path / 'v' / 'manifest.json'}" in said
     assert (tmp_path / "v" / "manifest.json").is_file()
     assert (tmp_path / "v" / "ada" / "bughunt" / "regression.py").is_file()
     empty = tmp_path / "empty.csv"

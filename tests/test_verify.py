@@ -236,3 +236,44 @@ def test_a_check_the_solution_fails_is_named_with_what_it_said(tmp_path):
     assert len(problems) == 1 and problems[0].startswith("the solution fails row_sums.offset: "
                                                          "failed: "), problems
     assert "row_sums(x, 3.0)" in problems[0] and problems[0] in output
+
+
+@pytest.mark.fast
+def test_a_check_that_fails_itself_is_logged_with_its_traceback_once_per_run(
+        tmp_path, caplog, monkeypatch):
+    """Issue 41: verify printed the same internal-error traceback for every mutant graded. Once
+    per run: within a grading process by what it logged, across the run's processes by the
+    folder they share (another process is this one with what it logged forgotten)."""
+    import logging
+
+    from grader.checking import plugin
+
+    def fail(message):
+        try:
+            {}[message]
+        except KeyError as exc:
+            return exc
+
+    monkeypatch.setattr(plugin, "_logged", set())
+    plugin.share_logged_errors(tmp_path)
+    try:
+        with caplog.at_level(logging.WARNING, logger="torchgrade"):
+            for _ in range(3):
+                exc = fail("oops")
+                plugin.log_internal_error("test_x.py::test_a", exc, exc.__traceback__)
+            monkeypatch.setattr(plugin, "_logged", set())  # another grading process
+            exc = fail("oops")
+            plugin.log_internal_error("test_x.py::test_a", exc, exc.__traceback__)
+            other = fail("another")  # another error is logged in full
+            plugin.log_internal_error("test_x.py::test_a", other, other.__traceback__)
+    finally:
+        plugin.share_logged_errors(None)
+    full = [r for r in caplog.records if r.exc_info]
+    assert [str(r.exc_info[1]) for r in full] == ["'oops'", "'another'"]
+    assert len(caplog.records) == 2
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="torchgrade"):  # no run: every time
+        for _ in range(2):
+            exc = fail("oops")
+            plugin.log_internal_error("test_x.py::test_a", exc, exc.__traceback__)
+    assert len([r for r in caplog.records if r.exc_info]) == 2

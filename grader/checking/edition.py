@@ -14,9 +14,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from grader.intake.submission import RELEASE_MARKER
 from grader.models import PendingCheck  # torch-free: see its docstring
 
-RELEASE_FILE = Path(__file__).resolve().parent.parent / "student_release.json"
+RELEASE_FILE = Path(__file__).resolve().parent.parent / RELEASE_MARKER
 
 
 class StudentRelease(BaseModel):

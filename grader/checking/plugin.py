@@ -271,10 +271,49 @@ def make_result(item: pytest.Item, call: pytest.CallInfo, output: str, *,
                            call=exc.call, stopped_at=exc.stopped_at, **fields)
     if isinstance(exc, AssertionError):  # a bare assert in a check: its message only
         return CheckResult(status="failed", message=str(exc) or "the check failed", **fields)
-    log.error("torchgrade: internal error in %s", item.nodeid, exc_info=(
-        type(exc), exc, call.excinfo.tb if call.excinfo else None))
+    log_internal_error(item.nodeid, exc, call.excinfo.tb if call.excinfo else None)
     return CheckResult(status="error", reason="grader_error",
                        message=INTERNAL_ERROR.format(type(exc).__name__), **fields)
+
+
+# A check that fails itself fails the same way for every submission: in a run of grading
+# processes its traceback is logged once (each result says the check failed itself, the run's
+# summary counts them). Within a process, by what it logged; across the run's processes, by a
+# file per traceback made (O_EXCL) in a folder they share (`share_logged_errors`): the first
+# process to make it logs the traceback. Elsewhere (a check, a check server's many checks)
+# every time.
+_logged: set[str] = set()
+_shared: Path | None = None
+
+
+def share_logged_errors(folder: Path | None) -> None:
+    """Log each internal error's traceback once among the processes given the same `folder`
+    (None: every time)."""
+    global _shared
+    _shared = folder
+
+
+def log_internal_error(nodeid: str, exc: BaseException, tb) -> None:
+    """A check's own failure (a bug of the course's): its traceback the first time this run
+    meets it (at debug level after that)."""
+    import hashlib
+    import traceback
+
+    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    key = hashlib.sha256(f"{nodeid}\0{text}".encode()).hexdigest()[:32]
+    first = _shared is None or key not in _logged
+    _logged.add(key)
+    if first and _shared is not None:
+        try:
+            os.close(os.open(_shared / key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            first = False
+        except OSError:  # no shared folder after all: once in this process
+            pass
+    if first:
+        log.error("torchgrade: internal error in %s", nodeid, exc_info=(type(exc), exc, tb))
+    else:  # (each result names the check; the run's summary counts them)
+        log.debug("torchgrade: internal error in %s again (%s)", nodeid, type(exc).__name__)
 
 
 # --------------------------------------------------------------------------- hooks and fixtures

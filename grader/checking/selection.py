@@ -39,6 +39,7 @@ class CheckSelection:
         self.pending: list[PendingCheck] = []
         self.selected = 0
         self.matched: set[str] = set()  # the targets asked for that some check is about
+        self.offered: set[str] = set()  # what the checks that may run are about (to name them)
 
     def wants_targets(self, targets: Collection[str]) -> bool:
         return self.targets is None or bool(self.targets & set(targets))
@@ -50,6 +51,8 @@ class CheckSelection:
             info = info_of(item)
             if info is not None and self.targets is not None:
                 self.matched |= self.targets & set(info.targets)
+            if info is not None and (info.visibility == "visible" or self.hidden):
+                self.offered |= set(info.targets)
             if info is None or not self.wants_targets(info.targets):
                 drop.append(item)
             elif info.visibility == "hidden" and not self.hidden:

@@ -88,17 +88,10 @@ def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
                                select=select)
             private_view = bool(own.view and not own.leaks)
         report_ready.join()
-    # A name no check is about is refused even beside one that is (`--only Value,fit_linear`
-    # checked Value alone, silently: the student took fit_linear_gd for checked).
-    unknown = [name for name in only or [] if name not in select.matched]
-    if only and (select.selected == 0 or unknown):
-        graded = ", ".join(chosen)
-        raise UsageError(f"no visible check of {graded} is about "
-                         f"{', '.join(unknown or only)} (give the name of a function or class "
-                         "of the exercise)")
+    refuse_unknown(only, select, chosen)
     pending = select.pending + hidden_in_release(chosen, set(only) if only else None)
     try:
-        reports = write_check_reports(result, Path(out), pending)
+        reports = write_check_reports(result, Path(out), pending, only=only)
     except OSError as exc:  # a full disk, a read-only or missing folder: the verdict still shows
         return CheckedWork(result=result, report=Path(out), pending=pending, reports=[],
                            private_view=private_view,
@@ -106,6 +99,19 @@ def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
                                      + (f": {exc.filename}" if exc.filename else ""))
     return CheckedWork(result=result, report=reports[0], pending=pending, reports=reports,
                        private_view=private_view)
+
+
+def refuse_unknown(only: list[str] | None, select, chosen: list[str]) -> None:
+    """UsageError when a name of `only` is one no check `select` kept is about, naming those
+    it could have been. Even beside one that is: `--only Value,fit_linear` checked Value
+    alone, silently, and the student took fit_linear_gd for checked."""
+    unknown = [name for name in only or [] if name not in select.matched]
+    if only and (select.selected == 0 or unknown):
+        graded = ", ".join(chosen)
+        offered = ", ".join(sorted(select.offered)) or "none"
+        raise UsageError(f"no visible check of {graded} is about "
+                         f"{', '.join(unknown or only)} (give the name of a function or class "
+                         f"of the exercise; the checks are about: {offered})")
 
 
 def may_build_optimizers(submission: Submission, exercises: list[str]) -> bool:
@@ -147,16 +153,19 @@ def _selection(hidden: bool, only: list[str] | None):
     return CheckSelection(hidden=hidden, targets=only)
 
 
-def write_check_reports(result: SubmissionResult, out: Path, pending: list) -> list[Path]:
+def write_check_reports(result: SubmissionResult, out: Path, pending: list, *,
+                        only: list[str] | None = None) -> list[Path]:
     """One report per exercise checked, `out/<exercise>/report.html` titled by the exercise
     (with its results.json and gradescope.json), so that checking one file never overwrites
-    the report of another. A bug hunt's report says in a note what its hidden checks are worth
-    (the terminal's `bughunt_line`). A result without exercises (the grader failed) is written
-    whole, under the submission's name."""
+    the report of another. With `only` (some checks of it), `out/<exercise>/only/report.html`,
+    which says so in a note: the report of all its checks is left as it was. A bug hunt's
+    report says in a note what its hidden checks are worth (the terminal's `bughunt_line`). A
+    result without exercises (the grader failed) is written whole, under the submission's
+    name."""
     from grader.course.bughunt import is_bughunt
     # Here, not at the top: it imports jinja2 and the report, not needed before the sandbox.
     from grader.outputs.folder import write_submission_outputs
-    from grader.outputs.terminal import bughunt_line, hidden_line
+    from grader.outputs.terminal import BUGHUNT_VISIBLE, bughunt_line, hidden_line, hunt_faults
 
     # (a student's checks are no grades: a report saying "Regraded: this grade replaces 27 /
     # 35" compared a run with the hidden checks to one without)
@@ -166,16 +175,31 @@ def write_check_reports(result: SubmissionResult, out: Path, pending: list) -> l
     for part in result.exercises:
         later = [p for p in pending if p.exercise == part.exercise]
         notes = list(part.notes)
+        if only:
+            notes.append(only_note(only, Path(out) / part.exercise / "report.html"))
+        faults_later = ""
         if later and is_bughunt(part.exercise):
             notes.append(bughunt_line(later))
+            faults_later = f"{BUGHUNT_VISIBLE} ({hunt_faults(later)})"
         elif later:  # the report's score is of the visible checks: said, as the terminal does
             notes.append(hidden_line(later))
         one = result.model_copy(update={
             "student": part.exercise,
             "exercises": [part.model_copy(update={"notes": notes})],
             "checks": [c for c in result.checks if c.exercise == part.exercise]})
-        reports.append(write_submission_outputs(one, out, regrade=False))
+        folder = Path(out) / part.exercise / ONLY if only else None
+        reports.append(write_submission_outputs(one, out, regrade=False, folder=folder,
+                                                faults_later=faults_later))
     return reports
+
+
+ONLY = "only"  # out/<exercise>/only/: the report of a check with --only
+
+
+def only_note(only: list[str], full: Path) -> str:
+    """What a report of some checks of an exercise (`--only`) says about itself."""
+    return (f"only the checks of {', '.join(only)} (--only): a check without --only writes "
+            f"the report of all of them, {full}")
 
 
 
@@ -189,6 +213,11 @@ def main(args: argparse.Namespace) -> int:
     print(terminal.summary(work.result, pending=work.pending,
                            report=[str(r) for r in work.reports] or None,
                            color=terminal.use_color(args.color)))
+    if args.only and work.reports:
+        full = ", ".join(str(Path(args.out) / p.exercise / "report.html")
+                         for p in work.result.exercises)
+        print(f"(That report holds only the checks of {', '.join(args.only)}; the report of "
+              f"all of them, {full}, is left as it was.)")
     if work.unwritten:
         print(f"torchgrade: error: the report could not be written in {args.out} "
               f"({work.unwritten}); the results above are not saved", file=sys.stderr)

@@ -21,8 +21,10 @@ from grader.worker.limits import WorkerLimits
 
 def demo(*, out: Path, limits: WorkerLimits | None = None, jobs: int | None = None,
          on_start: Callable[[int, int], None] | None = None,
-         on_result: Callable[[SubmissionResult], None] | None = None) -> GradeSummary:
-    """Assemble the bundled sample class under `out/submissions` and grade it into `out/results`."""
+         on_result: Callable[[SubmissionResult], None] | None = None,
+         on_begin: Callable[[], None] | None = None) -> GradeSummary:
+    """Assemble the bundled sample class under `out/submissions` and grade it into `out/results`
+    (`on_begin`, `on_start`, `on_result`: as for `grade`)."""
     full_package_only("demo")  # the sample class holds solutions
     out = Path(out)
     submissions = out / "submissions"
@@ -30,7 +32,10 @@ def demo(*, out: Path, limits: WorkerLimits | None = None, jobs: int | None = No
         shutil.rmtree(submissions)
     build_demo_class(submissions)
     return grade(submissions, out=out / "results", limits=limits, jobs=jobs, on_start=on_start,
-                 on_result=on_result)
+                 on_result=on_result, on_begin=on_begin)
+
+
+DEMO_DATE = (2024, 1, 1, 0, 0, 0)  # the zipped student's files' date: the same at every run
 
 
 def build_demo_class(target: Path) -> None:
@@ -56,9 +61,12 @@ def build_demo_class(target: Path) -> None:
     # One student hands in a zip, as a learning platform would export it ...
     zipped = target / "gus_zipped"
     zipped.mkdir()
+    # Members of a fixed date: stamped with the time the zip is made, it would differ at every
+    # run and every rerun of the demo would grade this student again (so would random cell ids
+    # the notebook's student).
     with zipfile.ZipFile(zipped / "submission.zip", "w") as z:
         for exercise, source in solutions.items():
-            z.writestr(f"hw/{exercise}.py", source)
+            z.writestr(zipfile.ZipInfo(f"hw/{exercise}.py", date_time=DEMO_DATE), source)
     # ... and one works in Jupyter: magics, shell lines and a scratch cell that raises.
     for exercise, source in solutions.items():
         path = target / "eve_notebook" / "hw1" / f"{exercise}.ipynb"
@@ -75,6 +83,8 @@ def demo_notebook(source: str) -> str:
     cells.append(nbformat.v4.new_code_cell(
         "# scratch: trying things out\nprint('checking my work')\n"
         "raise RuntimeError('this scratch cell is unfinished')"))
+    for number, cell in enumerate(cells):  # nbformat draws random ids: see DEMO_DATE
+        cell.id = f"cell-{number}"
     return nbformat.writes(nbformat.v4.new_notebook(cells=cells))
 
 
@@ -92,10 +102,11 @@ def copy_tree(source, target: Path) -> None:
 
 def main(args: argparse.Namespace) -> int:
     progress = Progress()
-    print(f"Grading the sample class in {args.out} ...", flush=True)
     try:
         summary = demo(out=args.out, jobs=args.jobs, on_start=progress.start,
-                       on_result=progress.result)
+                       on_result=progress.result,
+                       on_begin=lambda: print(f"Grading the sample class in {args.out} ...",
+                                              flush=True))
     finally:
         progress.close()
     print(f"Done. Open the class index: {summary.index}")

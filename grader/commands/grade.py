@@ -95,16 +95,19 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
           on_start: Callable[[int, int], None] | None = None,
           on_result: Callable[[SubmissionResult], None] | None = None,
           variants: Path | None = None, lms: str | None = None,
-          shard: Shard | None = None, dask: str | None = None) -> GradeSummary:
+          shard: Shard | None = None, dask: str | None = None,
+          on_begin: Callable[[], None] | None = None) -> GradeSummary:
     """Grade every student in `submissions` with `jobs` grading processes; write each student's
     results.json, report.html and gradescope.json the moment they are graded, then the class
     index and the CSV gradebook into `out`.
 
     The exercises are those of `assignment` (a TOML file), else `exercises`, else every exercise
     found in the submissions. A student whose `out/<student>/results.json` already carries this
-    grading's fingerprint is not graded again unless `force`. `on_start(total, up_to_date)` is
-    called once before grading, `on_result` with every result as it arrives. KeyboardInterrupt
-    stops every grading process, writes the class outputs of what was graded, and propagates.
+    grading's fingerprint is not graded again unless `force`. `on_begin()` is called once the
+    command is known to be no usage error, before the class is fingerprinted;
+    `on_start(total, up_to_date)` once before grading, `on_result` with every result as it
+    arrives. KeyboardInterrupt stops every grading process, writes the class outputs of what
+    was graded, and propagates.
     With `variants` (the manifest `variants()` wrote), each student's bug hunts are scored on
     the faults their own copy holds. `lms` forces the layout of `submissions` (see
     `grader.intake.lms`; default: detected): an LMS download or a class zip is staged into
@@ -153,6 +156,8 @@ def grade(submissions: Path, *, out: Path, exercises: list[str] | None = None,
                         ", ".join(f"{f} (the row of {k})" for f, k in list(clashes.items())[:10])
                         + (" ..." if len(clashes) > 10 else ""))
     manifest = read_variants(variants) if variants is not None else None
+    if on_begin is not None:
+        on_begin()
     summary = GradeSummary(out=out, shard=shard)
     locks = out_locks(out, shard)
     try:
@@ -630,13 +635,14 @@ STEPS = GradingSteps(read=read_task, finish=finish_task, fail=fail_task)
 
 def main(args: argparse.Namespace) -> int:
     progress = Progress()
-    print(f"Grading {args.submissions} ...", flush=True)
     try:
+        # (said once the command is no usage error: one line, the error's, is all it prints)
         summary = grade(args.submissions, out=args.out, exercises=args.exercises,
                         assignment=args.assignment, jobs=args.jobs, force=args.force,
                         limits=limits_of(args.timeout), on_start=progress.start,
                         on_result=progress.result, variants=args.variants, lms=args.lms,
-                        shard=args.shard, dask=args.dask)
+                        shard=args.shard, dask=args.dask,
+                        on_begin=lambda: print(f"Grading {args.submissions} ...", flush=True))
     except KeyboardInterrupt as exc:
         if progress.started:
             raise InterruptedGrading from exc

@@ -35,7 +35,10 @@ def tried(exercise: str, attempts: Path) -> bool:
     from grader.course.bughunt import is_bughunt
     from grader.outputs.writing import read_json
 
-    for path in sorted(Path(attempts).glob("*/results.json")):
+    from grader.commands.check import ONLY
+
+    for path in sorted([*Path(attempts).glob("*/results.json"),
+                        *Path(attempts).glob(f"*/{ONLY}/results.json")]):
         try:
             result = read_json(path)
         except (OSError, ValueError):

@@ -71,6 +71,8 @@ def read_variants(path: Path) -> VariantManifest:
 
 def main(args: argparse.Namespace) -> int:
     manifest = variants(roster=args.roster, seed=args.seed, out=args.out)
-    print(f"Bug-hunt copies for each student in {args.out}; keep the key (do not hand it "
+    students = len(read_variants(manifest).students)
+    print(f"Bug-hunt copies for {students} student{'' if students == 1 else 's'} in "
+          f"{args.out}/<student>/ (hand each their folder); keep the key (do not hand it "
           f"out): {manifest}")
     return 0

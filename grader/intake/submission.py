@@ -13,6 +13,7 @@ import io
 import logging
 import os
 import re
+import stat
 import tokenize
 import warnings
 import zipfile
@@ -38,6 +39,10 @@ MAX_ZIP_BYTES = 1 << 30     # uncompressed, all entries
 MAX_ZIP_RATIO = 200         # uncompressed / compressed, per member over 1 MB
 MAX_DEPTH = 3  # a student folder, hw1/, and one more level (zip roots often add one)
 SKIP_DIRS = {"__pycache__", "__MACOSX", ".ipynb_checkpoints", ".git", "node_modules"}
+# The file a student release's grader package holds (`grader.checking.edition`): a folder with
+# it is the grader a release folder ships, never the student's work. Its probes, checks and
+# stubs share the exercises' names, and every exercise's note listed them as files not graded.
+RELEASE_MARKER = "student_release.json"
 SUFFIXES = (".py", ".ipynb")
 
 
@@ -336,7 +341,8 @@ def files_found_note(path: Path, candidates: list[Found], missing: list[str]) ->
         for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
             rel = Path(dirpath).relative_to(path)
             dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS
-                                 and not d.startswith(".") and len(rel.parts) < MAX_DEPTH)
+                                 and not d.startswith(".") and len(rel.parts) < MAX_DEPTH
+                                 and not is_release_grader(Path(dirpath) / d))
             names += [display_path(rel / n) for n in sorted(filenames)
                       if not n.startswith(".") and n != "timestamp.txt"]
             if len(names) > 20:
@@ -414,7 +420,8 @@ def _scan_dir(root: Path, notes: list[str]) -> list[Found]:
                          "the first ones were looked at")
             break
         dirnames[:] = sorted(d for d in dirnames
-                             if d not in SKIP_DIRS and not d.startswith(".") and depth < MAX_DEPTH)
+                             if d not in SKIP_DIRS and not d.startswith(".") and depth < MAX_DEPTH
+                             and not is_release_grader(Path(dirpath) / d))
         for name in sorted(filenames):
             full = Path(dirpath) / name
             relpath = display_path(rel / name)
@@ -433,6 +440,14 @@ def _scan_dir(root: Path, notes: list[str]) -> list[Found]:
             else:
                 found.append(Found(relpath, depth, st.st_size, partial(read_regular, full)))
     return found
+
+
+def is_release_grader(folder: Path) -> bool:
+    """Whether `folder` is the grader package of a student release (see RELEASE_MARKER)."""
+    try:
+        return stat.S_ISREG(os.lstat(folder / RELEASE_MARKER).st_mode)
+    except OSError:
+        return False
 
 
 def _scan_zip(path: Path, relname: str, notes: list[str], depth0: int = 0) -> list[Found]:

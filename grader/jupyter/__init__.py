@@ -40,7 +40,8 @@ def check(exercise: str, *names: str, out: str = REPORTS, color: bool = True,
           course: str | None = None) -> None:
     """Check the cells run so far: the visible checks of `exercise` (only those about `names`,
     when given), printed with the hidden checks' titles; the report goes to
-    `out/<exercise>/report.html` (where `torchgrade check` writes that exercise's report).
+    `out/<exercise>/report.html` (where `torchgrade check` writes that exercise's report), or,
+    of the checks about `names`, to `out/<exercise>/only/report.html` (as `check --only`).
     `course`: the course folder whose checks to use (default: TORCHGRADE_COURSE, else the
     installed default course)."""
     if course is not None and os.environ.get(COURSE_ENV) != course:

@@ -71,6 +71,8 @@ def remarks(result: SubmissionResult) -> str:
     # A file the grader did not take for the exercise (a misnamed one, most often) scores as
     # nothing handed in: said where the grade is read, not only in the student's report.
     parts += [m for n in result.notes if (m := misfiled(n))]
+    # A file handed in that does not compile or import scores as nothing handed in too.
+    parts += not_loaded(result)
     parts += [n for n in result.notes if any(marker in n for marker, _ in NOTE_WARNINGS)]
     # Several files for one exercise: which one counted (a student who meant the other asks).
     parts += [n for e in result.exercises for n in e.notes if other_candidates(n)]
@@ -83,6 +85,23 @@ def remarks(result: SubmissionResult) -> str:
         parts.append(f"adjusted {adj.target} {_num(adj.before)}->{_num(adj.after)}: "
                      f"{adj.reason or 'no reason given'}")
     return "; ".join(parts)
+
+
+REMARK_CHARS = 160  # of the error quoted in a `not_loaded` remark
+
+
+def not_loaded(result: SubmissionResult) -> list[str]:
+    """A remark per exercise whose file was handed in but not loaded (every check of it failed
+    with reason `not_loaded`), quoting the first line of the error ("SyntaxError in a.py, line
+    6: expected ':'")."""
+    remarks = []
+    for part in result.exercises:
+        checks = [c for c in result.checks if c.exercise == part.exercise]
+        if checks and all(c.reason == "not_loaded" for c in checks):
+            error = (checks[0].message.splitlines() or [""])[0][:REMARK_CHARS]
+            remarks.append(f"{part.path or part.exercise} not loaded"
+                           + (f" ({error})" if error else ""))
+    return remarks
 
 
 def _time(moment: datetime | None) -> str:

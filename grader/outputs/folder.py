@@ -19,7 +19,8 @@ PREVIOUS = "results.previous.json"
 
 
 def write_submission_outputs(result: SubmissionResult, out: Path, *, regrade: bool = True,
-                             rendered: Mapping[str, str] | None = None) -> Path:
+                             rendered: Mapping[str, str] | None = None,
+                             folder: Path | None = None, faults_later: str = "") -> Path:
     """Write OUT/<student>/report.html, gradescope.json and results.json, each atomically;
     results.json last, so that a results.json whose fingerprint matches vouches for the rest.
     Returns the report's path. With `regrade` (a grade in a class's OUT, not a student's own
@@ -29,8 +30,11 @@ def write_submission_outputs(result: SubmissionResult, out: Path, *, regrade: bo
     The one writer of a class's OUT, wherever the result was made: `rendered` holds the three
     files as another process rendered them from `result` (a Dask worker's grading process);
     they are written as they are unless the result replaces a grade, which they cannot say:
-    then they are rendered here."""
-    folder = Path(out) / result.student
+    then they are rendered here.
+
+    `folder`: where the files go instead of OUT/<student> (a local check of some checks only);
+    `faults_later`: see `render_report`."""
+    folder = Path(out) / result.student if folder is None else Path(folder)
     if regrade and (earlier := keep_previous(folder, result)) is not None:
         result.replaced = earlier
         rendered = None
@@ -38,7 +42,7 @@ def write_submission_outputs(result: SubmissionResult, out: Path, *, regrade: bo
         for name in sorted(rendered, key=lambda n: n == "results.json"):  # results.json last
             write_atomic(folder / name, rendered[name])
         return folder / "report.html"
-    write_atomic(folder / "report.html", render_report(result))
+    write_atomic(folder / "report.html", render_report(result, faults_later=faults_later))
     write_atomic(folder / "gradescope.json", gradescope_json(result))
     write_json(result, folder / "results.json")
     return folder / "report.html"

@@ -248,16 +248,19 @@ def fix_groups(checks: list[CheckResult]) -> list[list[CheckResult]]:
 
 
 def to_fix_first(checks: list[CheckResult], n: int = FIX_FIRST) -> list[list[CheckResult]]:
-    """What a student should look at first, as groups of checks failing for one reason: files
-    not handed in (most points first), then visible before hidden, most points first, then in
-    curriculum order."""
+    """What a student should look at first, as groups of checks failing for one reason: what
+    is wrong in the files handed in, most points first (visible before hidden, then in
+    curriculum order, among equals), then files not handed in (most points first)."""
     order = {id(c): i for i, c in enumerate(checks)}
     groups = fix_groups(checks)
-    # A file not handed in costs all of its exercise's points and takes one action to fix
-    # (issue 17): it comes first, with its points.
-    return sorted(groups, key=lambda g: (not any(c.reason == "not_submitted" for c in g),
+    # A mistake in a file handed in is what the student worked on and can act on from the
+    # report: ranked by what it costs. A missing file only asks for the file (its section
+    # says so), whatever its points: ranked by them, missing files would crowd out of the list
+    # the one file the student did hand in.
+    return sorted(groups, key=lambda g: (any(c.reason == "not_submitted" for c in g),
+                                         -sum(c.max_points for c in g),
                                          all(c.visibility != "visible" for c in g),
-                                         -sum(c.max_points for c in g), order[id(g[0])]))[:n]
+                                         order[id(g[0])]))[:n]
 
 
 # --------------------------------------------------------------------------- a report
@@ -274,8 +277,11 @@ class ExerciseView:
         return [v for v in self.checks if v.check.status != "passed"]
 
 
-def render_report(result: SubmissionResult, *, draw: bool = True) -> str:
-    """The student's report. `draw=False` leaves the pictures out (faster, for tests)."""
+def render_report(result: SubmissionResult, *, draw: bool = True,
+                  faults_later: str = "") -> str:
+    """The student's report. `draw=False` leaves the pictures out (faster, for tests).
+    `faults_later`: a local check of a bug hunt, whose faults only hidden checks judge: what
+    its visible checks passing says instead of "every check passed"."""
     views = {id(c): check_view(c, draw=False) for c in result.checks}
     fix_first = []
     for rank, group in enumerate(to_fix_first(result.checks), start=1):
@@ -291,7 +297,8 @@ def render_report(result: SubmissionResult, *, draw: bool = True) -> str:
         sections.append(ExerciseView(part=part, checks=checks, counts=counts))
     totals = {s: sum(state_of(c) == s for c in result.checks) for s in OUTCOMES}
     return environment().get_template("report.html.j2").render(
-        result=result, sections=sections, totals=totals, fix_first=fix_first)
+        result=result, sections=sections, totals=totals, fix_first=fix_first,
+        faults_later=faults_later)
 
 
 def draw_pictures(checks: list[CheckResult], views: dict[int, CheckView],

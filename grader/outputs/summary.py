@@ -64,8 +64,9 @@ class StudentRow(BaseModel):
     grader_failure: bool = False
     replaced: EarlierGrade | None = Field(None, description="the grade this one replaced")
     notes: list[str] = []
-    remarks: str = Field("", description="nothing handed in, not in the roster, extension, "
-                         "lateness, the instructor's adjustments (`exports.remarks`)")
+    remarks: str = Field("", description="nothing handed in, a file not loaded, not in the "
+                         "roster, extension, lateness, the instructor's adjustments "
+                         "(`exports.remarks`)")
     help: list[HelpReason] = Field([], description="why this student needs help, most serious "
                                    "first (empty: no sign of it); `help_reasons`")
 

@@ -105,6 +105,18 @@ def bughunt_line(later: list[PendingCheck]) -> str:
             "costs points too).")
 
 
+# What a bug hunt's visible checks passing says, in the terminal and in its report.
+BUGHUNT_VISIBLE = ("a bug hunt's visible checks look for none of its faults, which are judged "
+                   "when you hand in")
+
+
+def hunt_faults(pending: list[PendingCheck]) -> str:
+    """The faults the bug hunts among `pending` hold, counted, with their points."""
+    later = [p for p in pending if is_bughunt(p.exercise)]
+    faults = sum(p.counted for p in later)
+    return f"{faults} fault{'' if faults == 1 else 's'}, {_points(pending_points(later))}"
+
+
 def hidden_line(later: list[PendingCheck]) -> str:
     """What a module's hidden checks add, in one line (no full stop)."""
     return (f"Hidden checks: {len(later)} more ({_points(pending_points(later))}) run when your "
@@ -124,9 +136,15 @@ def _points(n: float) -> str:
 def total_line(result: SubmissionResult, pending: list[PendingCheck], paint: Painter) -> str:
     ran = len(result.checks)
     failing = sum(c.status != "passed" for c in result.checks)
-    verdict = (paint("Every check passed.", "passed") if ran and not failing
-               else paint(f"{failing} of {ran} checks not passed.", "failed") if ran
-               else paint("No check ran.", "error"))
+    if ran and not failing and any(is_bughunt(p.exercise) for p in pending):
+        # A bug hunt's visible checks pass on the untouched script: "every check passed", in
+        # green, read as "no fault left". Which faults remain is the hunt, so not said either.
+        verdict = paint(f"The {ran} visible check{'' if ran == 1 else 's'} that ran passed",
+                        "bold") + (f"; {BUGHUNT_VISIBLE} ({hunt_faults(pending)}).")
+    else:
+        verdict = (paint("Every check passed.", "passed") if ran and not failing
+                   else paint(f"{failing} of {ran} checks not passed.", "failed") if ran
+                   else paint("No check ran.", "error"))
     hidden = (f" Hidden checks, {_points(pending_points(pending))}, run at grading."
               if pending else "")
     return f"Score: {result.score:g} / {result.max_score:g}. {verdict}{hidden}"

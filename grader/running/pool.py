@@ -61,7 +61,9 @@ import logging
 import multiprocessing
 import os
 import resource
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from collections import Counter, deque
@@ -153,6 +155,9 @@ class PoolSettings(BaseModel):
     # of the settings' JSON (a dask job's key, a remote worker's settings).
     template: Any = Field(None, exclude=True, description="the run's zygote template "
                           "(grader.worker.client.TemplateLink), set by `grade_in_pool`")
+    logged_errors: Path | None = Field(None, exclude=True, description="a folder the run's "
+                                       "grading processes share, set by `grade_in_pool`: see "
+                                       "grader.checking.plugin.share_logged_errors")
 
 
 # What a grading process tells the parent, in this order: its sandbox could not start, or it
@@ -215,13 +220,14 @@ def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None
     os.dup2(devnull, 1)
     os.close(devnull)
     try:
-        from grader.checking.plugin import Zygotes
+        from grader.checking.plugin import Zygotes, share_logged_errors
         from grader.running.batch import grade_batch
         from grader.worker.client import ZygoteError
 
         # The course crosses into this process by its folder: a forkserver started earlier (for
         # another course) would otherwise give its own.
         use_course(load_course(settings.course))
+        share_logged_errors(settings.logged_errors)
         # The zygote starts (its self-tests: ~0.3 s) while pytest configures itself and
         # collects the checks; the first submission waits for it. Its thread only waits on the
         # zygote's socket, so the collection keeps the GIL. With a template, the exercises that
@@ -399,12 +405,17 @@ def grade_in_pool(tasks: Iterable[GradeTask], *, settings: PoolSettings, steps: 
         # started one already, `prestart.start_early`).
         zygote_template = prestart.take_template() or ZygoteTemplate.start(
             optimizers=load_course(settings.course).may_build_optimizers(settings.exercises))
+    logged: Path | None = None
     try:
+        logged = Path(tempfile.mkdtemp(prefix="torchgrade-logged-"))
+        settings = settings.model_copy(update={"logged_errors": logged})
         if zygote_template is not None:
             settings = settings.model_copy(update={"template": zygote_template.link()})
         return _grade_in_pool(pending, settings=settings, steps=steps, jobs=jobs,
                               on_result=on_result, on_isolation=on_isolation, serve=serve)
     finally:
+        if logged is not None:
+            shutil.rmtree(logged, ignore_errors=True)
         if zygote_template is not None:
             zygote_template.close()
 
