@@ -7,7 +7,9 @@ import io
 import re
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel
 
 from grader.intake.assignment import UNREADABLE_TIME
 from grader.intake.files import HARD_LINK_REFUSED
@@ -61,30 +63,45 @@ def grades_csv(results: list[SubmissionResult], exercises: list[str], *,
     return out.getvalue()
 
 
-def remarks(result: SubmissionResult) -> str:
+class Remark(BaseModel):
+    """One remark on a result: what it says, and of which kind (what code branches on)."""
+
+    kind: Literal["nothing_handed_in", "roster", "misfiled", "not_loaded", "warning",
+                  "candidates", "extension", "late", "adjusted"]
+    text: str
+
+
+def remark_list(result: SubmissionResult) -> list[Remark]:
     """What a gradebook's reader must know beyond the numbers: nothing handed in, not in the
-    roster, a file not graded, which of several files was, an extension, lateness, the
-    instructor's adjustments."""
-    parts = [n for n in result.notes
+    roster, a file not graded, a file that does not load, which of several files was, an
+    extension, lateness, the instructor's adjustments."""
+    parts = [Remark(kind="nothing_handed_in" if n == NOTHING_HANDED_IN else "roster",
+                    text=n.split(":", 1)[0]) for n in result.notes
              if n == NOTHING_HANDED_IN or n.startswith("not in the roster")]
-    parts = [p.split(":", 1)[0] for p in parts]
     # A file the grader did not take for the exercise (a misnamed one, most often) scores as
     # nothing handed in: said where the grade is read, not only in the student's report.
-    parts += [m for n in result.notes if (m := misfiled(n))]
+    parts += [Remark(kind="misfiled", text=m) for n in result.notes if (m := misfiled(n))]
     # A file handed in that does not compile or import scores as nothing handed in too.
-    parts += not_loaded(result)
-    parts += [n for n in result.notes if any(marker in n for marker, _ in NOTE_WARNINGS)]
+    parts += [Remark(kind="not_loaded", text=t) for t in not_loaded(result)]
+    parts += [Remark(kind="warning", text=n) for n in result.notes
+              if any(marker in n for marker, _ in NOTE_WARNINGS)]
     # Several files for one exercise: which one counted (a student who meant the other asks).
-    parts += [n for e in result.exercises for n in e.notes if other_candidates(n)]
+    parts += [Remark(kind="candidates", text=n) for e in result.exercises for n in e.notes
+              if other_candidates(n)]
     if result.extended and result.due is not None:
-        parts.append(f"extension to {_time(result.due)}")
+        parts.append(Remark(kind="extension", text=f"extension to {_time(result.due)}"))
     if result.days_late:
-        parts.append(f"{result.days_late} day(s) late" + (" (LMS marker)" if result.late_marker
-                                                          and result.submitted_at is None else ""))
+        parts.append(Remark(kind="late", text=f"{result.days_late} day(s) late" + (
+            " (LMS marker)" if result.late_marker and result.submitted_at is None else "")))
     for adj in result.adjustments:
-        parts.append(f"adjusted {adj.target} {_num(adj.before)}->{_num(adj.after)}: "
-                     f"{adj.reason or 'no reason given'}")
-    return "; ".join(parts)
+        parts.append(Remark(kind="adjusted", text=f"adjusted {adj.target} {_num(adj.before)}->"
+                            f"{_num(adj.after)}: {adj.reason or 'no reason given'}"))
+    return parts
+
+
+def remarks(result: SubmissionResult) -> str:
+    """`remark_list` as one gradebook cell."""
+    return "; ".join(r.text for r in remark_list(result))
 
 
 REMARK_CHARS = 160  # of the error quoted in a `not_loaded` remark

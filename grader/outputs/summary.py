@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 import grader
 from grader.models import (NOT_STARTED, CheckResult, EarlierGrade, ExerciseResult,
                            SubmissionResult, Visibility, state_of)
-from grader.outputs.exports import remarks
+from grader.outputs.exports import Remark, remark_list, remarks
 from grader.outputs.outcomes import OUTCOMES
 
 HISTOGRAM_BINS = 10
@@ -29,6 +29,9 @@ HELP_BELOW = 50.0
 HELP_STATES = {"not handed in": "not handed in", "syntax error": "does not load",
                "does not import": "does not load", "not started": "not started",
                "crashed": "crashed", "timed out": "timed out"}
+LOAD_LABEL = "does not load"
+# A "does not load" flag says the not-loaded remark: its error goes into the flag's tooltip.
+LOAD_REMARKS = ["not_loaded"]
 # The same states in a word or two, for the index's narrow per-exercise cells (the full words
 # in a tooltip).
 SHORT_STATES = {"not handed in": "missing", "syntax error": "syntax",
@@ -47,6 +50,8 @@ class HelpReason(BaseModel):
     detail: str = Field("", description="the longer story, for a tooltip")
     low_score: bool = Field(False, description="only the score is low: the index shows it "
                             "beside another reason by the score's own colour, not in words")
+    says: list[str] = Field([], description="the kinds of remark (`exports.Remark.kind`) this "
+                            "reason already says, left out of the remarks shown beside it")
 
 
 class StudentRow(BaseModel):
@@ -67,6 +72,7 @@ class StudentRow(BaseModel):
     remarks: str = Field("", description="nothing handed in, a file not loaded, not in the "
                          "roster, extension, lateness, the instructor's adjustments "
                          "(`exports.remarks`)")
+    remark_list: list[Remark] = Field([], description="the same remarks, each with its kind")
     help: list[HelpReason] = Field([], description="why this student needs help, most serious "
                                    "first (empty: no sign of it); `help_reasons`")
 
@@ -78,9 +84,10 @@ class StudentRow(BaseModel):
 
     @property
     def shown_remarks(self) -> str:
-        """The remarks but what a flag of `help` already says (nothing handed in)."""
-        said = {reason.label for reason in self.help}
-        return "; ".join(part for part in self.remarks.split("; ") if part not in said)
+        """The remarks but those a flag of `help` already says (nothing handed in, a file
+        that does not load: its error is that flag's tooltip)."""
+        said = {kind for reason in self.help for kind in reason.says}
+        return "; ".join(r.text for r in self.remark_list if r.kind not in said)
 
     @property
     def help_rank(self) -> float:
@@ -202,7 +209,7 @@ def student_row(result: SubmissionResult, exercises: list[str]) -> StudentRow:
     per = {e.exercise: e for e in result.exercises}
     final = result.final_score
     return StudentRow(
-        student=result.student, remarks=remarks(result),
+        student=result.student, remarks=remarks(result), remark_list=remark_list(result),
         exercises=[ExerciseCell(score=per[e].score, max_score=per[e].max_score,
                                 state=exercise_state(result, per[e])) if e in per
                    else ExerciseCell() for e in exercises],
@@ -227,18 +234,24 @@ def help_reasons(row: StudentRow, exercises: list[str],
     states = [(e, c.state) for e, c in zip(exercises, row.exercises)]
     nothing = bool(states) and all(state == "not handed in" for _, state in states)
     if nothing:
-        out.append(HelpReason(label="nothing handed in"))
+        out.append(HelpReason(label="nothing handed in", says=["nothing_handed_in"]))
     else:
         for state, label in HELP_STATES.items():
             which = [e for e, s in states if s == state]
             if which and label not in [r.label for r in out]:
-                out.append(HelpReason(label=label, detail=f"{state}: {', '.join(which)}"))
+                out.append(HelpReason(label=label, detail=f"{state}: {', '.join(which)}",
+                                      says=LOAD_REMARKS if label == LOAD_LABEL else []))
             elif which:
                 first = next(r for r in out if r.label == label)
                 first.detail += f"; {state}: {', '.join(which)}"
     if row.max_score > 0 and row.percent < below and not nothing:
         out.append(HelpReason(label=f"below {below:g}%", low_score=True,
                               detail=f"{row.percent:g}% of the maximum"))
+    for reason in out:  # the remarks a flag stands for (left out beside it) go in its tooltip
+        said = [r.text for r in row.remark_list if r.kind in reason.says
+                and r.kind != "nothing_handed_in"]
+        if said:
+            reason.detail = "; ".join([reason.detail, *said] if reason.detail else said)
     return out
 
 
