@@ -25,7 +25,7 @@ from conftest import EXERCISES, SOLUTIONS
 from grader.intake.assignment import Assignment, load_assignment, read_overrides, read_roster
 from grader.intake.lms import (CANVAS, Entry, detect, detect_names, list_download, parse,
                                stage)
-from grader.intake.submission import OUT_MARKER, load_submission, match_exercise
+from grader.intake.submission import NOTHING_HANDED_IN, OUT_MARKER, load_submission, match_exercise
 from grader.models import CheckResult, ExerciseResult, SubmissionResult
 from grader.outputs.exports import canvas_csv, moodle_csv
 from grader.outputs.summary import exercise_state
@@ -984,3 +984,19 @@ def test_the_remarks_say_a_file_that_does_not_compile():
         exercises=[ExerciseResult(exercise="a", path="hw/a.py", score=0, max_score=3),
                    ExerciseResult(exercise="b", path="b.py", score=0, max_score=3)])
     assert remarks(result) == "hw/a.py not loaded (SyntaxError in a.py, line 6: expected ':')"
+
+
+@pytest.mark.fast
+def test_an_exercise_not_handed_in_beside_work_is_a_remark():
+    """A student who handed in one exercise (or only a file no exercise has the name of) gets
+    a remark for each exercise with no file; one who handed in nothing gets that remark once."""
+    from grader.outputs.exports import remarks
+
+    done = _result([5])
+    missing = CheckResult(id="other.c0", exercise="other", targets=["g"], visibility="visible",
+                          points=0, max_points=5, status="error", reason="not_submitted")
+    result = done.model_copy(update={"checks": [*done.checks, missing]})
+    assert remarks(result) == "other not handed in"
+    nothing = result.model_copy(update={"checks": [missing], "notes": [NOTHING_HANDED_IN]})
+    assert remarks(nothing) == NOTHING_HANDED_IN
+    assert remarks(done) == ""

@@ -26,6 +26,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def release_summary(built) -> str:
+    from grader.release.gradescope_bundle import TORCH_INDEX
+
     recorded = ", ".join(f"{n} ({k} calls)" for n, k in built.recorded.items()) or "none needed"
     lines = [f"Student release of {', '.join(built.exercises)} in {built.out}: "
              f"{len(built.files)} files.",
@@ -35,6 +37,6 @@ def release_summary(built) -> str:
              f"  leak scan: {built.secrets} secrets (solution code, reference code, hidden "
              "checks) looked for in every file: none found"]
     lines += [f"  shipped on purpose: {a}" for a in built.allowed]
-    lines.append(f"Students: pip install -c {built.out / 'constraints.txt'} {built.out}  "
-                 f"(see {built.out / 'README.md'})")
+    lines.append(f"Students: the set-up in {built.out / 'README.md'} (a virtual environment, "
+                 f"then pip install -c constraints.txt --extra-index-url {TORCH_INDEX} .)")
     return "\n".join(lines)

@@ -66,8 +66,8 @@ def grades_csv(results: list[SubmissionResult], exercises: list[str], *,
 class Remark(BaseModel):
     """One remark on a result: what it says, and of which kind (what code branches on)."""
 
-    kind: Literal["nothing_handed_in", "roster", "misfiled", "not_loaded", "warning",
-                  "candidates", "extension", "late", "adjusted"]
+    kind: Literal["nothing_handed_in", "roster", "misfiled", "not_loaded", "missing",
+                  "warning", "candidates", "extension", "late", "adjusted"]
     text: str
 
 
@@ -83,6 +83,10 @@ def remark_list(result: SubmissionResult) -> list[Remark]:
     parts += [Remark(kind="misfiled", text=m) for n in result.notes if (m := misfiled(n))]
     # A file handed in that does not compile or import scores as nothing handed in too.
     parts += [Remark(kind="not_loaded", text=t) for t in not_loaded(result)]
+    # An exercise with no file, beside work handed in (else "nothing handed in" says it).
+    if not any(p.kind == "nothing_handed_in" for p in parts):
+        parts += [Remark(kind="missing", text=f"{e} not handed in")
+                  for e in not_submitted(result)]
     parts += [Remark(kind="warning", text=n) for n in result.notes
               if any(marker in n for marker, _ in NOTE_WARNINGS)]
     # Several files for one exercise: which one counted (a student who meant the other asks).
@@ -119,6 +123,13 @@ def not_loaded(result: SubmissionResult) -> list[str]:
             remarks.append(f"{part.path or part.exercise} not loaded"
                            + (f" ({error})" if error else ""))
     return remarks
+
+
+def not_submitted(result: SubmissionResult) -> list[str]:
+    """The exercises every check of which failed for want of a file (reason `not_submitted`)."""
+    exercises = dict.fromkeys(c.exercise for c in result.checks)
+    return [e for e in exercises
+            if all(c.reason == "not_submitted" for c in result.checks if c.exercise == e)]
 
 
 def _time(moment: datetime | None) -> str:

@@ -29,9 +29,9 @@ HELP_BELOW = 50.0
 HELP_STATES = {"not handed in": "not handed in", "syntax error": "does not load",
                "does not import": "does not load", "not started": "not started",
                "crashed": "crashed", "timed out": "timed out"}
-LOAD_LABEL = "does not load"
-# A "does not load" flag says the not-loaded remark: its error goes into the flag's tooltip.
-LOAD_REMARKS = ["not_loaded"]
+# The remarks (`exports.Remark.kind`) a flag of these labels says already: left out beside it
+# (a not-loaded file's error goes into the flag's tooltip).
+SAYS = {"does not load": ["not_loaded"], "not handed in": ["missing"]}
 # The same states in a word or two, for the index's narrow per-exercise cells (the full words
 # in a tooltip).
 SHORT_STATES = {"not handed in": "missing", "syntax error": "syntax",
@@ -240,7 +240,7 @@ def help_reasons(row: StudentRow, exercises: list[str],
             which = [e for e, s in states if s == state]
             if which and label not in [r.label for r in out]:
                 out.append(HelpReason(label=label, detail=f"{state}: {', '.join(which)}",
-                                      says=LOAD_REMARKS if label == LOAD_LABEL else []))
+                                      says=SAYS.get(label, [])))
             elif which:
                 first = next(r for r in out if r.label == label)
                 first.detail += f"; {state}: {', '.join(which)}"
