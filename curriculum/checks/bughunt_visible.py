@@ -56,7 +56,10 @@ def _run_report(sub, contract: Contract) -> dict:
         raise StudentError(f"{sub.filename} defines no run: the script's docstring lists the "
                            "names the grader calls; keep them.", call=CALL, reason="not_defined")
     x = torch.randn(contract.input_shape, generator=torch.Generator().manual_seed(7))
-    return sub.probe("bughunt_run:run_report", seed=0, x=x, label=CALL, timeout=RUN_TIMEOUT)
+    # watch=True: the same run also records what the hidden end-to-end checks judge
+    # (`grader.checking.bughunt_e2e`), so the script runs once per submission.
+    return sub.probe("bughunt_run:run_report", seed=0, x=x, watch=True, label=CALL,
+                     timeout=RUN_TIMEOUT)
 
 
 def verify_runs(sub, contract: Contract, evidence: dict) -> None:

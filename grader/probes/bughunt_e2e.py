@@ -1,0 +1,222 @@
+"""The end-to-end record of a bug-hunt script: its own `run(seed)`, watched from the outside.
+
+Runs *inside the worker*. Where `grader.probes.bughunt` audits one piece of the training at a
+time on the grader's harness objects, this probe lets the script do the whole job it exists
+for, with its own model, its own loaders and its own training, and records three things:
+
+- the model's parameters: for every tensor `train` could learn (the model's parameters, and
+  tensors that require grad kept as plain attributes of its modules), how many backward passes
+  gave it a non-zero gradient and the largest gradient element (a hook on the tensor, so
+  `loss.backward()`, `torch.autograd.grad` and `optimizer.step(closure)` alike are seen),
+  and whether its values moved between the start and the end of `train`;
+- the samples: what the loaders `run` handed to `train` yield, row by row (inputs flattened,
+  labels), after training (two passes of the training loader, so that a shuffled `drop_last`
+  loader shows every sample; one of the validation loader);
+- the outcome: what the model `run` returned computes on each validation row, in eval mode
+  without gradients.
+
+`train` is wrapped, never replaced: the wrapper calls the script's own function with the very
+arguments `run` passed. The record holds no expected value and no verdict: the grader
+recognises the samples by value (`grader.checking.bughunt_e2e`) and compares the outcome with
+the fixed script's. Everything here is a record of untrusted code; the checks say so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+from typing import Any
+
+import torch
+from torch import nn
+
+MAX_ROWS = 8192      # rows recorded per loader (the shipped scripts hold at most 602 samples)
+MAX_BATCHES = 1000   # batches read per pass (a loader that never ends is cut there)
+
+
+def _learnable(model: nn.Module) -> list[tuple[str, torch.Tensor, bool]]:
+    """(name, tensor, is a registered parameter) for every parameter of `model` and every
+    tensor that requires grad kept as a plain attribute of one of its modules."""
+    out: list[tuple[str, torch.Tensor, bool]] = [(n, p, True)
+                                                 for n, p in model.named_parameters()]
+    seen = {id(p) for _, p, _ in out}
+    for prefix, m in model.named_modules():
+        for name, value in vars(m).items():
+            if name.startswith("_") or not isinstance(value, torch.Tensor):
+                continue
+            if value.requires_grad and id(value) not in seen and value.is_leaf:
+                seen.add(id(value))
+                out.append((f"{prefix}.{name}" if prefix else name, value, False))
+    return out
+
+
+class _Watch:
+    """The learnable tensors of one model: their values before training and the backward
+    passes that reached them."""
+
+    def __init__(self, model: nn.Module):
+        self.model = model
+        self.tensors = _learnable(model)
+        self.before = [t.detach().clone() for _, t, _ in self.tensors]
+        self.grads = [0] * len(self.tensors)
+        self.largest = [0.0] * len(self.tensors)  # the largest |gradient element| seen
+        self.handles = []
+        for i, (_, t, _) in enumerate(self.tensors):
+            if t.requires_grad:
+                self.handles.append(t.register_hook(self._hook(i)))
+
+    def _hook(self, i: int):
+        def note(grad):
+            # Read only; the gradient passes through unchanged.
+            if grad is not None and bool((grad != 0).any()):
+                self.grads[i] += 1
+                self.largest[i] = max(self.largest[i], float(grad.detach().abs().max()))
+        return note
+
+    def close(self) -> None:
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+
+    def record(self) -> list[dict]:
+        out = []
+        for (name, t, registered), before, grads, largest in zip(
+                self.tensors, self.before, self.grads, self.largest):
+            now = t.detach()
+            moved = now.shape != before.shape or not torch.equal(now, before)
+            out.append({"name": name, "numel": int(before.numel()), "registered": registered,
+                        "requires_grad": bool(t.requires_grad), "grads": int(grads),
+                        "largest_grad": largest, "scale": float(before.abs().max())
+                        if before.numel() else 0.0, "moved": bool(moved)})
+        return out
+
+
+def _first_tensor(value: Any) -> torch.Tensor | None:
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], torch.Tensor):
+        return value[0]
+    return None
+
+
+def _rows(loader: Any, passes: int, model: nn.Module | None = None) -> dict:
+    """What `loader` yields in `passes` passes: {"x": (m, d) float64, "y": (m,) float64,
+    "out": (m, k) float32 model outputs (with `model`)} or {"error": text}."""
+    xs: list[torch.Tensor] = []
+    ys: list[torch.Tensor] = []
+    outs: list[torch.Tensor] = []
+    count = 0
+    try:
+        for _ in range(passes):
+            for b, batch in enumerate(loader):
+                if b >= MAX_BATCHES or count >= MAX_ROWS:
+                    break
+                if not isinstance(batch, (list, tuple)) or len(batch) < 2:
+                    return {"error": f"a batch is a {type(batch).__name__}, not (x, y, ...)"}
+                x, y = batch[0], batch[1]
+                if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor) \
+                        or len(x) != len(y) or len(x) == 0:
+                    return {"error": "a batch's inputs and labels are not tensors of one "
+                                     "length"}
+                xs.append(x.detach().reshape(len(x), -1).double().clone())
+                ys.append(y.detach().reshape(len(y), -1)[:, 0].double().clone())
+                if model is not None:
+                    with torch.no_grad():
+                        out = _first_tensor(model(x))
+                    if out is None:
+                        return {"error": "the model's output is no tensor"}
+                    outs.append(out.detach().reshape(len(x), -1).float().clone())
+                count += len(x)
+    except Exception as exc:  # noqa: BLE001 - what the loader or model raised is the record
+        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    if not xs:
+        return {"error": "the loader yielded no batch"}
+    try:
+        record = {"x": torch.cat(xs), "y": torch.cat(ys)}
+        if model is not None:
+            record["out"] = torch.cat(outs)
+    except RuntimeError as exc:
+        return {"error": f"batches of different widths ({exc})"[:300]}
+    return record
+
+
+def _argument(bound: dict, names: tuple[str, ...], position: int, args: tuple) -> Any:
+    for name in names:
+        if name in bound:
+            return bound[name]
+    return args[position] if len(args) > position else None
+
+
+class Watcher:
+    """`train` of a script watched while its `run` runs: use as a context manager around the
+    call of `run`, then `record(result, seed)`. Without a `train`, nothing is watched."""
+
+    def __init__(self, module):
+        self.module = module
+        self.real_train = getattr(module, "train", None)
+        self.calls: list[dict] = []
+        self.watches: dict[int, _Watch] = {}
+
+    def __enter__(self) -> Watcher:
+        real_train = self.real_train
+        if not callable(real_train):
+            return self
+
+        def watched_train(*args, **kwargs):
+            try:
+                bound = inspect.signature(real_train).bind_partial(*args, **kwargs).arguments
+            except (TypeError, ValueError):
+                bound = dict(kwargs)
+            model = _argument(bound, ("model", "net"), 0, args)
+            if isinstance(model, nn.Module) and id(model) not in self.watches:
+                self.watches[id(model)] = _Watch(model)
+            self.calls.append({"model": model,
+                               "train_loader": _argument(bound, ("train_loader",), 1, args),
+                               "val_loader": _argument(bound, ("val_loader",), 2, args)})
+            return real_train(*args, **kwargs)
+
+        self.module.train = watched_train
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if callable(self.real_train):
+            self.module.train = self.real_train
+        for w in self.watches.values():
+            w.close()
+
+    def record(self, result: Any, seed: int, train_passes: int = 2) -> dict:
+        """The end-to-end record (module docstring) of a finished run that returned `result`."""
+        if not self.calls:
+            return {"train_called": False}
+        last = self.calls[-1]
+        model = result.get("model") if isinstance(result, dict) else None
+        if not isinstance(model, nn.Module):
+            model = last["model"] if isinstance(last["model"], nn.Module) else None
+        watch = self.watches.get(id(last["model"]))
+        out: dict[str, Any] = {"train_called": True, "train_calls": len(self.calls),
+                               "params": watch.record() if watch is not None else None}
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            out["train"] = _rows(last["train_loader"], train_passes) \
+                if last["train_loader"] is not None else {"error": "run passed no train_loader"}
+            if last["val_loader"] is None:
+                out["val"] = {"error": "run passed no val_loader"}
+            elif model is None:
+                out["val"] = _rows(last["val_loader"], 1)
+            else:
+                was_training = model.training
+                model.eval()
+                try:
+                    out["val"] = _rows(last["val_loader"], 1, model)
+                finally:
+                    model.train(was_training)
+        return out
+
+
+def end_to_end(module, *, seed: int = 0) -> dict:
+    """`module.run(seed)` with its `train` watched, quietly: the end-to-end record alone (the
+    grader measures the fixed scripts with it). An exception `run` raises propagates."""
+    with Watcher(module) as watcher, contextlib.redirect_stdout(io.StringIO()):
+        result = module.run(seed)
+    return watcher.record(result, seed)
