@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import EXERCISES, REPO, SOLUTIONS, not_passed
-from grader.course.bughunt import applicable, hunt, is_bughunt, render, scored_checks, student_path
+from grader.course.bughunt import (applicable, end_to_end_checks, hunt, is_bughunt, render,
+                                   scored_checks, student_path)
 from grader.course.registry import check_files, exercise_of, known_exercises, visibility_of_file
 from conftest import run_and_score
 from grader.checking.selection import CheckSelection
@@ -119,12 +120,18 @@ def test_a_missing_function_is_said_missing_by_every_check(grade_files, exercise
 @pytest.mark.parametrize("exercise", [e for e in ALL if is_bughunt(e)])
 def test_bughunt_stub_fails_exactly_its_seeded_faults(grade_files, exercise):
     """A bug hunt's stub is its faulty script: it scores zero, failing exactly the checks of
-    its seeded faults, each naming its fault; the checks of other faults pass."""
+    its seeded faults, each naming its fault, and (beside them) only end-to-end checks whose
+    subject the faults break (a run that learns less, a layer that does not learn); the checks
+    of other faults pass."""
     stub = (EXERCISES / student_path(exercise)).read_text()
     result = grade_files({student_path(exercise): stub}, exercises=[exercise])
     seeded = hunt(exercise).seeded
-    assert result.score == 0 and result.max_score == 2 * len(seeded)
-    assert not_passed(result) == scored_checks(exercise, seeded), failures(result)
+    failing = not_passed(result)
+    assert scored_checks(exercise, seeded) <= failing, failures(result)
+    assert failing - scored_checks(exercise, seeded) <= end_to_end_checks(exercise), \
+        failures(result)
+    guards = sum(c.max_points for c in result.checks if c.id in end_to_end_checks(exercise))
+    assert result.score == 0 and result.max_score == 2 * len(seeded) + guards
     assert {d for c in result.checks for d in c.diagnoses} == set(seeded)
 
 

@@ -41,6 +41,7 @@ import torch
 
 from grader.checking.compare import fail
 from grader.checking.memo import shared
+from grader.checking.student import StudentRaised
 
 # A matched row lies within this distance (in units of the raw feature's spread) of its sample
 # after the affine map is undone. float32 standardisation leaves ~1e-6; the nearest other
@@ -90,10 +91,18 @@ class EndToEnd:
 # --------------------------------------------------------------------------- records
 
 
-def record(sub, spec: EndToEnd) -> dict:
+def record(sub, spec: EndToEnd, crash_says_nothing: bool = False) -> dict | None:
     """The end-to-end record of the student's run (`spec.record`, made once per submission
-    and shared by the four checks); a run that never called train fails."""
-    whole = spec.record(sub)
+    and shared by the four checks); a run that never called train fails. A run that raised
+    fails the outcome check; with `crash_says_nothing` (the checks of one part of the run:
+    parameters, split, pairing) it gives None instead: those checks have nothing to judge and
+    pass, so that a script that crashes loses the outcome's points once, not four times."""
+    try:
+        whole = spec.record(sub)
+    except StudentRaised:
+        if crash_says_nothing:
+            return None
+        raise
     rec = whole.get("end_to_end") if isinstance(whole, dict) else None
     if not isinstance(rec, dict) or rec.get("train_called") is not True:
         fail(f"{spec.call} never called train(...): the grader watches the training run() "
@@ -161,6 +170,8 @@ def _affine_match(rows: torch.Tensor, raw: torch.Tensor, ref: torch.Tensor) -> t
     spread = raw.std(dim=0)
     spread = torch.where(spread > 0, spread, torch.ones_like(spread))
     distinct = torch.unique(rows, dim=0)
+    if len(distinct) < 2:
+        return torch.full((len(rows),), -1, dtype=torch.long)
     ref_std = ref.std(dim=0)
     a = distinct.std(dim=0) / torch.where(ref_std > 0, ref_std, torch.ones_like(ref_std))
     a = torch.where(a > 0, a, torch.ones_like(a))
@@ -187,12 +198,14 @@ def _affine_match(rows: torch.Tensor, raw: torch.Tensor, ref: torch.Tensor) -> t
                        torch.full_like(match, -1))
 
 
-def samples(sub, spec: EndToEnd) -> dict:
+def samples(sub, spec: EndToEnd) -> dict | None:
     """The training and validation rows of the student's run, recognised: for each part,
     {"index": sample per row (-1 unrecognised), "y": its label as the loader gave it} or
-    {"error": text}. Computed once per submission."""
-    def compute() -> dict:
-        rec = record(sub, spec)
+    {"error": text}; None when the run raised. Computed once per submission."""
+    def compute() -> dict | None:
+        rec = record(sub, spec, crash_says_nothing=True)
+        if rec is None:
+            return None
         X, y = spec.raw()
         val = torch.tensor(spec.val, dtype=torch.long)
         train = torch.tensor(sorted(set(range(len(X))) - set(spec.val)), dtype=torch.long)
@@ -224,7 +237,9 @@ def verify_parameters_learn(sub, spec: EndToEnd, evidence: dict) -> None:
     """Every learnable tensor of the student's model got a gradient and moved, except the
     frozen ones, which did not move and are as many elements as the contract freezes; and the
     model has as many learnable elements as the contract's network."""
-    rec = record(sub, spec)
+    rec = record(sub, spec, crash_says_nothing=True)
+    if rec is None:
+        return
     params = rec.get("params")
     call = spec.call
     if not isinstance(params, list) or not params:
@@ -235,7 +250,9 @@ def verify_parameters_learn(sub, spec: EndToEnd, evidence: dict) -> None:
         entries: list[dict[str, Any]] = [{"name": str(p["name"]), "numel": int(p["numel"]),
                     "requires_grad": bool(p["requires_grad"]), "grads": int(p["grads"]),
                     "largest": float(p["largest_grad"]), "scale": float(p["scale"]),
-                    "moved": bool(p["moved"])} for p in params]
+                    "moved": bool(p["moved"]),
+                    "used": p.get("used") if isinstance(p.get("used"), bool) else None}
+                   for p in params]
     except (KeyError, TypeError, ValueError):
         fail(f"{call}: the record of the model's parameters came back malformed.", call=call)
     for e in entries:
@@ -246,10 +263,17 @@ def verify_parameters_learn(sub, spec: EndToEnd, evidence: dict) -> None:
     cut = [e for e in still if e["requires_grad"] and e["grads"] == 0]
     learnable = sum(e["numel"] for e in entries)
     if still_numel > spec.frozen:
-        evidence["params_without_grad"] = [e["name"] for e in cut][:50]
+        evidence["params_without_grad"] = [e["name"] for e in cut if e["used"] is not False][:50]
     evidence.update(params_unchanged=[e["name"] for e in still][:50],
                     unchanged_elements=still_numel, frozen_elements=spec.frozen,
                     learnable_elements=learnable, expected_elements=spec.parameters)
+    unused = [e for e in cut if e["used"] is False]
+    if cut and still_numel > spec.frozen and len(unused) == len(cut):
+        names = ", ".join(e["name"] for e in cut[:6])
+        fail(f"{call}: {len(cut)} of the model's parameter tensors ({names}) never received a "
+             "gradient and kept their initial values: the model's forward does not use them "
+             "(it computes with other tensors, made elsewhere).", call=call,
+             expected="every parameter used and trained", got=f"{len(cut)} unused")
     if cut and still_numel > spec.frozen:
         names = ", ".join(e["name"] for e in cut[:6])
         fail(f"{call}: during training no backward pass gave {len(cut)} of the model's "
@@ -287,6 +311,8 @@ def verify_split(sub, spec: EndToEnd, evidence: dict) -> None:
     """The training loader yields the contract's training samples, the validation loader its
     validation samples: disjoint, every validation sample once."""
     parts = samples(sub, spec)
+    if parts is None:
+        return
     call = spec.call
     X, _ = spec.raw()
     want_val = set(spec.val)
@@ -330,6 +356,8 @@ def verify_split(sub, spec: EndToEnd, evidence: dict) -> None:
 def verify_pairing(sub, spec: EndToEnd, evidence: dict) -> None:
     """Every recognised sample the loaders yield comes with its own label."""
     parts = samples(sub, spec)
+    if parts is None:
+        return
     call = spec.call
     _, y = spec.raw()
     for name, key in (("training", "train"), ("validation", "val")):
@@ -385,6 +413,7 @@ def verify_outcome(sub, spec: EndToEnd, evidence: dict) -> None:
     """The run's model does on the validation samples what the fixed script's does (on the
     same seed and data), within `spec.tolerance`."""
     rec = record(sub, spec)
+    assert rec is not None  # without crash_says_nothing, record() raises or returns a record
     call = spec.call
     ref = spec.reference
     got = outcome(rec, spec)

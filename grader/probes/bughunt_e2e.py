@@ -4,7 +4,9 @@ Runs *inside the worker*. Where `grader.probes.bughunt` audits one piece of the 
 time on the grader's harness objects, this probe lets the script do the whole job it exists
 for, with its own model, its own loaders and its own training, and records three things:
 
-- the model's parameters: for every tensor `train` could learn (the model's parameters, and
+- the model's parameters (and, for each, whether one forward of a copy of the trained model
+  reads it at all: cut off from the loss although read is a detach on the way; never read,
+  unused): for every tensor `train` could learn (the model's parameters, and
   tensors that require grad kept as plain attributes of its modules), how many backward passes
   gave it a non-zero gradient and the largest gradient element (a hook on the tensor, so
   `loss.backward()`, `torch.autograd.grad` and `optimizer.step(closure)` alike are seen),
@@ -24,12 +26,14 @@ the fixed script's. Everything here is a record of untrusted code; the checks sa
 from __future__ import annotations
 
 import contextlib
+import copy
 import inspect
 import io
 from typing import Any
 
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 MAX_ROWS = 8192      # rows recorded per loader (the shipped scripts hold at most 602 samples)
 MAX_BATCHES = 1000   # batches read per pass (a loader that never ends is cut there)
@@ -92,6 +96,40 @@ class _Watch:
         return out
 
 
+class _Reads(TorchFunctionMode):
+    """The ids of every tensor an operation receives (looking inside lists and tuples)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ids: set[int] = set()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        stack = list(args) + list(kwargs.values())
+        while stack:
+            v = stack.pop()
+            if isinstance(v, torch.Tensor):
+                self.ids.add(id(v))
+            elif isinstance(v, (list, tuple)):
+                stack.extend(v)
+        return func(*args, **kwargs)
+
+
+def _used_in_forward(model: nn.Module, x: torch.Tensor) -> set[str] | None:
+    """The names of the learnable tensors (`_learnable`) that some operation of one forward
+    of a copy of `model` (eval mode, no gradients) reads; None if that cannot be run. A tensor
+    read but cut off from the loss was detached on the way; one never read is not used."""
+    try:
+        twin = copy.deepcopy(model)
+        twin.eval()
+        ids = {id(t): name for name, t, _ in _learnable(twin)}
+        with torch.no_grad(), _Reads() as reads:
+            twin(x)
+    except Exception:  # noqa: BLE001 - a model that cannot be copied or run: nothing known
+        return None
+    return {name for i, name in ids.items() if i in reads.ids}
+
+
 def _first_tensor(value: Any) -> torch.Tensor | None:
     if isinstance(value, torch.Tensor):
         return value
@@ -119,6 +157,8 @@ def _rows(loader: Any, passes: int, model: nn.Module | None = None) -> dict:
                         or len(x) != len(y) or len(x) == 0:
                     return {"error": "a batch's inputs and labels are not tensors of one "
                                      "length"}
+                if not xs:
+                    first = x.detach().clone()
                 xs.append(x.detach().reshape(len(x), -1).double().clone())
                 ys.append(y.detach().reshape(len(y), -1)[:, 0].double().clone())
                 if model is not None:
@@ -133,7 +173,7 @@ def _rows(loader: Any, passes: int, model: nn.Module | None = None) -> dict:
     if not xs:
         return {"error": "the loader yielded no batch"}
     try:
-        record = {"x": torch.cat(xs), "y": torch.cat(ys)}
+        record = {"x": torch.cat(xs), "y": torch.cat(ys), "first": first}
         if model is not None:
             record["out"] = torch.cat(outs)
     except RuntimeError as exc:
@@ -194,8 +234,8 @@ class Watcher:
         if not isinstance(model, nn.Module):
             model = last["model"] if isinstance(last["model"], nn.Module) else None
         watch = self.watches.get(id(last["model"]))
-        out: dict[str, Any] = {"train_called": True, "train_calls": len(self.calls),
-                               "params": watch.record() if watch is not None else None}
+        params = watch.record() if watch is not None else None
+        out: dict[str, Any] = {"train_called": True, "train_calls": len(self.calls)}
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             out["train"] = _rows(last["train_loader"], train_passes) \
@@ -211,6 +251,12 @@ class Watcher:
                     out["val"] = _rows(last["val_loader"], 1, model)
                 finally:
                     model.train(was_training)
+            first = out["train"].pop("first", None)
+            if params is not None and isinstance(first, torch.Tensor) and watch is not None:
+                used = _used_in_forward(watch.model, first)
+                for p in params:
+                    p["used"] = None if used is None else p["name"] in used
+        out["params"] = params
         return out
 
 

@@ -1,4 +1,4 @@
-# must fail: every_parameter_learns
+# must fail: every_parameter_learns, run_learns_like_the_fixed_script
 # diagnoses: detach-on-path
 """Bug hunt: an image classifier with BatchNorm, dropout and a learning-rate schedule.
 

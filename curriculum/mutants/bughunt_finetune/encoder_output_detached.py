@@ -1,4 +1,4 @@
-# must fail: every_parameter_learns
+# must fail: every_parameter_learns, trainable_layers_get_gradients
 # diagnoses: detach-on-path
 """Bug hunt: fine-tuning a pretrained network for a new task.
 

@@ -1,4 +1,4 @@
-# must fail: samples_keep_their_labels
+# must fail: samples_keep_their_labels, run_learns_like_the_fixed_script
 # diagnoses: labels-separated-from-samples
 """Bug hunt: fine-tuning a pretrained network for a new task.
 

@@ -1,4 +1,4 @@
-# must fail: splits_are_the_contracts
+# must fail: splits_are_the_contracts, features_standardized
 # diagnoses: validation-leak
 """Bug hunt: a data pipeline, from numpy arrays to normalised batches.
 

@@ -1,4 +1,4 @@
-# must fail: splits_are_the_contracts
+# must fail: splits_are_the_contracts, features_standardized
 # diagnoses: validation-leak
 """Bug hunt: house prices, a regression with a hand-written loss and hand-written SGD.
 
