@@ -385,10 +385,10 @@ class E:
                              "of the model run() trains", "bughunt_e2e", shown_only=True)
     expected_elements = Key(Count, "elements of the parameters of the contract's network",
                             "bughunt_e2e", shown_only=True)
-    train_samples = Key(Count, "distinct samples the training loader yields in two passes",
-                        "bughunt_e2e", shown_only=True)
-    val_samples = Key(Count, "distinct samples the validation loader yields", "bughunt_e2e",
-                      shown_only=True)
+    distinct_train_samples = Key(Count, "distinct samples the training loader yields in two "
+                                 "passes", "bughunt_e2e", shown_only=True)
+    distinct_val_samples = Key(Count, "distinct samples the validation loader yields",
+                               "bughunt_e2e", shown_only=True)
     val_samples_in_training = Key(Count, "validation samples the training loader yields",
                                   "bughunt_e2e")
     training_samples_in_validation = Key(Count, "training samples the validation loader yields",

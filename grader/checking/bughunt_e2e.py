@@ -322,7 +322,7 @@ def verify_split(sub, spec: EndToEnd, evidence: dict) -> None:
     tr_set, va_set = {int(i) for i in tr if i >= 0}, {int(i) for i in va if i >= 0}
     leaked_train = tr_set & want_val
     leaked_val = va_set & want_train
-    evidence.update(train_samples=len(tr_set), val_samples=len(va_set),
+    evidence.update(distinct_train_samples=len(tr_set), distinct_val_samples=len(va_set),
                     val_samples_in_training=len(leaked_train),
                     training_samples_in_validation=len(leaked_val),
                     unrecognised_rows=int((tr < 0).sum()) + int((va < 0).sum()))
