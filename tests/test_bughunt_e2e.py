@@ -179,4 +179,6 @@ def test_declared_reference_outcome_is_the_fixed_scripts(exercise):
         sys.path.pop(0)
     spec_ = cases.END_TO_END
     got = E.outcome(E.reference_record(spec_), spec_)
-    assert got == pytest.approx(spec_.reference, rel=1e-9, abs=1e-12)
+    # (the tolerances are 0.08 in accuracy or 6x in mean squared error: a last-digit
+    # difference of another machine's float arithmetic does not matter, a changed script does)
+    assert got == pytest.approx(spec_.reference, rel=1e-3)

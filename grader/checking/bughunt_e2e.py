@@ -119,10 +119,13 @@ def reference_record(spec: EndToEnd) -> dict:
     from grader.probes.bughunt_e2e import end_to_end
 
     py_state, np_state = random.getstate(), np.random.get_state()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the workers run
     try:
         with torch.random.fork_rng(devices=[]):
             return end_to_end(solution_module(spec.exercise), seed=spec.seed)
     finally:
+        torch.set_num_threads(threads)
         random.setstate(py_state)
         np.random.set_state(np_state)
 
