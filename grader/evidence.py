@@ -404,6 +404,9 @@ class E:
     reference_outcome = Key(Number, "the same of the fixed script's run", "bughunt_e2e",
                             shown_only=True)
     outcome_metric = Key(Text, "accuracy or mse", "bughunt_e2e", shown_only=True)
+    script_data_differs = Key(Flag, "the script's data function gave other samples than the "
+                              "contract's: its outcome is not compared", "bughunt_e2e",
+                              shown_only=True)
 
     # ----------------------------------------------------------- written by the grader itself
     omitted = Key(Text, "evidence too large for its result, dropped whole", "models",

@@ -10,7 +10,7 @@ import torch
 
 from grader.checking import bughunt_e2e as E
 from grader.checking.compare import CheckFailure
-from grader.course import bughunt
+from conftest import end_to_end_checks
 from grader.course.faults import bughunts
 from grader.course.folder import declared_check_ids, default_course
 
@@ -162,7 +162,7 @@ def test_outcome_is_judged_against_the_reference_within_the_tolerance():
 def test_every_bug_hunt_has_the_end_to_end_checks():
     checks = declared_check_ids(default_course().checks_dir)
     for exercise in bughunts():
-        assert bughunt.end_to_end_checks(exercise) <= checks, exercise
+        assert end_to_end_checks(exercise) <= checks, exercise
 
 
 @pytest.mark.parametrize("exercise", sorted(bughunts()))

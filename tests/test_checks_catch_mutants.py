@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXERCISES, REPO, SOLUTIONS, not_passed
-from grader.course.bughunt import (applicable, end_to_end_checks, hunt, is_bughunt, render,
-                                   scored_checks, student_path)
+from conftest import EXERCISES, REPO, SOLUTIONS, end_to_end_checks, not_passed
+from grader.course.bughunt import applicable, hunt, is_bughunt, render, scored_checks, student_path
 from grader.course.registry import check_files, exercise_of, known_exercises, visibility_of_file
 from conftest import run_and_score
 from grader.checking.selection import CheckSelection

@@ -18,7 +18,7 @@ import re
 
 import pytest
 
-from conftest import EXERCISES, SOLUTIONS
+from conftest import EXERCISES, SOLUTIONS, end_to_end_checks
 from grader.course.folder import default_course
 from grader.course import bughunt
 from grader.scoring.diagnose import RULES
@@ -180,7 +180,7 @@ def test_fault_is_caught_and_diagnosed(grade_copy, grade_files, fault_id):
         # Beside the check that scores it, a fault may fail only end-to-end checks of the run
         # whose subject it breaks (the run learns less; a layer does not learn), naming no
         # other fault.
-        e2e = bughunt.end_to_end_checks(inj.exercise)
+        e2e = end_to_end_checks(inj.exercise)
         assert scored in failing and set(failing) - {scored} <= e2e, \
             (inj.exercise, {k: c.message for k, c in failing.items()})
         assert failing[scored].diagnoses == [fault_id]
@@ -222,7 +222,7 @@ def test_variant_copy_scores_zero_on_its_own_faults(grade_copy, exercise):
     result = grade_copy(exercise, bughunt.render(exercise, faults), faults)
     hidden = {c.id for c in result.checks if c.visibility == "hidden"}
     assert bughunt.scored_checks(exercise, faults) <= hidden
-    assert hidden - bughunt.scored_checks(exercise, faults) <= bughunt.end_to_end_checks(exercise)
+    assert hidden - bughunt.scored_checks(exercise, faults) <= end_to_end_checks(exercise)
     assert result.score == 0 and result.max_score == 2 * len(faults)
     assert diagnosed(result.checks) == set(faults)
 

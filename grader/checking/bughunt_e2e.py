@@ -201,6 +201,23 @@ def _affine_match(rows: torch.Tensor, raw: torch.Tensor, ref: torch.Tensor) -> t
                        torch.full_like(match, -1))
 
 
+def data_of(rec: dict, spec: EndToEnd) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """The samples the run drew: what the script's data function returned during the run (its
+    record), else the grader's copy (`spec.data`); and whether they differ from the grader's
+    (a script that changed its data function, which never needs a fix)."""
+    X, y = spec.raw()
+    part = rec.get("data")
+    if isinstance(part, dict) and "error" not in part:
+        rows = _as_rows(part, int(part["x"].shape[1])
+                        if isinstance(part.get("x"), torch.Tensor) and part["x"].dim() == 2
+                        else -1)
+        if rows is not None:
+            same = rows[0].shape == X.shape and bool(torch.allclose(
+                rows[0], X, rtol=1e-6, atol=1e-6)) and bool(torch.equal(rows[1], y))
+            return rows[0], rows[1], not same
+    return X, y, False
+
+
 def samples(sub, spec: EndToEnd) -> dict | None:
     """The training and validation rows of the student's run, recognised: for each part,
     {"index": sample per row (-1 unrecognised), "y": its label as the loader gave it} or
@@ -209,7 +226,7 @@ def samples(sub, spec: EndToEnd) -> dict | None:
         rec = record(sub, spec, crash_says_nothing=True)
         if rec is None:
             return None
-        X, y = spec.raw()
+        X, y, _ = data_of(rec, spec)
         val = torch.tensor(spec.val, dtype=torch.long)
         train = torch.tensor(sorted(set(range(len(X))) - set(spec.val)), dtype=torch.long)
         out: dict[str, Any] = {}
@@ -222,6 +239,7 @@ def samples(sub, spec: EndToEnd) -> dict | None:
                                          f"{X.shape[1]} and one label each")[:300]}
                 continue
             out[part] = {"index": recognise(rows[0], X, hint), "y": rows[1]}
+        out.update(X=X, y=y)
         return out
     return shared(sub, ("end_to_end", "samples"), compute)
 
@@ -317,7 +335,7 @@ def verify_split(sub, spec: EndToEnd, evidence: dict) -> None:
     if parts is None:
         return
     call = spec.call
-    X, _ = spec.raw()
+    X = parts["X"]
     want_val = set(spec.val)
     want_train = set(range(len(X))) - want_val
     tr = _index(parts["train"], "training", call)
@@ -362,7 +380,7 @@ def verify_pairing(sub, spec: EndToEnd, evidence: dict) -> None:
     if parts is None:
         return
     call = spec.call
-    _, y = spec.raw()
+    y = parts["y"]
     for name, key in (("training", "train"), ("validation", "val")):
         index = _index(parts[key], name, call)
         got = parts[key]["y"]
@@ -393,7 +411,7 @@ def outcome(rec: dict, spec: EndToEnd) -> float | None:
     part = rec.get("val")
     if not isinstance(part, dict) or not isinstance(part.get("out"), torch.Tensor):
         return None
-    X, y = spec.raw()
+    X, y, _ = data_of(rec, spec)
     rows = _as_rows(part, X.shape[1])
     out = part["out"]
     if rows is None or out.dim() != 2 or len(out) != len(rows[0]):
@@ -421,6 +439,11 @@ def verify_outcome(sub, spec: EndToEnd, evidence: dict) -> None:
     ref = spec.reference
     got = outcome(rec, spec)
     evidence.update(outcome=got, reference_outcome=ref, outcome_metric=spec.metric)
+    if data_of(rec, spec)[2]:
+        # The script drew other data than the contract's (it changed its data function, which
+        # never needs a fix): the fixed script's outcome says nothing about it.
+        evidence["script_data_differs"] = True
+        return
     if got is None or not math.isfinite(got):
         fail(f"{call}: the model run() returned gives no {spec.metric} on the validation "
              "samples (its outputs on the validation loader could not be compared with the "

@@ -36,12 +36,6 @@ from grader.models import CheckResult, Submission
 PREFIX = BUGHUNT_PREFIX
 FOLDER = "bughunt"
 HOLDS_FIXED = "This copy holds no faults: it is the reference solution."
-# The end-to-end checks every bug hunt has (verdicts: `grader.checking.bughunt_e2e`): they judge
-# the student's whole run(seed) and score no seeded fault, so like every check outside a copy's
-# faults they count only when they fail (`select_scored`). A fault that breaks what one of
-# them judges fails it beside the check that scores the fault (tests/test_faults.py).
-END_TO_END = ("every_parameter_learns", "splits_are_the_contracts", "samples_keep_their_labels",
-              "run_learns_like_the_fixed_script")
 
 
 def is_bughunt(exercise: str) -> bool:
@@ -84,11 +78,6 @@ def slots(exercise: str) -> dict[str, list[str]]:
             if inj.exercise == exercise:
                 out.setdefault(inj.check, []).append(fault.id)
     return out
-
-
-def end_to_end_checks(exercise: str) -> set[str]:
-    """Ids of the end-to-end checks of a bug hunt (`END_TO_END`)."""
-    return {f"{exercise}.{name}" for name in END_TO_END}
 
 
 def scores_seeded_fault(exercise: str, check_name: str) -> bool:

@@ -15,7 +15,9 @@ for, with its own model, its own loaders and its own training, and records three
   labels), after training (two passes of the training loader, so that a shuffled `drop_last`
   loader shows every sample; one of the validation loader);
 - the outcome: what the model `run` returned computes on each validation row, in eval mode
-  without gradients.
+  without gradients;
+- the data: what the script's data function (named by the caller; it "never needs a fix")
+  returned at its first call, inputs and labels: the samples the rows are recognised in.
 
 `train` is wrapped, never replaced: the wrapper calls the script's own function with the very
 arguments `run` passed. The record holds no expected value and no verdict: the grader
@@ -130,6 +132,20 @@ def _used_in_forward(model: nn.Module, x: torch.Tensor) -> set[str] | None:
     return {name for i, name in ids.items() if i in reads.ids}
 
 
+def _samples(value: Any) -> dict:
+    """What a data function returned, as {"x": (n, d) float64, "y": (n,) float64} (its first
+    two items: inputs and labels), or {"error": text}."""
+    try:
+        x, y = value[0], value[1]
+        x = torch.as_tensor(x).detach().reshape(len(x), -1).double().clone()
+        y = torch.as_tensor(y).detach().reshape(len(y), -1)[:, 0].double().clone()
+    except Exception as exc:  # noqa: BLE001 - anything that is not (x, y, ...) is the record
+        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    if len(x) != len(y) or len(x) > MAX_ROWS:
+        return {"error": f"{len(x)} inputs and {len(y)} labels"}
+    return {"x": x, "y": y}
+
+
 def _first_tensor(value: Any) -> torch.Tensor | None:
     if isinstance(value, torch.Tensor):
         return value
@@ -192,11 +208,14 @@ class Watcher:
     """`train` of a script watched while its `run` runs: use as a context manager around the
     call of `run`, then `record(result, seed)`. Without a `train`, nothing is watched."""
 
-    def __init__(self, module):
+    def __init__(self, module, data: str | None = None):
         self.module = module
         self.real_train = getattr(module, "train", None)
         self.calls: list[dict] = []
         self.watches: dict[int, _Watch] = {}
+        self.data_name = data
+        self.real_data = getattr(module, data, None) if data else None
+        self.data: dict | None = None
 
     def __enter__(self) -> Watcher:
         real_train = self.real_train
@@ -217,11 +236,22 @@ class Watcher:
             return real_train(*args, **kwargs)
 
         self.module.train = watched_train
+        real_data = self.real_data
+        if callable(real_data) and self.data_name:
+            def watched_data(*args, **kwargs):
+                value = real_data(*args, **kwargs)
+                if self.data is None:
+                    self.data = _samples(value)
+                return value
+
+            setattr(self.module, self.data_name, watched_data)
         return self
 
     def __exit__(self, *exc) -> None:
         if callable(self.real_train):
             self.module.train = self.real_train
+        if callable(self.real_data) and self.data_name:
+            setattr(self.module, self.data_name, self.real_data)
         for w in self.watches.values():
             w.close()
 
@@ -235,7 +265,8 @@ class Watcher:
             model = last["model"] if isinstance(last["model"], nn.Module) else None
         watch = self.watches.get(id(last["model"]))
         params = watch.record() if watch is not None else None
-        out: dict[str, Any] = {"train_called": True, "train_calls": len(self.calls)}
+        out: dict[str, Any] = {"train_called": True, "train_calls": len(self.calls),
+                               "data": self.data}
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             out["train"] = _rows(last["train_loader"], train_passes) \
@@ -260,9 +291,10 @@ class Watcher:
         return out
 
 
-def end_to_end(module, *, seed: int = 0) -> dict:
-    """`module.run(seed)` with its `train` watched, quietly: the end-to-end record alone (the
-    grader measures the fixed scripts with it). An exception `run` raises propagates."""
-    with Watcher(module) as watcher, contextlib.redirect_stdout(io.StringIO()):
+def end_to_end(module, *, seed: int = 0, data: str | None = None) -> dict:
+    """`module.run(seed)` with its `train` (and its data function `data`) watched, quietly:
+    the end-to-end record alone (the grader measures the fixed scripts with it). An exception
+    `run` raises propagates."""
+    with Watcher(module, data=data) as watcher, contextlib.redirect_stdout(io.StringIO()):
         result = module.run(seed)
     return watcher.record(result, seed)

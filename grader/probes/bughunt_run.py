@@ -71,14 +71,15 @@ def outputs_of(model: Any, x: torch.Tensor) -> dict:
 
 
 def run_report(module, *, seed: int = 0, x: torch.Tensor | None = None,
-               watch: bool = False) -> dict:
+               watch: bool = False, data: str | None = None) -> dict:
     """Call `module.run(seed=seed)` and describe its result. An exception `run` raises
     propagates (the check shows it as the student's error). With `watch`, the script's `train`
     is watched during the run and the report holds, under "end_to_end", what
     `grader.probes.bughunt_e2e` records of it (the hidden end-to-end checks read the same run,
-    so that it runs once per submission)."""
+    so that it runs once per submission); `data` names the script's data function, whose
+    first result the record keeps."""
     if watch:
-        with Watcher(module) as watcher:
+        with Watcher(module, data=data) as watcher:
             result = module.run(seed=seed)
     else:
         result = module.run(seed=seed)
