@@ -1,6 +1,6 @@
 """The end-to-end record of a bug-hunt script: its own `run(seed)`, watched from the outside.
 
-Runs *inside the worker*. Where `grader.probes.bughunt` audits one piece of the training at a
+Runs *inside the worker*. Where the bug hunts' harness probes audit one piece of the training at a
 time on the grader's harness objects, this probe lets the script do the whole job it exists
 for, with its own model, its own loaders and its own training, and records three things:
 
