@@ -2,7 +2,7 @@
 
 Runs *inside the worker*. Where the bug hunts' harness probes audit one piece of the training at a
 time on the grader's harness objects, this probe lets the script do the whole job it exists
-for, with its own model, its own loaders and its own training, and records three things:
+for, with its own model, its own loaders and its own training, and records four things:
 
 - the model's parameters (and, for each, whether one forward of a copy of the trained model
   reads it at all: cut off from the loss although read is a detach on the way; never read,
