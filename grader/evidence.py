@@ -119,7 +119,7 @@ class E:
     freed_graph_reused_steps = Key(Steps, "updates after a backward through a freed graph",
                                    "bughunt_common")
     params_without_grad = Key(Count | Names, "trainable parameters no backward pass reached "
-                              "(a count, or their names)", "bughunt_common",
+                              "(a count, or their names)", "bughunt_common", "bughunt_e2e",
                               "test_bughunt_finetune_hidden")
     grad_histograms = Key(dict[str, Json], "per parameter tensor (at most 8), the distribution of "
                           "log10|grad| at the first and the last optimizer step, yours and the "
@@ -372,6 +372,41 @@ class E:
                          "strides_broadcasting_verify_hidden", shown_only=True)
     one_call_per_row_us = Key(Number, "what a loop calling numpy once per row costs, per row",
                               "strides_broadcasting_verify_hidden", shown_only=True)
+
+    # ----------------------------------------------------------- bug hunts' end-to-end runs
+    params_unchanged = Key(Names, "parameter tensors run() left at their initial values "
+                           "(beyond those with negligible gradients)", "bughunt_e2e",
+                           shown_only=True)
+    unchanged_elements = Key(Count, "parameter elements run() left at their initial values",
+                             "bughunt_e2e", shown_only=True)
+    frozen_elements = Key(Count, "parameter elements the contract freezes", "bughunt_e2e",
+                          shown_only=True)
+    learnable_elements = Key(Count, "elements of the parameters (and tensors that require grad) "
+                             "of the model run() trains", "bughunt_e2e", shown_only=True)
+    expected_elements = Key(Count, "elements of the parameters of the contract's network",
+                            "bughunt_e2e", shown_only=True)
+    distinct_train_samples = Key(Count, "distinct samples the training loader yields in two "
+                                 "passes", "bughunt_e2e", shown_only=True)
+    distinct_val_samples = Key(Count, "distinct samples the validation loader yields",
+                               "bughunt_e2e", shown_only=True)
+    val_samples_in_training = Key(Count, "validation samples the training loader yields",
+                                  "bughunt_e2e")
+    training_samples_in_validation = Key(Count, "training samples the validation loader yields",
+                                         "bughunt_e2e")
+    unrecognised_rows = Key(Count, "rows the loaders yield that are no sample of the data",
+                            "bughunt_e2e", shown_only=True)
+    train_wrong_labels = Key(Count, "training samples yielded with another sample's label",
+                             "bughunt_e2e")
+    val_wrong_labels = Key(Count, "validation samples yielded with another sample's label",
+                           "bughunt_e2e")
+    outcome = Key(Number | None, "accuracy (or mean squared error) of the model run() returned "
+                  "on the validation samples", "bughunt_e2e", shown_only=True)
+    reference_outcome = Key(Number, "the same of the fixed script's run", "bughunt_e2e",
+                            shown_only=True)
+    outcome_metric = Key(Text, "accuracy or mse", "bughunt_e2e", shown_only=True)
+    script_data_differs = Key(Flag, "the script's data function gave other samples than the "
+                              "contract's: its outcome is not compared", "bughunt_e2e",
+                              shown_only=True)
 
     # ----------------------------------------------------------- written by the grader itself
     omitted = Key(Text, "evidence too large for its result, dropped whole", "models",

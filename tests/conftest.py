@@ -132,3 +132,17 @@ def cmdline(pid: int) -> str:
             return f.read().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+# The end-to-end checks every bug hunt has (verdicts: grader/checking/bughunt_e2e.py). Named here,
+# not in the grader, which ships with the student release: hidden checks' names are secrets.
+# They score no seeded fault: like every check outside a copy's faults they count only when they
+# fail, and a fault that breaks what one of them judges fails it beside its own check.
+END_TO_END = ("every_parameter_learns", "splits_are_the_contracts", "samples_keep_their_labels",
+              "run_learns_like_the_fixed_script")
+
+
+def end_to_end_checks(exercise: str) -> set[str]:
+    """Ids of the end-to-end checks of a bug hunt."""
+    return {f"{exercise}.{name}" for name in END_TO_END}
+

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXERCISES, REPO, SOLUTIONS, not_passed
+from conftest import EXERCISES, REPO, SOLUTIONS, end_to_end_checks, not_passed
 from grader.course.bughunt import applicable, hunt, is_bughunt, render, scored_checks, student_path
 from grader.course.registry import check_files, exercise_of, known_exercises, visibility_of_file
 from conftest import run_and_score
@@ -119,12 +119,19 @@ def test_a_missing_function_is_said_missing_by_every_check(grade_files, exercise
 @pytest.mark.parametrize("exercise", [e for e in ALL if is_bughunt(e)])
 def test_bughunt_stub_fails_exactly_its_seeded_faults(grade_files, exercise):
     """A bug hunt's stub is its faulty script: it scores zero, failing exactly the checks of
-    its seeded faults, each naming its fault; the checks of other faults pass."""
+    its seeded faults, each naming its fault, and (beside them) only end-to-end checks whose
+    subject the faults break (a run that learns less, a layer that does not learn); the checks
+    of other faults pass."""
     stub = (EXERCISES / student_path(exercise)).read_text()
     result = grade_files({student_path(exercise): stub}, exercises=[exercise])
     seeded = hunt(exercise).seeded
+    failing = not_passed(result)
+    assert scored_checks(exercise, seeded) <= failing, failures(result)
+    assert failing - scored_checks(exercise, seeded) <= end_to_end_checks(exercise), \
+        failures(result)
+    # (a failing guard takes a share of the copy's points, which stay what its faults are
+    # worth: grader.scoring.results.scored_checks)
     assert result.score == 0 and result.max_score == 2 * len(seeded)
-    assert not_passed(result) == scored_checks(exercise, seeded), failures(result)
     assert {d for c in result.checks for d in c.diagnoses} == set(seeded)
 
 

@@ -148,6 +148,12 @@ FIRES: dict[str, list[tuple[dict, dict]]] = {
                          "got input size torch.Size([1, 8])"}),
     ],
     "no-shuffle-sorted-data": [({"single_class_batches": 8, "batches": 10}, {})],
+    "validation-leak": [({"val_samples_in_training": 80, "training_samples_in_validation": 0},
+                         {}),
+                        ({"val_samples_in_training": 0, "training_samples_in_validation": 3},
+                         {})],
+    "labels-separated-from-samples": [({"train_wrong_labels": 412, "val_wrong_labels": 0}, {}),
+                                      ({"train_wrong_labels": 0, "val_wrong_labels": 5}, {})],
 }
 
 # fault id -> evidence a step away from the fault: measured, but not the fault's signature.
@@ -258,6 +264,9 @@ SILENT: dict[str, list[tuple[dict, dict]]] = {
         ({"single_class_batches": 2, "batches": 10}, {}),
         ({"single_class_batches": 0, "batches": 0}, {}),
     ],
+    "validation-leak": [({"val_samples_in_training": 0, "training_samples_in_validation": 0},
+                         {})],
+    "labels-separated-from-samples": [({"train_wrong_labels": 0, "val_wrong_labels": 0}, {})],
 }
 
 

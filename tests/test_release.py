@@ -337,13 +337,32 @@ def test_a_check_whose_values_were_not_recorded_says_it_runs_at_grading(
     assert "could not run here" in proc.stdout and "runs when your work is graded" in proc.stdout
 
 
+def replaying_exercises() -> set[str]:
+    """The exercises whose visible checks (or the helpers they import: `<exercise>_cases.py`,
+    `<exercise>_verify.py`) use a grader-side reference, `<exercise>_reference.py`: a release
+    replays its values, recorded at build time."""
+    out = set()
+    for reference in CHECKS_DIR.glob("*_reference.py"):
+        exercise = reference.stem.removesuffix("_reference")
+        shipped = [CHECKS_DIR / f"test_{exercise}.py", CHECKS_DIR / f"{exercise}_cases.py",
+                   CHECKS_DIR / f"{exercise}_verify.py"]
+        if any(p.is_file() and reference.stem in p.read_text(encoding="utf-8") for p in shipped):
+            out.add(exercise)
+    return out
+
+
+def test_every_exercise_that_replays_references_is_found():
+    assert replaying_exercises() >= {"autograd_graph", "manual_backward", "parameters",
+                                     "training_loops"}
+
+
 def test_release_gives_the_full_graders_visible_verdicts_on_every_mutant(
         installed_release, checks, tmp_path):
     """Every wrong implementation in tests/mutants/ and every correct style in tests/styles/ of
-    the exercises whose visible checks use recorded values, graded with the release
-    (`torchgrade grade` from the installed release: its checks are the visible ones only):
-    exactly the visible checks the full grader fails."""
-    recorded = {"parameters", "training_loops"}
+    every exercise whose visible checks replay recorded reference values, graded with the
+    release (`torchgrade grade` from the installed release: its checks are the visible ones
+    only): exactly the visible checks the full grader fails."""
+    recorded = replaying_exercises()
     visible = {c.id for c in checks if c.info.visibility == "visible"}
     expected = {}
     root = tmp_path / "class"

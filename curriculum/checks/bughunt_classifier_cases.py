@@ -8,4 +8,5 @@ from bughunt_visible import Contract
 
 CONTRACT = Contract(keys=("model", "history"),
                     history=("train_loss", "val_loss", "val_accuracy", "lr"), epochs=8,
-                    input_shape=(5, 1, 8, 8), output_shapes=((5, 4),))
+                    input_shape=(5, 1, 8, 8), output_shapes=((5, 4),),
+                    data="make_images")

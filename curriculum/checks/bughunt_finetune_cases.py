@@ -7,4 +7,5 @@ from bughunt_visible import Contract
 
 
 CONTRACT = Contract(keys=("model", "history"), history=("train_loss", "val_loss", "val_accuracy"),
-                    epochs=10, input_shape=(5, 12), output_shapes=((5, 3), (5,)))
+                    epochs=10, input_shape=(5, 12), output_shapes=((5, 3), (5,)),
+                    data="make_task")

@@ -4,7 +4,10 @@ module: `curriculum/README.md`)."""
 
 from __future__ import annotations
 
-from bughunt_common import TrainCase, batches
+from bughunt_common import reference, TrainCase, batches
+from bughunt_finetune_cases import CONTRACT
+from bughunt_visible import run_record
+from grader.checking.bughunt_e2e import EndToEnd
 
 
 TRAIN = TrainCase(
@@ -34,3 +37,21 @@ FINE_TUNED = ("encoder.2.", "score_head.")
 EVAL_BATCHES = batches(66, [8, 8, 8], (12,), 3, score=True)
 EVAL_CALL = ("evaluate(model, loader)  # a small two-headed network, a loader of 3 batches of 8 "
              "(x, y, s)")
+
+
+# --------------------------------------------------------------------------- end to end
+# The student's own run(seed=0), watched in the same run the visible checks make
+# (`grader.checking.bughunt_e2e`). The first 320 samples train, the last 80 validate (the
+# contract of run()).
+# Tolerance (measured 2026-12-07, validation accuracy of the model run(seed=0) returns, 80
+# samples, one sample = 0.0125): the fixed script 0.9375; its 10 correct styles at seed 0 all
+# 0.9375, over seeds 0-4 at most 0.012 away from the reference of the same seed. Wrong runs:
+# most common class 0.51, grad not zeroed / lr too high 0.2625, old head in the optimizer
+# 0.675, class logits detached 0.1625. Allowed: 0.08 below (over 6x the spread).
+# Parameters: the adapted network has 2324 elements; the frozen first encoder layer 576 + 48.
+END_TO_END = EndToEnd(
+    exercise="bughunt_finetune", record=lambda sub: run_record(sub, CONTRACT),
+    data=lambda: reference("finetune").make_task(0)[:2], val=tuple(range(320, 400)),
+    metric="accuracy", reference=0.9375, tolerance=0.08, parameters=2324,
+    frozen=624, slack=0,
+    call="run(seed=0)  # the whole script, with the grader watching its train(...) and loaders")

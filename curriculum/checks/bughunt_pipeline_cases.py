@@ -7,4 +7,5 @@ from bughunt_visible import Contract
 
 
 CONTRACT = Contract(keys=("model", "history"), history=("train_loss", "val_loss", "val_accuracy"),
-                    epochs=12, input_shape=(5, 6), output_shapes=((5, 3),))
+                    epochs=12, input_shape=(5, 6), output_shapes=((5, 3),),
+                    data="load_readings")

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import torch
 
-from bughunt_common import TrainCase, batches
+from bughunt_common import reference, TrainCase, batches
+from bughunt_pipeline_cases import CONTRACT
+from bughunt_visible import run_record
+from grader.checking.bughunt_e2e import EndToEnd
 
 
 TRAIN = TrainCase(
@@ -30,3 +33,22 @@ SETUP_CALL = "run(seed=0)  # what run() hands to train(...)"
 EVAL_BATCHES = batches(75, [8, 8, 3], (6,), 3)
 EVAL_CALL = ("evaluate(model, loader, loss_fn)  # a small network with BatchNorm and dropout, "
              "a loader of 3 batches of 8, 8 and 3 samples")
+
+
+# --------------------------------------------------------------------------- end to end
+# The student's own run(seed=0), watched in the same run the visible checks make
+# (`grader.checking.bughunt_e2e`). Every fifth reading validates (split: arange(n) % 5 == 0).
+# The training loader drops its last incomplete batch (drop_last=True): a pass may leave up
+# to BATCH_SIZE - 1 samples out.
+# Tolerance (measured 2026-12-07, validation accuracy of the model run(seed=0) returns, 121
+# readings, one reading = 0.0083): the fixed script 0.934; its 11 correct styles at seed 0
+# 0.926 .. 0.942, over seeds 0-4 at most 0.017 below the reference of the same seed. Wrong
+# runs: always the most common state 0.372, labels shuffled apart from the readings 0.32,
+# grad not zeroed 0.653, unshuffled sorted data 0.496, a layer created in forward 0.265.
+# Allowed: 0.08 below (about 5x the spread).
+END_TO_END = EndToEnd(
+    exercise="bughunt_pipeline", record=lambda sub: run_record(sub, CONTRACT),
+    data=lambda: reference("pipeline").load_readings(0), val=tuple(range(0, 602, 5)),
+    metric="accuracy", reference=0.9338842975206612, tolerance=0.08, parameters=387,
+    frozen=0, slack=31,
+    call="run(seed=0)  # the whole script, with the grader watching its train(...) and loaders")

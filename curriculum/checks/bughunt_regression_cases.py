@@ -7,4 +7,5 @@ from bughunt_visible import Contract
 
 
 CONTRACT = Contract(keys=("model", "history", "scaler"), history=("train_loss", "val_loss"),
-                    epochs=30, input_shape=(5, 4), output_shapes=((5, 1),))
+                    epochs=30, input_shape=(5, 4), output_shapes=((5, 1),),
+                    data="make_data")

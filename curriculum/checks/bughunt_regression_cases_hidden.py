@@ -4,7 +4,10 @@ harness the grader trains with and what it asks `run(seed=0)` to record. Never s
 
 from __future__ import annotations
 
-from bughunt_common import TrainCase, batches
+from bughunt_common import reference, TrainCase, batches
+from bughunt_regression_cases import CONTRACT
+from bughunt_visible import run_record
+from grader.checking.bughunt_e2e import EndToEnd
 
 
 TRAIN = TrainCase(
@@ -25,3 +28,20 @@ LR_THRESHOLD = 0.25  # the reference ends near 0.028; lr 0.005 at 0.21, lr >= 0.
 EVAL_BATCHES = batches(14, [8, 8, 3], (4,), None)
 EVAL_CALL = ("evaluate(model, loader, loss_fn)  # a small network, a loader of 3 batches of 8, 8 "
              "and 3 samples")
+
+
+# --------------------------------------------------------------------------- end to end
+# The student's own run(seed=0), watched in the same run the visible checks make
+# (`grader.checking.bughunt_e2e`). The newest 20 % validate: split_by_date keeps the last
+# 480 // 5 = 96 listings.
+# Tolerance (measured 2026-12-07, validation MSE of the model run(seed=0) returns): the fixed
+# script 0.0910; its 15 correct styles at seed 0 0.053 .. 0.133 (at most 1.46x the reference),
+# and over seeds 0-4 at most 4.05x the reference of the same seed (0.187 against 0.046). Wrong
+# runs: always predicting the training mean 0.797 (8.8x), unscaled features 0.788, validation
+# standardised on its own 0.598, no update 7.76, diverged nan. Allowed: 6x the reference.
+END_TO_END = EndToEnd(
+    exercise="bughunt_regression", record=lambda sub: run_record(sub, CONTRACT),
+    data=lambda: reference("regression").make_data(0), val=tuple(range(384, 480)),
+    metric="mse", reference=0.09095522958899711, tolerance=6.0, parameters=193,
+    frozen=0, slack=0,
+    call="run(seed=0)  # the whole script, with the grader watching its train(...) and loaders")

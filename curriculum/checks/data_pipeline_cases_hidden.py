@@ -8,6 +8,9 @@ import numpy as np
 LOADER_CASE = {"n": 30, "val_idx": [29, 4, 17, 11, 0, 23, 8], "batch_size": 5}
 
 # split_indices: several seeds; a split that is a block of the first or last rows is not random
+# split_indices at random: 20 seeds of one size, judged together (`verify_drawn_at_random`)
+RANDOM_SPLITS = [{"n": 40, "n_val": 10, "seed": s} for s in range(100, 120)]
+
 SPLIT_CASES = [{"n": 40, "n_val": 10, "seed": s} for s in (1, 2, 3)] + \
               [{"n": 7, "n_val": 1, "seed": 4}, {"n": 9, "n_val": 8, "seed": 5}]
 

@@ -22,6 +22,9 @@ from bughunt_common import (REVEAL, TIMEOUT, fail, reference, setup_record,
                                           verify_schedule, verify_training_mode,
                                           verify_validation_graph, verify_validation_mode)
 from grader import check
+from bughunt_classifier_cases_hidden import END_TO_END
+from grader.checking.bughunt_e2e import (verify_outcome, verify_pairing, verify_parameters_learn,
+                                         verify_split)
 
 
 @check(points=2, targets="train", timeout=TIMEOUT, reveal=REVEAL)
@@ -125,3 +128,27 @@ def test_validates_on_the_validation_split(sub, evidence):
 def test_evaluate_averages_over_samples(sub, evidence):
     """evaluate averages over the samples, not over the batches"""
     verify_evaluate_over_samples(sub, TRAIN, EVAL_BATCHES, "cross_entropy", EVAL_CALL, evidence)
+
+
+@check(points=2, targets="run", timeout=TIMEOUT, reveal=REVEAL)
+def test_every_parameter_learns(sub, evidence):
+    """Every parameter of the network run() trains gets a gradient and moves (frozen ones stay)"""
+    verify_parameters_learn(sub, END_TO_END, evidence)
+
+
+@check(points=2, targets="run", timeout=TIMEOUT, reveal=REVEAL)
+def test_splits_are_the_contracts(sub, evidence):
+    """run() trains on the training samples and validates on the validation samples, never on both"""  # noqa: E501 - a check's title is its docstring
+    verify_split(sub, END_TO_END, evidence)
+
+
+@check(points=2, targets="run", timeout=TIMEOUT, reveal=REVEAL)
+def test_samples_keep_their_labels(sub, evidence):
+    """Every sample run() trains and validates on comes with its own label"""
+    verify_pairing(sub, END_TO_END, evidence)
+
+
+@check(points=2, targets="run", timeout=TIMEOUT, reveal=REVEAL)
+def test_run_learns_like_the_fixed_script(sub, evidence):
+    """run() learns as well as the fixed script does on the same seed and data"""
+    verify_outcome(sub, END_TO_END, evidence)

@@ -26,6 +26,9 @@ from bughunt_finetune_cases_hidden import (EVAL_BATCHES, EVAL_CALL, FINE_TUNED, 
 from bughunt_finetune_verify_hidden import (harness, reference_curve,
                                                           verify_group_rates)
 from grader import check
+from bughunt_finetune_cases_hidden import END_TO_END
+from grader.checking.bughunt_e2e import (verify_outcome, verify_pairing, verify_parameters_learn,
+                                         verify_split)
 
 
 @check(points=2, targets="train", timeout=TIMEOUT, reveal=REVEAL)
@@ -215,3 +218,25 @@ def test_learning_rate_trains(sub, evidence):
     verify_group_rates(record, evidence)
 
 
+@check(points=2, targets="run", timeout=TIMEOUT, reveal=REVEAL)
+def test_every_parameter_learns(sub, evidence):
+    """Every parameter of the network run() trains gets a gradient and moves (frozen ones stay)"""
+    verify_parameters_learn(sub, END_TO_END, evidence)
+
+
+@check(points=2, targets="run", timeout=TIMEOUT, reveal=REVEAL)
+def test_splits_are_the_contracts(sub, evidence):
+    """run() trains on the training samples and validates on the validation samples, never on both"""  # noqa: E501 - a check's title is its docstring
+    verify_split(sub, END_TO_END, evidence)
+
+
+@check(points=2, targets="run", timeout=TIMEOUT, reveal=REVEAL)
+def test_samples_keep_their_labels(sub, evidence):
+    """Every sample run() trains and validates on comes with its own label"""
+    verify_pairing(sub, END_TO_END, evidence)
+
+
+@check(points=2, targets="run", timeout=TIMEOUT, reveal=REVEAL)
+def test_run_learns_like_the_fixed_script(sub, evidence):
+    """run() learns as well as the fixed script does on the same seed and data"""
+    verify_outcome(sub, END_TO_END, evidence)

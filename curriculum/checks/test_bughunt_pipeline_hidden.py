@@ -21,6 +21,9 @@ from bughunt_common import (REVEAL, TIMEOUT, fail, reference, require, setup_rec
 from bughunt_pipeline_cases_hidden import (EVAL_BATCHES, EVAL_CALL, PROBE_LABELS, PROBE_X,
                                                          SETUP, SETUP_CALL, TRAIN)
 from grader import check, expect_array
+from bughunt_pipeline_cases_hidden import END_TO_END
+from grader.checking.bughunt_e2e import (verify_outcome, verify_pairing, verify_parameters_learn,
+                                         verify_split)
 
 
 @check(points=2, targets=["run", "fit_normalizer", "standardize"], timeout=TIMEOUT,
@@ -139,3 +142,27 @@ def test_log_prints_numbers(sub, evidence):
 def test_evaluate_averages_over_samples(sub, evidence):
     """evaluate returns the loss and the accuracy averaged over the samples"""
     verify_evaluate_over_samples(sub, TRAIN, EVAL_BATCHES, "cross_entropy", EVAL_CALL, evidence)
+
+
+@check(points=2, targets="run", timeout=TIMEOUT, reveal=REVEAL)
+def test_every_parameter_learns(sub, evidence):
+    """Every parameter of the network run() trains gets a gradient and moves (frozen ones stay)"""
+    verify_parameters_learn(sub, END_TO_END, evidence)
+
+
+@check(points=2, targets="run", timeout=TIMEOUT, reveal=REVEAL)
+def test_splits_are_the_contracts(sub, evidence):
+    """run() trains on the training samples and validates on the validation samples, never on both"""  # noqa: E501 - a check's title is its docstring
+    verify_split(sub, END_TO_END, evidence)
+
+
+@check(points=2, targets="run", timeout=TIMEOUT, reveal=REVEAL)
+def test_samples_keep_their_labels(sub, evidence):
+    """Every sample run() trains and validates on comes with its own label"""
+    verify_pairing(sub, END_TO_END, evidence)
+
+
+@check(points=2, targets="run", timeout=TIMEOUT, reveal=REVEAL)
+def test_run_learns_like_the_fixed_script(sub, evidence):
+    """run() learns as well as the fixed script does on the same seed and data"""
+    verify_outcome(sub, END_TO_END, evidence)

@@ -12,8 +12,8 @@ from data_pipeline_cases import (LOADER_CASE, SPLIT_CASE, STANDARDIZE_CASE, data
                                  imbalanced_labels, position_values, sequences, two_populations)
 from data_pipeline_verify import (LOADER_HINT, loaders_record, sampler_record, split_of,
                                   verify_balance, verify_collate, verify_dataset,
-                                  verify_epoch_covers, verify_masked_mean, verify_standardize,
-                                  verify_worker_runs, worker_record)
+                                  verify_epoch_covers, verify_masked_mean, verify_random_orders,
+                                  verify_standardize, verify_worker_runs, worker_record)
 from grader import check, fail
 
 
@@ -64,6 +64,7 @@ def test_loaders_cover_their_splits_and_shuffle_training(sub):
         fail(f"{call}: the training loader yielded its samples in the same order "
              + ("in both epochs." if orders[0] == orders[1] else "as train_idx."),
              call=call, hint=LOADER_HINT, fault="no-shuffle-sorted-data")
+    verify_random_orders(orders, train_idx, call=call)
 
 
 @check(points=3, targets="standardize_splits", visibility="visible")

@@ -10,13 +10,15 @@ import numpy as np
 
 from data_pipeline_cases import (dataset_case, imbalanced_labels, position_values, sequences,
                                  two_populations)
-from data_pipeline_cases_hidden import (LOADER_CASE, SAMPLER_COUNTS, SPLIT_CASES,
-                                        STANDARDIZE_CASE, TIMING_ITEMS, timing_arrays)
+from data_pipeline_cases_hidden import (LOADER_CASE, RANDOM_SPLITS, SAMPLER_COUNTS,
+                                        SPLIT_CASES, STANDARDIZE_CASE, TIMING_ITEMS,
+                                        timing_arrays)
 from data_pipeline_verify import (DATASET_HINT, LOADER_HINT, SAMPLER_HINT, SPLIT_HINT,
                                   global_rng_untouched, loaders_record, sampler_record, split_of,
                                   verify_balance, verify_collate, verify_dataset,
                                   verify_item_values,
-                                  verify_epoch_covers, verify_masked_mean,
+                                  verify_drawn_at_random, verify_epoch_covers,
+                                  verify_masked_mean, verify_random_orders,
                                   verify_masked_mean_grad, verify_standardize,
                                   verify_worker_runs, worker_record)
 from grader import check, fail
@@ -99,6 +101,8 @@ def test_split_indices_random_and_seeded(sub):
         fail("split_indices(40, 10, seed) gave the same validation samples for seeds 1, 2 and "
              "3; the seed must drive the draw.", call="split_indices(40, 10, seed)",
              hint=SPLIT_HINT)
+    verify_drawn_at_random([sorted(split_of(sub, **case)[1]) for case in RANDOM_SPLITS],
+                           call="split_indices(40, 10, seed) for seeds 100 to 119")
 
 
 @check(points=2, targets="make_loaders")
@@ -121,15 +125,13 @@ def test_training_loader_shuffles_from_its_seed(sub):
     """make_loaders: training order from `seed` alone, the global random state left alone"""
     case = LOADER_CASE
     train_idx, runs, call = loaders_record(sub, case["n"], case["val_idx"], case["batch_size"],
-                                           seeds=[7, 7, 8], epochs=2)
+                                           seeds=[7, 7, 8], epochs=3)
     for run in runs:
         global_rng_untouched(run["changed_rng"], call=call, hint=LOADER_HINT)
     orders = [[verify_epoch_covers(e, train_idx, case["batch_size"], call=call,
                                    which="training") for e in run["train"]] for run in runs]
-    if any(o[0] == o[1] or o[0] == train_idx for o in orders):
-        fail(f"{call}: the training loader did not shuffle (an epoch in train_idx's order, or "
-             "two epochs in the same order).", call=call, hint=LOADER_HINT,
-             fault="no-shuffle-sorted-data")
+    for run_orders in orders:
+        verify_random_orders(run_orders, train_idx, call=call)
     if orders[0] != orders[1]:
         fail(f"{call}: two loaders made with seed=7 yielded different training epochs; the "
              "shuffling must come from a generator seeded with `seed`.", call=call,

@@ -16,6 +16,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from grader.probes.bughunt_e2e import Watcher
+
 MAX_HISTORY = 1000  # entries described per history list (a script trains for tens of epochs)
 
 
@@ -68,10 +70,26 @@ def outputs_of(model: Any, x: torch.Tensor) -> dict:
                        for p in parts]}
 
 
-def run_report(module, *, seed: int = 0, x: torch.Tensor | None = None) -> dict:
+def run_report(module, *, seed: int = 0, x: torch.Tensor | None = None,
+               watch: bool = False, data: str | None = None) -> dict:
     """Call `module.run(seed=seed)` and describe its result. An exception `run` raises
-    propagates (the check shows it as the student's error)."""
-    result = module.run(seed=seed)
+    propagates (the check shows it as the student's error). With `watch`, the script's `train`
+    is watched during the run and the report holds, under "end_to_end", what
+    `grader.probes.bughunt_e2e` records of it (the hidden end-to-end checks read the same run,
+    so that it runs once per submission); `data` names the script's data function, whose
+    first result the record keeps."""
+    if watch:
+        with Watcher(module, data=data) as watcher:
+            result = module.run(seed=seed)
+    else:
+        result = module.run(seed=seed)
+    report = _describe(module, result, x)
+    if watch:
+        report["end_to_end"] = watcher.record(result, seed)
+    return report
+
+
+def _describe(module, result: Any, x: torch.Tensor | None) -> dict:
     report: dict = {"type": type(result).__name__, "keys": [], "values": {},
                     "epochs": getattr(module, "EPOCHS", None)}
     if not isinstance(report["epochs"], int) or isinstance(report["epochs"], bool):

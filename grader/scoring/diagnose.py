@@ -259,6 +259,17 @@ def _detach_on_path(c: CheckResult) -> bool:
         c, "does not require grad and does not have a grad_fn")
 
 
+@rule("validation-leak")
+def _validation_leak(c: CheckResult) -> bool:
+    # A bug hunt's end-to-end run: samples of one split among those the other loader yields.
+    return bool(ev(c, E.val_samples_in_training)) or bool(ev(c, E.training_samples_in_validation))
+
+
+@rule("labels-separated-from-samples")
+def _labels_separated(c: CheckResult) -> bool:
+    return bool(ev(c, E.train_wrong_labels)) or bool(ev(c, E.val_wrong_labels))
+
+
 @rule("dropout-always-on")
 def _dropout_always_on(c: CheckResult) -> bool:
     if ev(c, E.active_dropout_in_eval):

@@ -1,4 +1,4 @@
-# must fail: parameters_registered
+# must fail: parameters_registered, every_parameter_learns, run_learns_like_the_fixed_script
 # diagnoses: tensor-not-parameter
 """Bug hunt: an image classifier with BatchNorm, dropout and a learning-rate schedule.
 

@@ -1,4 +1,4 @@
-# must fail: history_is_finite, labels_are_class_indices, model_outputs_have_their_shapes, run_finishes, run_returns_its_contract
+# must fail: history_is_finite, labels_are_class_indices, model_outputs_have_their_shapes, run_finishes, run_returns_its_contract, run_learns_like_the_fixed_script
 # diagnoses: float-labels
 """Bug hunt: an image classifier with BatchNorm, dropout and a learning-rate schedule.
 

@@ -1,4 +1,4 @@
-# must fail: training_batches_mixed
+# must fail: training_batches_mixed, run_learns_like_the_fixed_script
 # diagnoses: no-shuffle-sorted-data
 """Bug hunt: an image classifier with BatchNorm, dropout and a learning-rate schedule.
 

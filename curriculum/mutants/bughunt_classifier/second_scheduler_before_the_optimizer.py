@@ -1,4 +1,4 @@
-# must fail: scheduler_per_epoch
+# must fail: scheduler_per_epoch, run_learns_like_the_fixed_script
 # diagnoses: scheduler-stepped-per-batch
 """Bug hunt: an image classifier with BatchNorm, dropout and a learning-rate schedule.
 

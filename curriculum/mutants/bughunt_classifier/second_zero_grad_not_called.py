@@ -1,4 +1,4 @@
-# must fail: steps_use_fresh_gradients
+# must fail: steps_use_fresh_gradients, run_learns_like_the_fixed_script
 # diagnoses: grad-not-zeroed
 """Bug hunt: an image classifier with BatchNorm, dropout and a learning-rate schedule.
 

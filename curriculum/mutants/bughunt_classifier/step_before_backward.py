@@ -1,4 +1,4 @@
-# must fail: steps_use_fresh_gradients
+# must fail: steps_use_fresh_gradients, every_parameter_learns, run_learns_like_the_fixed_script
 """Bug hunt: an image classifier with BatchNorm, dropout and a learning-rate schedule.
 
 This copy holds no faults: it is the reference solution.

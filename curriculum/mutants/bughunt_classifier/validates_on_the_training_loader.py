@@ -1,4 +1,5 @@
-# must fail: validates_on_the_validation_split
+# must fail: validates_on_the_validation_split, splits_are_the_contracts
+# diagnoses: validation-leak
 """Bug hunt: an image classifier with BatchNorm, dropout and a learning-rate schedule.
 
 This copy holds no faults: it is the reference solution.

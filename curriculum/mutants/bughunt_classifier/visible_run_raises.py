@@ -1,4 +1,4 @@
-# must fail: history_is_finite, model_outputs_have_their_shapes, run_finishes, run_returns_its_contract
+# must fail: history_is_finite, model_outputs_have_their_shapes, run_finishes, run_returns_its_contract, run_learns_like_the_fixed_script
 """Bug hunt: an image classifier with BatchNorm, dropout and a learning-rate schedule.
 
 This copy holds no faults: it is the reference solution.

@@ -1,4 +1,4 @@
-# must fail: history_is_finite, model_outputs_have_their_shapes, run_finishes, run_returns_its_contract, steps_use_fresh_gradients
+# must fail: history_is_finite, model_outputs_have_their_shapes, run_finishes, run_returns_its_contract, steps_use_fresh_gradients, run_learns_like_the_fixed_script
 # diagnoses: double-backward
 """Bug hunt: fine-tuning a pretrained network for a new task.
 

@@ -1,4 +1,4 @@
-# must fail: steps_use_fresh_gradients
+# must fail: steps_use_fresh_gradients, run_learns_like_the_fixed_script
 # diagnoses: grad-not-zeroed
 """Bug hunt: fine-tuning a pretrained network for a new task.
 

@@ -1,4 +1,4 @@
-# must fail: parameters_registered
+# must fail: parameters_registered, every_parameter_learns
 # diagnoses: layer-created-in-forward
 """Bug hunt: fine-tuning a pretrained network for a new task.
 

@@ -1,4 +1,4 @@
-# must fail: history_is_finite, learning_rate_trains
+# must fail: history_is_finite, learning_rate_trains, run_learns_like_the_fixed_script
 # diagnoses: lr-too-high
 """Bug hunt: fine-tuning a pretrained network for a new task.
 

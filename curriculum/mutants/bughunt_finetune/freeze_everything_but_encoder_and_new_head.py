@@ -1,4 +1,4 @@
-# must fail: frozen_layers_stay_frozen
+# must fail: frozen_layers_stay_frozen, every_parameter_learns
 """Bug hunt: fine-tuning a pretrained network for a new task.
 
 This copy holds no faults: it is the reference solution.

@@ -1,4 +1,5 @@
-# must fail: validates_on_the_validation_split
+# must fail: validates_on_the_validation_split, run_learns_like_the_fixed_script, splits_are_the_contracts
+# diagnoses: validation-leak
 """Bug hunt: fine-tuning a pretrained network for a new task.
 
 This copy holds no faults: it is the reference solution.

@@ -1,4 +1,4 @@
-# must fail: new_head_is_trained
+# must fail: new_head_is_trained, every_parameter_learns, run_learns_like_the_fixed_script
 # diagnoses: optimizer-before-head-replaced
 """Bug hunt: fine-tuning a pretrained network for a new task.
 

@@ -1,4 +1,4 @@
-# must fail: steps_use_fresh_gradients
+# must fail: steps_use_fresh_gradients, every_parameter_learns, run_learns_like_the_fixed_script
 # diagnoses: detach-on-path
 """Bug hunt: fine-tuning a pretrained network for a new task.
 

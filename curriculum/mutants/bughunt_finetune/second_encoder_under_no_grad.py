@@ -1,4 +1,4 @@
-# must fail: trainable_layers_get_gradients
+# must fail: trainable_layers_get_gradients, every_parameter_learns
 # diagnoses: detach-on-path
 """Bug hunt: fine-tuning a pretrained network for a new task.
 

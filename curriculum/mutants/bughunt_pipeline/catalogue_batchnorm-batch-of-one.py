@@ -1,4 +1,4 @@
-# must fail: history_is_finite, model_outputs_have_their_shapes, no_batch_of_one, run_finishes, run_returns_its_contract
+# must fail: history_is_finite, model_outputs_have_their_shapes, no_batch_of_one, run_finishes, run_returns_its_contract, run_learns_like_the_fixed_script
 # diagnoses: batchnorm-batch-of-one
 """Bug hunt: a data pipeline, from numpy arrays to normalised batches.
 

@@ -1,4 +1,4 @@
-# must fail: no_batch_of_one, parameters_registered
+# must fail: no_batch_of_one, parameters_registered, every_parameter_learns
 """Bug hunt: a data pipeline, from numpy arrays to normalised batches.
 
 This copy holds no faults: it is the reference solution.

@@ -1,4 +1,4 @@
-# must fail: parameters_registered
+# must fail: parameters_registered, every_parameter_learns, run_learns_like_the_fixed_script
 # diagnoses: layer-created-in-forward
 """Bug hunt: a data pipeline, from numpy arrays to normalised batches.
 

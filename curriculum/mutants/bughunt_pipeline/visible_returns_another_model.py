@@ -1,4 +1,4 @@
-# must fail: model_outputs_have_their_shapes
+# must fail: model_outputs_have_their_shapes, run_learns_like_the_fixed_script
 """Bug hunt: a data pipeline, from numpy arrays to normalised batches.
 
 This copy holds no faults: it is the reference solution.

@@ -1,4 +1,4 @@
-# must fail: features_standardized
+# must fail: features_standardized, run_learns_like_the_fixed_script
 # diagnoses: unnormalised-features
 """Bug hunt: house prices, a regression with a hand-written loss and hand-written SGD.
 

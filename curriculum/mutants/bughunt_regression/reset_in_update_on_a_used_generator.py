@@ -1,4 +1,4 @@
-# must fail: history_is_finite, steps_use_fresh_gradients
+# must fail: history_is_finite, steps_use_fresh_gradients, run_learns_like_the_fixed_script
 # diagnoses: grad-not-zeroed
 """Bug hunt: house prices, a regression with a hand-written loss and hand-written SGD.
 

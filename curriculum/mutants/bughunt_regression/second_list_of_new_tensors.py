@@ -1,4 +1,4 @@
-# must fail: sgd_step_updates_parameters
+# must fail: sgd_step_updates_parameters, every_parameter_learns, run_learns_like_the_fixed_script
 # diagnoses: manual-update-rebinds
 """Bug hunt: house prices, a regression with a hand-written loss and hand-written SGD.
 

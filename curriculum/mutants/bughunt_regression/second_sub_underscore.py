@@ -1,4 +1,4 @@
-# must fail: history_is_finite, model_outputs_have_their_shapes, run_finishes, run_returns_its_contract, sgd_step_updates_parameters
+# must fail: history_is_finite, model_outputs_have_their_shapes, run_finishes, run_returns_its_contract, sgd_step_updates_parameters, run_learns_like_the_fixed_script
 # diagnoses: inplace-update-outside-no-grad
 """Bug hunt: house prices, a regression with a hand-written loss and hand-written SGD.
 

@@ -1,4 +1,4 @@
-# must fail: model_outputs_have_their_shapes
+# must fail: model_outputs_have_their_shapes, run_learns_like_the_fixed_script
 """Bug hunt: house prices, a regression with a hand-written loss and hand-written SGD.
 
 This copy holds no faults: it is the reference solution.

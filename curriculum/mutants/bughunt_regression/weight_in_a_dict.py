@@ -1,4 +1,4 @@
-# must fail: parameters_registered
+# must fail: parameters_registered, every_parameter_learns
 # diagnoses: tensor-not-parameter
 """Bug hunt: house prices, a regression with a hand-written loss and hand-written SGD.
 
