@@ -304,6 +304,14 @@ def verify_parameters_learn(sub, spec: EndToEnd, evidence: dict) -> None:
              "loss does not reach them although they are meant to learn.", call=call,
              expected="every trained parameter gets a gradient and moves",
              got=f"{len(cut)} without a gradient", fault="detach-on-path")
+    frozen = [e for e in still if not e["requires_grad"]]
+    if frozen and still_numel > spec.frozen:
+        names = ", ".join(e["name"] for e in frozen[:6])
+        fail(f"{call}: {still_numel} parameter elements never changed during training; "
+             f"{len(frozen)} of the tensors ({names}) do not require gradients (frozen, "
+             f"requires_grad False), so no backward pass reaches them; the contract freezes "
+             f"{spec.frozen} elements and trains the rest.", call=call,
+             expected=f"{spec.frozen} unchanged elements", got=f"{still_numel} unchanged")
     if still_numel > spec.frozen:
         names = ", ".join(e["name"] for e in still[:6])
         fail(f"{call}: {still_numel} parameter elements never changed during training "
