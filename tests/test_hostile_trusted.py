@@ -243,6 +243,9 @@ def test_out_that_torchgrade_did_not_write_is_refused_naming_what_it_holds(tmp_p
     check_folders(subs, tmp_path / "empty")         # an empty one
     (tmp_path / "dots" / ".git").mkdir(parents=True)
     check_folders(subs, tmp_path / "dots")          # only dot-names
+    (tmp_path / "staged" / ".lms").mkdir(parents=True)
+    with pytest.raises(UsageError, match=r"\.lms/"):  # but those a run writes into or removes
+        check_folders(subs, tmp_path / "staged")
     (mine / OUT_MARKER).write_text("")
     check_folders(subs, mine)                       # one torchgrade wrote
 
@@ -390,3 +393,43 @@ def test_a_class_zip_is_refused_by_its_end_record_before_its_listing_is_parsed(t
     for refused in (over, wordy):  # wordy: 7 entries, a listing 12 entries' worth
         with pytest.raises(UsageError, match="entries or more"):
             lms.list_download(refused)
+
+
+@fast
+@pytest.mark.parametrize("cookie", ["punycode", "idna"])
+def test_a_codec_written_in_python_is_never_run_on_a_students_bytes(cookie):
+    """punycode's decoder (pure Python) is quadratic: the 2 MB a .py may hold took 430 s of a
+    grading process's CPU. A file declaring it is read as UTF-8, with a note: the text that
+    comes back is the bytes as UTF-8, which punycode would have decoded to something else."""
+    from grader.intake.submission import decode_text, linear_codec
+
+    data = f"# coding: {cookie}\n-".encode() + b"a" * (2 << 20)
+    text, note = decode_text(data, "x.py")
+    assert text == data.decode("utf-8") and note is not None and cookie in note
+    assert not linear_codec(cookie)
+
+
+@fast
+def test_the_codecs_students_use_are_still_decoded():
+    from grader.intake.submission import decode_text, linear_codec
+
+    for codec in ("utf-8", "utf-8-sig", "latin-1", "cp1252", "iso8859-15", "koi8-r", "gbk",
+                  "shift_jis", "euc_kr", "big5", "mac-roman", "utf-16", "ascii"):
+        assert linear_codec(codec), codec
+    text, note = decode_text("# coding: cp1252\nx = 'caf\u00e9'\n".encode("cp1252"), "x.py")
+    assert "caf\u00e9" in text and note is None
+
+
+@fast
+@pytest.mark.timeout(60)  # one level a pass, each re-splitting every name, took minutes
+def test_a_class_zip_nested_hundreds_of_folders_deep_is_read_in_one_pass(tmp_path):
+    from grader.intake.lms import list_download
+
+    root = "a/" * 495 + "stud/"
+    download = tmp_path / "class.zip"
+    with zipfile.ZipFile(download, "w") as z:
+        z.writestr(root + f"{EX}.py", "x = 1\n")
+        for i in range(5000):
+            z.writestr(root + f"notes{i}.txt", "")
+    names = [e.name for e in list_download(download)]
+    assert f"stud/{EX}.py" in names and len(names) == 5001

@@ -201,19 +201,25 @@ def _read_member(path: Path, info: zipfile.ZipInfo, limit: int) -> bytes:
 
 def _strip_root(entries: list[Entry]) -> list[Entry]:
     """Entries relative to the single folder holding them all, when there is one (a zip of a
-    folder, a folder holding only the unpacked download)."""
-    while entries:
-        tops = {e.name.split("/", 1)[0] for e in entries}
-        if len(tops) != 1 or any("/" not in e.name for e in entries):
+    folder, a folder holding only the unpacked download). Each name is split once, and the
+    common folders found in one comparison: linear in the names, however deep they nest (a
+    level a pass, each re-splitting every name, cost minutes for a crafted zip)."""
+    if not entries:
+        return entries
+    parts = [e.name.split("/") for e in entries]
+    # (each entry keeps at least its file's own name)
+    common = os.path.commonprefix([p[:-1] for p in parts])
+    longest = max(map(len, parts))
+    level = 0
+    while level < len(common):
+        if detect_names([common[level]]) != "folders":  # a Moodle student folder is no root
             break
-        if detect_names(list(tops)) != "folders":  # a Moodle student folder is no root
-            break
-        inner = [Entry(e.name.split("/", 1)[1], e.size, e.read, e.path) for e in entries]
-        names = [e.name for e in inner]
-        if all("/" not in n for n in names) and detect_names(names) == "folders":
+        if longest == level + 2 and detect_names([p[-1] for p in parts]) == "folders":
             break  # one student's own folder (alice/x.py): alice is the student
-        entries = inner
-    return entries
+        level += 1
+    if level == 0:
+        return entries
+    return [Entry("/".join(p[level:]), e.size, e.read, e.path) for p, e in zip(parts, entries)]
 
 
 # --------------------------------------------------------------------------- detection

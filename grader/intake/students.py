@@ -178,18 +178,25 @@ def check_folders(submissions: Path, out: Path) -> None:
     refuse_foreign_out(out)
 
 
+# The dot-folders of OUT a run stages into, replaces or removes whole (grader.intake.lms.STAGING,
+# grader.commands.grade's SHARDS and RENAMED): a folder of these names that torchgrade did not
+# write is the owner's, and refused like any other file.
+OURS = (".lms", ".shards", ".renamed")
+
+
 def refuse_foreign_out(out: Path) -> None:
     """Refuse (UsageError, one line naming what it holds) an OUT that exists, holds something
     and has no `OUT_MARKER`: a folder torchgrade did not write (the instructor's own
     index.html, grades.csv or alice/results.json would be replaced). Names starting with "."
-    are not counted: torchgrade's own lock and staging, or a folder's `.git`."""
+    are not counted (a lock left by a run stopped before it wrote the marker; a folder's
+    `.git`), but for the folders a run writes into or removes (`OURS`)."""
     out = Path(out)
     if not out.is_dir() or (out / OUT_MARKER).is_file():
         return
     held = []
     with os.scandir(out) as entries:
         for entry in entries:
-            if not entry.name.startswith("."):
+            if not entry.name.startswith(".") or entry.name in OURS:
                 held.append(entry.name + ("/" if entry.is_dir(follow_symlinks=False) else ""))
             if len(held) > 5:
                 break

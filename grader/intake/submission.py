@@ -8,12 +8,15 @@ the grader only decodes, parses and compiles, to report syntax errors with their
 from __future__ import annotations
 
 import ast
+import codecs
 import hashlib
+import inspect
 import io
 import logging
 import os
 import re
 import stat
+import sys
 import tokenize
 import warnings
 import zipfile
@@ -649,6 +652,9 @@ def decode_text(data: bytes, name: str) -> tuple[str, str | None]:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except (SyntaxError, LookupError):
         encoding = "utf-8"
+    if not linear_codec(encoding):
+        return _as_utf8(data, name, f"declares the encoding {encoding!r}, which the grader does "
+                                    "not decode (its decoder's time grows faster than the file)")
     try:
         return data.decode(encoding), None
     except UnicodeDecodeError as exc:
@@ -660,6 +666,27 @@ def decode_text(data: bytes, name: str) -> tuple[str, str | None]:
     except Exception as exc:  # noqa: BLE001 - a codec that is no text codec (rot13, punycode)
         return _as_utf8(data, name, f"declares the encoding {encoding!r}, which cannot "
                                     f"decode it ({type(exc).__name__}: {_text(exc)})")
+
+
+# Decoders written in C, linear in their input: the UTF family's wrappers call them.
+_UTF = {"utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le",
+        "utf-32-be", "utf-7"}
+
+
+def linear_codec(encoding: str) -> bool:
+    """Whether decoding with `encoding` costs the grader time linear in the bytes: a decoder
+    in C (ASCII, Latin-1, the CJK multibyte codecs, the escapes), a charmap codec (a C lookup
+    through its table: cp1252, iso8859-*, koi8-r, mac-roman...), or the UTF family. Not the
+    codecs written in Python, such as punycode (quadratic: 2 MB, the cap of a .py, took 430 s
+    of the grading process's CPU) and idna."""
+    try:
+        info = codecs.lookup(encoding)
+    except LookupError:
+        return False
+    if info.name in _UTF or inspect.isbuiltin(info.decode):
+        return True
+    module = sys.modules.get(getattr(info.decode, "__module__", "") or "")
+    return module is not None and hasattr(module, "decoding_table")
 
 
 def _as_utf8(data: bytes, name: str, why: str) -> tuple[str, str]:

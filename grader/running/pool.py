@@ -304,9 +304,10 @@ def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None
 
 
 # A grading process holds torch, pytest, the checks and one submission's intake: 0.26 GiB at the
-# most in honest runs (VmData ~0.3 GiB). Past its budget its own allocations fail (MemoryError:
-# the read or the check at hand says so, and is not final), so that no student's bytes make it
-# grow until the kernel's OOM killer chooses some process, an honest neighbour's worker first.
+# most in honest runs (VmData ~0.3 GiB). Past its budget its own allocations fail with a
+# MemoryError where they happen (reading a file: that file's note, the student's own bytes; in a
+# check: the check failed itself, not final), so that no student's bytes make it grow until the
+# kernel's OOM killer chooses some process, an honest neighbour's worker first.
 GRADING_PROCESS_MEMORY = 3 << 29  # 1.5 GiB of private memory (RLIMIT_DATA)
 # Under memory pressure the kernel kills the highest score first: a worker (1000, set by the
 # worker itself: student code), then a grading process (whose submission is graded again),
