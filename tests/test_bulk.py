@@ -409,7 +409,8 @@ def test_a_student_missing_from_a_later_download_keeps_their_grade_in_the_class_
 
 @pytest.mark.fast
 def test_the_summary_line_splits_the_count_only_when_some_were_up_to_date(tmp_path):
-    from grader.commands.grade import GradeSummary, summary_line
+    from grader.commands.grade import summary_line
+    from grader.grading.summary import GradeSummary
 
     def result(student: str) -> SubmissionResult:
         return SubmissionResult(student=student, grader_version="0", checks=[], score=0,
@@ -440,7 +441,8 @@ def test_an_interrupted_run_writes_an_index_that_says_so_and_no_gradebook(tmp_pa
     from argparse import Namespace
 
     import grader.running.pool
-    from grader.commands.grade import SHARDS, ShardSummary, grade
+    from grader.commands.grade import grade
+    from grader.grading.summary import SHARDS, ShardSummary
     from grader.commands.index import main as index_main
 
     subs, out = tmp_path / "subs", tmp_path / "out"
@@ -555,7 +557,8 @@ def test_index_of_grader_failures_only_lists_them(tmp_path):
 
 @pytest.mark.fast
 def test_a_regrade_names_every_final_score_it_moved():
-    from grader.commands.grade import GradeSummary, regrade_line
+    from grader.commands.grade import regrade_line
+    from grader.grading.summary import GradeSummary
     from grader.scoring.results import grader_failure
 
     def graded(student: str, score: float) -> SubmissionResult:
@@ -774,7 +777,7 @@ def serve_dying_once(conn, settings, steps):
                                                   (serve_dying_once, True)])
 def test_a_dying_grading_process_costs_one_retry_not_the_batch(tmp_path, serve_fn, bob_graded):
     from grader.intake.assignment import from_exercises
-    from grader.commands.grade import STEPS
+    from grader.grading.steps import STEPS
     from grader.running.pool import GradeTask, PoolSettings, grade_in_pool
 
     subs = write_class(tmp_path / "subs", {"ann": SOLUTION, "bob": SOLUTION, "cat": STUB})
@@ -823,7 +826,7 @@ def test_torch_dynamo_is_imported_at_start_up_only_for_exercises_that_build_opti
     torch.optim optimizer (`Course.may_build_optimizers`): a class of strides_broadcasting
     starts without it, one of training_loops with it. The fork server never preloads it: its
     grading processes check with it deferred."""
-    from grader.commands.grade import STEPS
+    from grader.grading.steps import STEPS
     from grader.intake.assignment import from_exercises
     from grader.course.folder import active_course
     from grader.running.pool import GradeTask, PoolSettings, grade_in_pool, preload
@@ -1043,7 +1046,7 @@ def test_a_zygote_failing_unexpectedly_is_said_not_a_silent_early_death(tmp_path
     parent as the sandbox's failure, with its message (raised in the run loop instead, it would
     be pytest's internal error on the grading process's discarded stdout)."""
     from grader.intake.assignment import from_exercises
-    from grader.commands.grade import STEPS
+    from grader.grading.steps import STEPS
     from grader.running.pool import GradeTask, PoolBroken, PoolSettings, grade_in_pool
 
     subs = write_class(tmp_path / "subs", {"ann": SOLUTION})

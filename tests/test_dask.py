@@ -281,8 +281,8 @@ def test_a_scheduler_lost_mid_run_exits_2_with_one_line_and_keeps_what_was_grade
 
 
 def test_a_local_run_never_imports_dask():
-    code = ("import sys, grader.cli, grader.commands.grade, grader.running.pool, "
-            "grader.running.remote, grader.running.batch\n"
+    code = ("import sys, grader.cli, grader.commands.grade, grader.grading.run, "
+            "grader.running.pool, grader.running.remote, grader.running.batch\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed'))\n"
             "assert not bad, bad\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -295,7 +295,7 @@ def test_a_local_run_never_imports_dask():
 
 
 def remote_job(tmp_path: Path, student: str = "ann", grader: str | None = None):
-    from grader.commands.grade import STEPS
+    from grader.grading.steps import STEPS
     from grader.intake.assignment import from_exercises
     from grader.intake.fingerprint import grader_digest
     from grader.models import Submission
@@ -368,7 +368,7 @@ def test_a_worker_with_another_grader_refuses_to_grade(tmp_path, monkeypatch):
 
 
 def test_the_client_writes_only_the_outputs_of_the_submission_it_sent(tmp_path):
-    from grader.outputs.folder import write_submission_outputs
+    from grader.grading.writer import write_into
     from grader.running.dask_cluster import write_outcome
     from grader.running.remote import RemoteOutcome
     from grader.scoring.results import grader_failure
@@ -377,7 +377,7 @@ def test_the_client_writes_only_the_outputs_of_the_submission_it_sent(tmp_path):
     other = grader_failure("bob", "x").model_dump_json()
     files = {"report.html": "<p>", "gradescope.json": "{}", "results.json": other}
     def write(result, files):
-        write_submission_outputs(result, tmp_path / "out", rendered=files)
+        write_into(tmp_path / "out", result, files)
 
     with pytest.raises(ValueError):
         write_outcome(RemoteOutcome("ann", files=files), task, write)

@@ -385,7 +385,8 @@ def test_the_run_says_when_hard_links_cost_students_their_files(tmp_path, monkey
     the class is its first holder's, and no class-wide warning is given; after grading, the
     students whose files were refused as hard links are named."""
     import grader.running.pool
-    from grader.commands.grade import grade, warn_of_notes
+    from grader.commands.grade import grade
+    from grader.grading.notices import warn_of_notes
     from grader.intake.files import HARD_LINK_REFUSED
     from grader.models import SubmissionResult
 
@@ -508,11 +509,12 @@ class Patched:
         self.how, self.victims = how, victims
 
     def __call__(self, conn, settings, steps):
-        import grader.commands.grade
+        import grader.grading.steps
+        import grader.grading.writer
         import grader.running.pool
 
-        score = grader.commands.grade.result_of
-        write = grader.commands.grade.write_submission_outputs
+        score = grader.grading.steps.result_of
+        write = grader.grading.writer.write_submission_outputs
         victims, how = self.victims, self.how
 
         def bad_score(run, **kwargs):
@@ -522,16 +524,16 @@ class Patched:
                 result.notes.append("\ud800")
             return result
 
-        def bad_write(result, out):
+        def bad_write(result, out, **kwargs):
             if result.student in victims:
                 raise OSError(28, "No space left on device")
-            return write(result, out)
+            return write(result, out, **kwargs)
 
         # Patched in this grading process only (it is a fork): the steps look them up here.
         if how == "surrogates":
-            grader.commands.grade.result_of = bad_score
+            grader.grading.steps.result_of = bad_score
         elif how == "disk_full":
-            grader.commands.grade.write_submission_outputs = bad_write
+            grader.grading.writer.write_submission_outputs = bad_write
         elif how == "dies":  # no sandbox needed to prove the pool's side: a fake grader
             return dying_grader(conn, victims)
         grader.running.pool.serve(conn, settings, steps)
@@ -560,7 +562,7 @@ def dying_grader(conn, victims: set[str]) -> None:
 @pytest.mark.parametrize("how", ["surrogates", "disk_full", "dies"])
 def test_three_bad_submissions_first_cost_only_themselves(tmp_path, how):
     from grader.intake.assignment import from_exercises
-    from grader.commands.grade import STEPS
+    from grader.grading.steps import STEPS
     from grader.running.pool import GradeTask, PoolSettings, grade_in_pool
     from grader.intake.submission import load_submission
 
@@ -596,7 +598,7 @@ def test_three_bad_submissions_first_cost_only_themselves(tmp_path, how):
 
 def test_a_process_that_dies_before_its_sandbox_starts_is_the_machines_problem(tmp_path):
     from grader.intake.assignment import from_exercises
-    from grader.commands.grade import STEPS
+    from grader.grading.steps import STEPS
     from grader.running.pool import GradeTask, PoolBroken, PoolSettings, grade_in_pool
     from grader.intake.submission import load_submission
 

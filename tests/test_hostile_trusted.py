@@ -265,8 +265,10 @@ def test_index_refuses_a_folder_without_the_marker(tmp_path):
 def test_outputs_rendered_elsewhere_keep_the_grade_they_replace(tmp_path):
     """The writer of a Dask run's results: a result received over a grade keeps it as
     results.previous.json and says so, as a local run's writer does."""
+    from grader.grading.finish import Finishing
+    from grader.grading.writer import write_into, write_result
     from grader.models import CheckResult, SubmissionResult
-    from grader.outputs.folder import PREVIOUS, write_submission_outputs
+    from grader.outputs.folder import PREVIOUS
 
     def result(points: float) -> SubmissionResult:
         return SubmissionResult(student="ann", grader_version="0.1.0", score=points, checks=[
@@ -274,18 +276,17 @@ def test_outputs_rendered_elsewhere_keep_the_grade_they_replace(tmp_path):
                         points=points, max_points=2, status="passed" if points else "failed")])
 
     old = result(2)
-    write_submission_outputs(old, tmp_path)
+    write_result(old, tmp_path, Finishing())
     new = result(0)
     files = {"report.html": "<p>as rendered</p>", "gradescope.json": "{}",
              "results.json": new.model_dump_json()}
-    write_submission_outputs(new, tmp_path, rendered=files)
+    write_into(tmp_path, new, files)
     folder = tmp_path / "ann"
     assert json.loads((folder / PREVIOUS).read_text())["score"] == 2
     assert json.loads((folder / "results.json").read_text())["replaced"]["final_score"] == 2
     assert "as rendered" not in (folder / "report.html").read_text()  # said anew: it regraded
     other = result(1).model_copy(update={"student": "bob"})
-    write_submission_outputs(other, tmp_path, rendered={**files, "results.json":
-                                                        other.model_dump_json()})
+    write_into(tmp_path, other, {**files, "results.json": other.model_dump_json()})
     assert (tmp_path / "bob" / "report.html").read_text() == "<p>as rendered</p>"
     assert not (tmp_path / "bob" / PREVIOUS).exists()
 

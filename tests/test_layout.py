@@ -20,13 +20,14 @@ STAGES = [
     ("grader.intake",),     # submissions found, read, fingerprinted; assignments
     ("grader.checking", "grader.api"),  # the checks' plugin, student proxy, comparisons,
                             # selection; the check authors' API (`from grader import check`)
-    ("grader.checks",),     # the checks themselves
     ("grader.running",),    # one submission, a batch, the pool
     ("grader.scoring",),    # results assembled, diagnosed, weighted
     ("grader.similarity",),  # files of one exercise compared across a class (no code runs)
     ("grader.outputs",),    # results.json, reports, index, terminal, exports
     ("grader.release",),    # what instructors hand out
     ("grader.authoring",),  # what helps instructors write a course (new-exercise, verify)
+    ("grader.grading",),    # a class graded into OUT: one submission's steps, the one place a
+                            # result is finished, the one writer of OUT, OUT's bookkeeping
     ("grader.commands",),   # one module per command
     ("grader.cli", "grader.jupyter", "grader.checkserver", "grader.__main__"),  # entry points
 ]

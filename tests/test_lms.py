@@ -253,7 +253,9 @@ def test_class_folders_named_by_a_roster_rows_other_id_are_that_students(tmp_pat
     student who has one under their own id is graded apart, and said; the results of a folder
     graded before the roster named it are set aside, not listed beside the new ones."""
     import grader.running.pool
-    from grader.commands.grade import RENAMED, grade, load_task
+    from grader.commands.grade import grade
+    from grader.grading.out import RENAMED
+    from grader.grading.steps import load_task
 
     subs = tmp_path / "class"
 
@@ -488,7 +490,7 @@ def test_the_remarks_say_which_of_several_files_was_graded(tmp_path):
 @pytest.mark.fast
 def test_a_timestamp_that_does_not_read_is_told_to_the_instructor(tmp_path, caplog):
     """Not counted late, in silence, it was: the remarks and the run's warnings say it."""
-    from grader.commands.grade import warn_of_notes
+    from grader.grading.notices import warn_of_notes
     from grader.intake.assignment import submission_time
     from grader.outputs.exports import remarks
 

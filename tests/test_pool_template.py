@@ -240,7 +240,7 @@ def test_without_its_template_a_zygote_is_launched_and_forked_ones_live_on(tmp_p
 
 
 def pool_run(tmp_path: Path, name: str, *, template: bool, on_result=None):
-    from grader.commands.grade import STEPS
+    from grader.grading.steps import STEPS
     from grader.intake.assignment import from_exercises
     from grader.running.pool import GradeTask, PoolSettings, grade_in_pool
 

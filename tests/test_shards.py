@@ -18,7 +18,7 @@ import pytest
 
 from conftest import EXERCISES, REPO, SOLUTIONS
 from grader.cli import main as cli_main
-from grader.commands.grade import out_locks
+from grader.grading.out import out_locks
 from grader.errors import UsageError
 from grader.intake.lms import list_download, parse
 from grader.intake.shards import Shard, parse_shard, shard_of
@@ -200,7 +200,7 @@ def test_index_refuses_what_it_cannot_index(tmp_path, capsys):
 def test_index_takes_the_assignment_the_shards_recorded(tmp_path, capsys):
     from datetime import datetime, timezone
 
-    from grader.commands.grade import SHARDS, ShardSummary
+    from grader.grading.summary import SHARDS, ShardSummary
     from grader.models import CheckResult, ExerciseResult, SubmissionResult
     from grader.outputs.writing import write_json
 

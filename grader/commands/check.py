@@ -170,7 +170,7 @@ def write_check_reports(result: SubmissionResult, out: Path, pending: list, *,
     # (a student's checks are no grades: a report saying "Regraded: this grade replaces 27 /
     # 35" compared a run with the hidden checks to one without)
     if not result.exercises:
-        return [write_submission_outputs(result, out, regrade=False)]
+        return [write_submission_outputs(result, out)]
     reports = []
     for part in result.exercises:
         later = [p for p in pending if p.exercise == part.exercise]
@@ -188,7 +188,7 @@ def write_check_reports(result: SubmissionResult, out: Path, pending: list, *,
             "exercises": [part.model_copy(update={"notes": notes})],
             "checks": [c for c in result.checks if c.exercise == part.exercise]})
         folder = Path(out) / part.exercise / ONLY if only else None
-        reports.append(write_submission_outputs(one, out, regrade=False, folder=folder,
+        reports.append(write_submission_outputs(one, out, folder=folder,
                                                 faults_later=faults_later))
     return reports
 

@@ -5,14 +5,13 @@ with a *submission* never raise: they end up in that submission's results."""
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.course.registry import known_exercises
 from grader.errors import GraderUnavailable, UsageError
-from grader.intake.assignment import (Assignment, AssignmentError, from_exercises, load_assignment,
-                                      read_roster)
+from grader.intake.assignment import Assignment
+from grader.intake.plan import chosen_exercises
 from grader.intake.files import own_links
 from grader.intake.submission import load_submission
 from grader.models import Submission, SubmissionResult
@@ -39,50 +38,6 @@ def limits_of(timeout: float | None) -> WorkerLimits:
         return WorkerLimits()
     return WorkerLimits(call_timeout=timeout, submission_budget=max(
         WorkerLimits().submission_budget, SUBMISSION_CALLS * timeout))
-
-
-def default_jobs() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
-def plan_of(assignment: Path | None, exercises: list[str] | None) -> Assignment | None:
-    """The assignment asked for: a file, a list of exercises, or None (those found)."""
-    if assignment is not None and exercises is not None:
-        raise UsageError("give either --assignment or --exercises, not both")
-    if assignment is not None:
-        try:
-            plan = load_assignment(assignment)
-        except AssignmentError as exc:
-            raise UsageError(str(exc)) from None
-        chosen_exercises(plan.exercise_names)
-        return plan
-    if exercises is not None:
-        return from_exercises(chosen_exercises(exercises))
-    return None
-
-
-def roster_of(plan: Assignment) -> dict:
-    if plan.roster is None:
-        return {}
-    try:
-        return read_roster(plan.roster)
-    except AssignmentError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def chosen_exercises(exercises: list[str] | None) -> list[str]:
-    known = known_exercises()
-    if exercises is None:
-        return known
-    if not exercises:
-        raise UsageError("no exercise named")
-    unknown = [e for e in exercises if e not in known]
-    if unknown:
-        raise UsageError(f"unknown exercise {unknown[0]!r}; known: {', '.join(known)}")
-    return list(exercises)
 
 
 def grade_one(submission: Submission, *, exercises: list[str], limits: WorkerLimits | None,
@@ -134,13 +89,9 @@ def one_submission(path: Path, exercises: list[str] | None) -> tuple[Submission,
 
 
 def warn_isolation(zygote) -> None:
+    from grader.grading.notices import isolation_warning
+
     isolation_warning(zygote.isolation, zygote.missing)
-
-
-def isolation_warning(isolation: str, missing) -> None:
-    if isolation != "full":
-        log.warning("torchgrade: warning: worker isolation is %s on this machine; missing: %s. "
-                    "See 'Isolation levels' in docs/operations.md.", isolation, missing)
 
 
 def full_package_only(what: str) -> None:

@@ -1,4 +1,4 @@
-"""`torchgrade demo`: the bundled sample class, assembled and graded."""
+"""`torchgrade demo`: the bundled sample class, assembled and graded (`grader.grading.run`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 import nbformat
 
 from grader.commands.common import full_package_only
-from grader.commands.grade import GradeSummary, grade
+from grader.grading.run import grade_class
+from grader.grading.summary import GradeSummary
 from grader.course.folder import active_course
 from grader.course.registry import known_exercises
 from grader.models import SubmissionResult
@@ -31,8 +32,8 @@ def demo(*, out: Path, limits: WorkerLimits | None = None, jobs: int | None = No
     if submissions.exists():
         shutil.rmtree(submissions)
     build_demo_class(submissions)
-    return grade(submissions, out=out / "results", limits=limits, jobs=jobs, on_start=on_start,
-                 on_result=on_result, on_begin=on_begin)
+    return grade_class(submissions, out=out / "results", limits=limits, jobs=jobs,
+                       on_start=on_start, on_result=on_result, on_begin=on_begin)
 
 
 DEMO_DATE = (2024, 1, 1, 0, 0, 0)  # the zipped student's files' date: the same at every run

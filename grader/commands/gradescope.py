@@ -7,8 +7,9 @@ import argparse
 import logging
 from pathlib import Path
 
-from grader.commands.common import (UsageError, full_package_only, grade_one, plan_of, sandbox,
+from grader.commands.common import (UsageError, full_package_only, grade_one, sandbox,
                                      warn_isolation)
+from grader.intake.plan import plan_of
 from grader.course.registry import known_exercises
 from grader.intake.assignment import from_exercises
 from grader.intake.submission import load_quietly

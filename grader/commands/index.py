@@ -19,11 +19,12 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from grader.commands.common import UsageError, plan_of, roster_of
-from grader.commands.grade import (RUN_RECORD, SHARDS, GradeSummary, ShardSummary,
-                                   write_class_outputs)
+from grader.errors import UsageError
+from grader.grading.class_files import write_class_outputs
+from grader.grading.summary import RUN_RECORD, SHARDS, GradeSummary, ShardSummary
 from grader.course.registry import known_exercises
 from grader.intake.assignment import Assignment, from_exercises, roster_aliases
+from grader.intake.plan import plan_of, roster_of
 from grader.intake.submission import OUT_MARKER
 from grader.models import SubmissionResult, is_grader_failure
 from grader.outputs.folder import read_results

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import nbformat
 
-from grader.commands.common import UsageError, chosen_exercises, full_package_only
+from grader.commands.common import UsageError, full_package_only
+from grader.intake.plan import chosen_exercises
 from grader.course.folder import active_course, default_root
 
 

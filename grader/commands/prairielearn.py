@@ -9,7 +9,8 @@ import logging
 from pathlib import Path
 
 from grader.commands.common import (GraderUnavailable, UsageError, full_package_only,
-                                     grade_one, plan_of, sandbox, warn_isolation)
+                                     grade_one, sandbox, warn_isolation)
+from grader.intake.plan import plan_of
 from grader.course.registry import known_exercises
 from grader.intake.assignment import Assignment, from_exercises
 from grader.intake.files import own_links

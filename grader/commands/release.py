@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from grader.commands.common import UsageError, chosen_exercises, full_package_only
+from grader.commands.common import UsageError, full_package_only
+from grader.intake.plan import chosen_exercises
 
 
 def release(*, out: Path, exercises: list[str] | None = None, force: bool = False):

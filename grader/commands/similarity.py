@@ -18,7 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from grader.commands.common import UsageError, default_jobs, plan_of
+from grader.commands.common import UsageError
+from grader.intake.plan import plan_of
+from grader.running.pool import default_jobs
 from grader.course.bughunt import is_bughunt
 from grader.course.folder import active_course, course_text
 from grader.course.registry import known_exercises

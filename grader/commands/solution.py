@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from grader.models import NO_FUNCTION_RAN
-from grader.commands.common import UsageError, chosen_exercises, full_package_only
+from grader.commands.common import UsageError, full_package_only
+from grader.intake.plan import chosen_exercises
 
 
 def solution(exercise: str, *, attempts: Path = Path("torchgrade-check"),

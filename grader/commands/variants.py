@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING
 
 from grader.commands.common import UsageError
 from grader.intake.assignment import AssignmentError, read_roster
+from grader.intake.variants import read_variants
 from grader.outputs.writing import write_atomic
 
 if TYPE_CHECKING:
-    from grader.course.bughunt import VariantManifest
+    pass
 
 log = logging.getLogger("torchgrade")
 
@@ -44,28 +45,6 @@ def variants(*, roster: Path, seed: int, out: Path) -> Path:
     path = out / "manifest.json"
     write_atomic(path, manifest.model_dump_json(indent=2))
     return path
-
-
-def read_variants(path: Path) -> VariantManifest:
-    """The variants manifest at `path` (UsageError if it is missing or not one)."""
-    from pydantic import ValidationError
-
-    from grader.course.bughunt import VariantManifest, catalogue_digest, slots_of
-
-    try:
-        manifest = VariantManifest.model_validate_json(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError, ValidationError) as exc:
-        raise UsageError(f"variants manifest {path}: cannot be read ({str(exc)[:200]})") from None
-    for student, draws in manifest.students.items():
-        for exercise, faults in draws.items():
-            try:
-                slots_of(exercise, faults)
-            except ValueError as exc:
-                raise UsageError(f"variants manifest {path}: {student}: {exc}") from None
-    if manifest.catalogue != catalogue_digest():
-        log.warning("torchgrade: warning: %s was made from another version of the bug hunts or "
-                    "the fault catalogue; the students' copies may not match what is graded", path)
-    return manifest
 
 
 

@@ -179,8 +179,8 @@ def check_folders(submissions: Path, out: Path) -> None:
 
 
 # The dot-folders of OUT a run stages into, replaces or removes whole (grader.intake.lms.STAGING,
-# grader.commands.grade's SHARDS and RENAMED): a folder of these names that torchgrade did not
-# write is the owner's, and refused like any other file.
+# grader.grading.summary.SHARDS, grader.grading.out.RENAMED): a folder of these names that
+# torchgrade did not write is the owner's, and refused like any other file.
 OURS = (".lms", ".shards", ".renamed")
 
 

@@ -18,26 +18,19 @@ log = logging.getLogger("torchgrade")
 PREVIOUS = "results.previous.json"
 
 
-def write_submission_outputs(result: SubmissionResult, out: Path, *, regrade: bool = True,
+def write_submission_outputs(result: SubmissionResult, out: Path, *,
                              rendered: Mapping[str, str] | None = None,
                              folder: Path | None = None, faults_later: str = "") -> Path:
-    """Write OUT/<student>/report.html, gradescope.json and results.json, each atomically;
-    results.json last, so that a results.json whose fingerprint matches vouches for the rest.
-    Returns the report's path. With `regrade` (a grade in a class's OUT, not a student's own
-    check), a result that replaces a grade records it (`result.replaced`, set here: only now
-    is it known what the folder held) and the grade it replaced is kept (`keep_previous`).
+    """Write OUT/<student>/report.html, gradescope.json and results.json of a finished result
+    (it is not changed here), each atomically; results.json last, so that a results.json whose
+    fingerprint matches vouches for the rest. Returns the report's path. A class's OUT is
+    written through `grader.grading.writer` (which keeps the grade a result replaces); a
+    student's own check writes here directly.
 
-    The one writer of a class's OUT, wherever the result was made: `rendered` holds the three
-    files as another process rendered them from `result` (a Dask worker's grading process);
-    they are written as they are unless the result replaces a grade, which they cannot say:
-    then they are rendered here.
-
-    `folder`: where the files go instead of OUT/<student> (a local check of some checks only);
-    `faults_later`: see `render_report`."""
+    `rendered`: the three files as another process rendered them from `result` (a Dask
+    worker's grading process), written as they are. `folder`: where the files go instead of
+    OUT/<student> (a local check of some checks only); `faults_later`: see `render_report`."""
     folder = Path(out) / result.student if folder is None else Path(folder)
-    if regrade and (earlier := keep_previous(folder, result)) is not None:
-        result.replaced = earlier
-        rendered = None
     if rendered is not None:
         for name in sorted(rendered, key=lambda n: n == "results.json"):  # results.json last
             write_atomic(folder / name, rendered[name])

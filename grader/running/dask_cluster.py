@@ -63,8 +63,8 @@ def grade_on_dask(tasks: Iterable[GradeTask], *, address: str, settings: PoolSet
 
     `intake(task, settings)` reads a task's submission here (no variants applied: the grading
     process applies them, as locally); `write(result, files)` writes a result and the files a
-    worker rendered of it into OUT as a local run's writer does (outputs are a later stage
-    than running: `grader.outputs.folder.write_submission_outputs`, which keeps the grade it
+    worker rendered of it into OUT with the one writer a local run's grading processes use
+    (a later stage than running: `grader.grading.writer.write_into`, which keeps the grade it
     replaces). Raises
     UsageError when distributed is missing or the scheduler cannot be reached, PoolBroken when
     the cluster's workers cannot grade.

@@ -37,7 +37,7 @@ root, no bubblewrap, TORCHGRADE_ZYGOTE_TEMPLATE=0), or once it is gone, a gradin
 launches its zygote itself, as before. A zygote costs ~220 MB of private memory (USS); a grading
 process ~75 MB of its own beside the pages it shares with the fork server.
 
-Like any multiprocessing program, a script that calls `grade_in_pool` (or `commands.grade`)
+Like any multiprocessing program, a script that calls `grade_in_pool` (or `grading.run`)
 must guard its main module with `if __name__ == "__main__":` (the fork server imports it).
 
 Dispatch is one submission at a time per process, so the parent always knows which submission a
@@ -108,6 +108,15 @@ TASK_TIMEOUT = 30 * 60.0
 STOP_TIMEOUT = 10.0         # seconds a stopping grading process gets before SIGKILL
 
 
+def default_jobs() -> int:
+    """How many grading processes a run starts unless told: one per core this process may
+    use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
 def preload(course: Course, exercises: list[str]) -> list[str]:
     """What the fork server imports for grading `exercises` of `course`, unless it was started
     early (`grader.running.prestart`): PRELOAD and the checks' modules (by name: pytest finds
@@ -129,6 +138,8 @@ class GradeTask(BaseModel):
     notes: list[str] = Field([], description="what the class's intake says about this "
                              "submission (the LMS, the roster): added to its notes")
     late_marker: bool = Field(False, description="the LMS marked it late without a time")
+    renamed_from: str | None = Field(None, description="the class folder graded under this "
+                                     "roster id (a note of `notes` says so to the student)")
 
     @model_validator(mode="after")
     def _named(self) -> GradeTask:
@@ -188,7 +199,7 @@ class PoolBroken(RuntimeError):
 @dataclass(frozen=True)
 class GradingSteps:
     """What a grading process does with each task: the pipeline of one submission, declared
-    by the command that runs the pool (`grader.commands.grade.STEPS`). Each is a module-level
+    by the stage that runs the pool (`grader.grading.steps.STEPS`). Each is a module-level
     function: they travel to the grading processes by reference.
 
     - `read(task, settings)`: the task's submission (intake); never raises for anything in the

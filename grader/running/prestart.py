@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 # Imported once in the fork server, shared copy-on-write by every grading process (the first
 # makes the fork server exit at once when the run is over).
-PRELOAD = ["grader.running.fork_server_exit", "grader.running.batch", "grader.commands.grade"]
+PRELOAD = ["grader.running.fork_server_exit", "grader.running.batch", "grader.grading.steps"]
 CONTEXT: Final = "forkserver"
 TEMPLATE_ENV = "TORCHGRADE_ZYGOTE_TEMPLATE"  # "0": every grading process launches its zygote
 

@@ -1,8 +1,9 @@
 """The one place a submission's result is made (`result_of`), from what running its checks
 gave (`grader.models.CheckRun`): a bug hunt's scored checks, each exercise's part, every failing
-check diagnosed, then the assignment's weights and late penalty and the fingerprint. Every path
-(bulk grading, `check`, Gradescope, `pytest --submission`) calls it; `grader_failure` is the
-result of a submission the grader could not grade."""
+check diagnosed, then the assignment's weights and late penalty. Every path (bulk grading,
+`check`, Gradescope, `pytest --submission`, `verify`) calls it; `grader_failure` is the result
+of a submission the grader could not grade. A class's results are then finished (the grading's
+fingerprint, the grade replaced in OUT) in one place, `grader.grading.finish`."""
 
 from __future__ import annotations
 
@@ -21,19 +22,18 @@ MAX_NOTES = 20  # a notebook of 10,000 failing cells still gets a readable repor
 
 
 def result_of(run: CheckRun, *, assignment: Assignment | None = None,
-              submitted_at: datetime | None = None,
-              fingerprint: str | None = None, late_marker: bool = False) -> SubmissionResult:
-    """The finished result of `run`: assembled and diagnosed, with the run's isolation and
-    time; with `assignment`, rescaled, the student's overrides applied and the late penalty of
-    `submitted_at` (or of the LMS's `late_marker`) taken; stamped with `fingerprint` (None:
-    the next run grades it again)."""
+              submitted_at: datetime | None = None, late_marker: bool = False
+              ) -> SubmissionResult:
+    """The result of `run`: assembled and diagnosed, with the run's isolation and time; with
+    `assignment`, rescaled, the student's overrides applied and the late penalty of
+    `submitted_at` (or of the LMS's `late_marker`) taken. It carries no fingerprint: a
+    class's run stamps one when it finishes the result (`grader.grading.finish`)."""
     result = assemble(run)
     result.isolation = run.isolation
     result.grading_s = round(run.grading_s, 4)
     result.submitted_at = submitted_at
     if assignment is not None:
         result = apply_assignment(result, assignment, late_marker=late_marker)
-    result.fingerprint = fingerprint
     return result
 
 
