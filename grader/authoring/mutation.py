@@ -50,7 +50,7 @@ import functools
 import hashlib
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -490,8 +490,3 @@ def _line(source: str, line: int) -> str:
     lines = source.splitlines()
     return lines[line - 1].strip()[:200] if 0 < line <= len(lines) else ""
 
-
-def operators_of(mutants: list[GeneratedMutant]) -> Iterator[str]:
-    """The operators that made `mutants`, in the order of OPERATORS (for summaries)."""
-    present = {m.operator for m in mutants}
-    return (op for op in OPERATORS if op in present)

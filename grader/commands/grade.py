@@ -11,8 +11,8 @@ from grader.commands.common import limits_of
 from grader.errors import InterruptedGrading
 from grader.grading.run import grade_class as grade
 from grader.grading.summary import GradeSummary
-from grader.intake.submission import NOTHING_HANDED_IN, misfiled
 from grader.models import is_grader_failure
+from grader.outputs.exports import remark_kinds
 from grader.outputs.folder import PREVIOUS
 from grader.outputs.progress import Progress
 
@@ -90,11 +90,12 @@ def summary_line(summary: GradeSummary) -> str:
              f"{summary.out}` for the class index and CSVs")
     # Roster students who handed in nothing are graded (0 points, in every class file), but a
     # count of "submissions" that holds them misled instructors: said apart.
-    absent = sum(NOTHING_HANDED_IN in r.notes for r in summary.results)
+    kinds = [remark_kinds(r) for r in summary.results]
+    absent = sum("nothing_handed_in" in k for k in kinds)
     empty = f"; {absent} handed in nothing (0 points)" if absent else ""
     # A misnamed file scores as a missing one: counted, so that it is looked at before grades
     # are uploaded (each one's remark, in the CSVs and the index, names the files found).
-    unmatched = sum(any(misfiled(n) for n in r.notes) for r in summary.results)
+    unmatched = sum("misfiled" in k for k in kinds)
     misnamed = (f"; {unmatched} with a file no exercise has the name of (misnamed? see the "
                 "remarks)" if unmatched else "")
     return (f"Graded {n} submission{'' if n == 1 else 's'}{done} in {summary.seconds:.1f} s"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from grader.errors import UsageError
 from grader.intake.shards import Shard
-from grader.intake.submission import NOTHING_HANDED_IN
 from grader.models import SubmissionResult
+from grader.outputs.exports import remark_kinds
 from grader.outputs.folder import read_results
 from grader.outputs.writing import OutLock, read_json
 
@@ -45,7 +45,7 @@ def handed_in_before(folder: Path) -> bool:
     student who had handed in nothing): a later download without the student (an export of
     new submissions only) must not replace it with a 0."""
     earlier = earlier_result(folder)
-    return earlier is not None and NOTHING_HANDED_IN not in earlier.notes
+    return earlier is not None and "nothing_handed_in" not in remark_kinds(earlier)
 
 
 def earlier_results(out: Path, students: set[str]) -> list[SubmissionResult]:

@@ -47,9 +47,6 @@ from grader.worker.limits import WorkerLimits
 
 log = logging.getLogger("torchgrade")
 
-HANDED_IN_AS = "handed in as "  # the note of a class folder graded under a roster row's id
-
-
 @dataclass
 class _Class:
     """The class as the parent sees it before grading: its students (id, path), the hard
@@ -235,7 +232,7 @@ def _tasks(cls: _Class, plan: Assignment, grading: str, summary: GradeSummary, *
             summary.replaced[sid] = (earlier.final_score, earlier.max_score)
         notes = []
         if sid in cls.renamed:
-            notes.append(f"{HANDED_IN_AS}{cls.renamed[sid]}: graded under the id {sid} of "
+            notes.append(f"handed in as {cls.renamed[sid]}: graded under the id {sid} of "
                          f"the roster's row for {cls.renamed[sid]}")
         if roster and sid not in roster:
             # (said to the student too: what to do about it is the instructor's, in the

@@ -133,9 +133,6 @@ def _id_source(path: Path) -> str:
     return path.resolve().parent.name
 
 
-ORIGINAL_NAME = "the name it was found under is"  # in `original_name_note`'s note
-
-
 def original_name_note(path: Path, student: str) -> str | None:
     """A note keeping the name as found when the student id had to differ from it."""
     path = Path(path)
@@ -143,7 +140,7 @@ def original_name_note(path: Path, student: str) -> str | None:
     if student in (source, path.name, "student"):
         return None
     # A single file is named by its folder: that is the name the id was made from.
-    return (f"graded as {student}: {ORIGINAL_NAME} "
+    return (f"graded as {student}: the name it was found under is "
             f"{ascii(os.fsencode(source or path.name))[1:]} (its bytes; a student id must be "
             "printable text, unique, and differ from the class outputs)")
 

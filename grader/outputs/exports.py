@@ -63,11 +63,14 @@ def grades_csv(results: list[SubmissionResult], exercises: list[str], *,
     return out.getvalue()
 
 
+RemarkKind = Literal["nothing_handed_in", "roster", "misfiled", "not_loaded", "missing",
+                     "warning", "candidates", "extension", "late", "adjusted"]
+
+
 class Remark(BaseModel):
     """One remark on a result: what it says, and of which kind (what code branches on)."""
 
-    kind: Literal["nothing_handed_in", "roster", "misfiled", "not_loaded", "missing",
-                  "warning", "candidates", "extension", "late", "adjusted"]
+    kind: RemarkKind
     text: str
 
 
@@ -101,6 +104,12 @@ def remark_list(result: SubmissionResult) -> list[Remark]:
         parts.append(Remark(kind="adjusted", text=f"adjusted {adj.target} {_num(adj.before)}->"
                             f"{_num(adj.after)}: {adj.reason or 'no reason given'}"))
     return parts
+
+
+def remark_kinds(result: SubmissionResult) -> set[RemarkKind]:
+    """The kinds of `remark_list(result)`: what code branches on (nothing handed in, a
+    misfiled file, ...), read from the result as written, never from a note's words."""
+    return {r.kind for r in remark_list(result)}
 
 
 def remarks(result: SubmissionResult) -> str:
@@ -225,6 +234,6 @@ def feedback_line(result: SubmissionResult) -> str:
     for adj in result.adjustments:
         parts.append(f"instructor's adjustment of {adj.target}: {_num(adj.before)} -> "
                      f"{_num(adj.after)} ({adj.reason or 'no reason given'})")
-    if NOTHING_HANDED_IN in result.notes:
+    if "nothing_handed_in" in remark_kinds(result):
         parts.append(NOTHING_HANDED_IN)
     return "; ".join(parts)

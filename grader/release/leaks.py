@@ -58,8 +58,6 @@ from pathlib import Path, PurePosixPath
 MIN_WORDS = 10
 MIN_STATEMENT_WORDS = 8
 DATA_NUMBERS = 3  # a statement with this many number literals holds data (inputs, values)
-TEXT_SUFFIXES = {".py", ".ipynb", ".json", ".toml", ".md", ".txt", ".cfg", ".ini", ".j2", ".css",
-                 ".html", ".csv", ".yaml", ".yml", ".sh", ".in", ""}
 ARCHIVE_SUFFIXES = {".zip", ".whl"}
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|[^\sA-Za-z0-9_'\"]")
 SEP = "\x00"
