@@ -1,4 +1,4 @@
-"""The shipped curriculum's declared mutants (`curriculum/mutants/<exercise>/<name>.py`, each a
+"""The shipped curriculum's declared mutants (`mutants/<exercise>/<name>.py`, each a
 whole wrong module naming on its first line the checks it must fail), for the tests."""
 
 from __future__ import annotations

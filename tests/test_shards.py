@@ -26,7 +26,7 @@ from grader.intake.students import class_students
 from grader.outputs.writing import OutLock, read_json, remove_stale_temp_files
 
 EXERCISE = "strides_broadcasting"
-MUTANTS = REPO / "curriculum" / "mutants" / EXERCISE
+MUTANTS = REPO / "mutants" / EXERCISE
 CLASS = {  # student -> the file they hand in
     "ann": SOLUTIONS / f"{EXERCISE}.py",
     "bob": EXERCISES / f"{EXERCISE}.py",
