@@ -45,6 +45,7 @@ from grader.course.bughunt import is_bughunt
 from grader.checking.edition import RELEASE_FILE, StudentRelease, student_release
 from grader.checking.recorded import RECORDED_DIR, SUFFIX, versions
 from grader.course.folder import COURSE_FILE, ENV, PROBES_DIR, Course, active_course
+from grader.course.knowledge import DIAGNOSES
 from grader.course.registry import check_files, exercise_of, known_exercises, visibility_of_file
 from grader.release.leaks import NOT_SHIPPED
 from grader.checking.selection import PendingCheck, collect_checks, counts_before_grading
@@ -219,10 +220,13 @@ def _imported_top_level(path: Path) -> set[str]:
 
 def _copy_checks(target: Path, visible: list[Path], helpers: set[str], checks_dir: Path) -> None:
     """The visible checks and the helpers they import, but no reference module (the release
-    replays what they returned: `grader.checking.recorded`)."""
+    replays what they returned: `grader.checking.recorded`); the course's evidence keys and
+    diagnosis rules (`checks/diagnoses.py`: what a student's own check records and is
+    diagnosed with)."""
     target.mkdir(parents=True)
-    if (checks_dir / "conftest.py").is_file():
-        shutil.copy2(checks_dir / "conftest.py", target / "conftest.py")
+    for name in ("conftest.py", DIAGNOSES):
+        if (checks_dir / name).is_file():
+            shutil.copy2(checks_dir / name, target / name)
     for path in visible:
         shutil.copy2(path, target / path.name)
     for name in sorted(helpers):
