@@ -16,9 +16,9 @@ A bash block without a marker fails the test. Each page's marked blocks run in t
 one command line at a time (comments and blank lines skipped), each in `bash` in a scratch
 folder of the page's own, with this environment's `torchgrade` first on PATH, so a later block
 of a page sees what an earlier one made (the release the instructor built, the student's check
-results). The scratch folder starts with a copy of the stubs where the page's reader has them:
-`exercises/` (as a student's release has; the instructor's page builds its release from there),
-or `curriculum/exercises/` for the self-learners, who work in this repository. The pages run
+results). The scratch folder starts with a copy of the stubs where every page's reader has them,
+`exercises/`: a student's release has them there, a self-learner's clone of this repository
+too, and the instructor's page builds its release from there. The pages run
 apart, so each must make what it uses, as its reader would: a page that relies on another's
 commands does not pass. Pages run: README.md, then PAGES in that order, then any other page
 under docs/ (a new page is covered as soon as it exists).
@@ -46,8 +46,6 @@ README = REPO / "README.md"
 DOCS = REPO / "docs"
 PAGES = ["README.md", "docs/students.md", "docs/self-learners.md", "docs/instructors.md",
          "docs/operations.md", "docs/AUTHORING.md"]
-# Where a page's reader has the stubs (relative to the scratch folder); default: exercises/.
-STUBS_AT = {"docs/self-learners.md": "curriculum/exercises"}
 # Pages linked to before they exist (none now).
 PENDING: set[str] = set()
 MARKER = re.compile(r"<!--\s*readme-test:\s*(run|skip)\b(.*?)-->")
@@ -217,7 +215,7 @@ PROMISES = {
                                   if any(b.action == "run" for b in page_blocks(p))])
 def test_page_commands_run_as_documented(page, tmp_path):
     blocks = [b for b in page_blocks(page) if b.action == "run"]
-    shutil.copytree(exercises_root(), tmp_path / STUBS_AT.get(page, "exercises"),
+    shutil.copytree(exercises_root(), tmp_path / "exercises",
                     ignore=shutil.ignore_patterns("__pycache__", "__init__.py"))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}"
                                  f"{os.environ.get('PATH', '')}"}

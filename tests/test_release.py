@@ -79,7 +79,7 @@ def test_release_holds_what_a_student_needs(student_release):
         assert f"grader/curriculum/checks/test_{exercise}.py" in files  # empty if all hidden
         assert (student_release / "exercises" / stub).read_text() == \
             stub_path(exercise).read_text()
-    # The helper modules the visible checks import (curriculum/README.md: cases and
+    # The helper modules the visible checks import (checks/README.md: cases and
     # verifiers), and the recorded reference values.
     checks = "grader/curriculum/checks"
     helpers = {f"{checks}/{m}_{role}.py" for role in ("cases", "verify")

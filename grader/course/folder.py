@@ -8,7 +8,7 @@
                                 `# must fail: check, check` (or <name>.py, a whole wrong copy)
     faults.toml, samples/       optional: catalogued faults and bug hunts; sample submissions
 
-The shipped curriculum (`curriculum/` in the repository, the package data `grader.curriculum`
+The shipped curriculum (the repository's root, the package data `grader.curriculum`
 once installed) is the default course. `--course DIR` and `TORCHGRADE_COURSE` choose another
 one for a whole command (`use_course`); everything that needs "the course" asks
 `active_course()`, and what crosses into another process passes the course's root explicitly.

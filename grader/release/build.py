@@ -166,7 +166,7 @@ def _copy_grader(target: Path) -> None:
 def check_helpers(files: list[Path], checks_dir: Path) -> set[str]:
     """The helper modules of `checks_dir` that `files` import, directly or through each other.
     Raises ReleaseError if they reach a check file or a `*_hidden` helper (hidden checks' own
-    inputs and verifiers: `curriculum/README.md`)."""
+    inputs and verifiers: `checks/README.md`)."""
     seen: set[str] = set()
     todo = list(files)
     while todo:

@@ -93,7 +93,7 @@ def pitfalls_section() -> list[str]:
     lines = [f"- `{fid}`: {escape_markdown(faults[fid].title) if fid in faults else '(missing)'}"
              for fid in load().pitfalls]
     return ["", PITFALLS_HEADING, "",
-            ("The fault catalogue (`curriculum/faults.toml`, its `pitfalls` list) holds "
+            ("The fault catalogue (`faults.toml`, its `pitfalls` list) holds "
              "at least these faults:"), "", *lines]
 
 

@@ -198,13 +198,15 @@ def must_not_see(extra=()) -> list[str]:
     a worker's view (`grader.worker.view`)."""
     package = Path(grader.__file__).resolve().parent
     installation = [Path(d) for d in _python_dirs() + list(SYSTEM_DIRS)]
-    # The course being graded: the installed curriculum, and the one `--course DIR` or
-    # TORCHGRADE_COURSE chose (its solutions and hidden checks).
-    strict = {os.getcwd(), str(package / "curriculum"), *map(str, extra)}
+    # The course being graded: the shipped curriculum (installed: grader/curriculum; a source
+    # checkout: the repository's root), and the one `--course DIR` or TORCHGRADE_COURSE chose
+    # (its solutions and hidden checks).
+    shipped = package / "curriculum" if (package / "curriculum").is_dir() else package.parent
+    strict = {os.getcwd(), str(shipped), *map(str, extra)}
     strict |= {os.environ[COURSE_ENV]} if os.environ.get(COURSE_ENV) else set()
     # A course's files may be symlinks into what workers are shown (a checks/ folder kept under
     # /usr/share): the targets must stay out of sight too, or the self-test could not see them.
-    courses = [package / "curriculum"]
+    courses = [shipped]
     courses += [Path(os.environ[COURSE_ENV])] if os.environ.get(COURSE_ENV) else []
     for course in courses:
         strict |= link_targets(course)
@@ -230,6 +232,11 @@ def link_targets(root: Path, limit: int = 20_000) -> set[str]:
     targets: set[str] = set()
     seen = 0
     for folder, dirs, files in os.walk(root, followlinks=False):
+        # A Python environment or a repository's own folders kept beside the course (the
+        # repository's root is the shipped course) hold no course file; their links point into
+        # the installation workers are shown (bin/python -> /usr/bin/python3).
+        dirs[:] = [d for d in dirs if not d.startswith(".")
+                   and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))]
         for name in dirs + files:
             seen += 1
             path = os.path.join(folder, name)

@@ -1,5 +1,5 @@
 """Sizes only the hidden `manual_backward` checks use. Never shipped (a `_hidden` module:
-`curriculum/README.md`)."""
+`checks/README.md`)."""
 
 
 VJP_SIZE = 200_000

@@ -9,7 +9,7 @@ reference loop and every correct style measured (`optimizer.zero_grad()`, `model
 dividing each loss or rescaling the gradients, a closure passed to step) end within 3e-8 of
 the reference weights (the accumulation styles; the others bit for bit), and their losses within
 2e-7 (relative); WEIGHT_RTOL/ATOL are 300x the one, LOSS_RTOL 50x the other. The mistakes in
-curriculum/mutants/training_loops/ that change weights change them by 0.1 or more.
+mutants/training_loops/ that change weights change them by 0.1 or more.
 """
 
 from __future__ import annotations

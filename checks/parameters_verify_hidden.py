@@ -1,5 +1,5 @@
 """Verifiers only the hidden `parameters` checks use: dropout placement seen from the outside,
-and the autograd graph audit. Never shipped (a `_hidden` module: `curriculum/README.md`)."""
+and the autograd graph audit. Never shipped (a `_hidden` module: `checks/README.md`)."""
 
 from __future__ import annotations
 

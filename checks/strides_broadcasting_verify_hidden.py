@@ -1,6 +1,6 @@
 """The cost measurement only a hidden `strides_broadcasting` check uses: a loop over rows run by
 C code, told apart from vectorised code by the CPU time the worker spends. Never shipped (a
-`_hidden` module: `curriculum/README.md`)."""
+`_hidden` module: `checks/README.md`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The hidden `training_loops` checks' cases: other optimizers and loaders, short batches, both
 starting modes, patience counted from the best epoch, remainders, Adam checkpoints. Never
-shipped (a `_hidden` module: `curriculum/README.md`)."""
+shipped (a `_hidden` module: `checks/README.md`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The hidden checks' cases of the bug hunt `bughunt_classifier` (bughunt/classifier.py): the
 harness the grader trains with and what it asks `run(seed=0)` to record. Never shipped (a
-`_hidden` module: `curriculum/README.md`)."""
+`_hidden` module: `checks/README.md`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Verifiers only the hidden checks of the bug hunt `bughunt_classifier` (bughunt/classifier.py)
 use, beside the shared ones of `bughunt_common.py`. Never shipped (a `_hidden` module:
-`curriculum/README.md`)."""
+`checks/README.md`)."""
 
 from __future__ import annotations
 
