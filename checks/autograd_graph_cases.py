@@ -1,7 +1,7 @@
 """Inputs of the `autograd_graph` checks, shipped with the visible checks (hidden-only inputs are
 in `autograd_graph_cases_hidden.py`).
 
-Graphs are programs, lists of steps that `grader.probes.autograd_graph.build` turns into tensors
+Graphs are programs, lists of steps that `probes.autograd_graph.build` turns into tensors
 (in the worker for the student's function, in the grader for the answer key); `describe` writes a
 program as the code students read in messages.
 """

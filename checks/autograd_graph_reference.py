@@ -1,5 +1,5 @@
 """The answer key of the `autograd_graph` checks: torch itself, run in the grader on the same
-graphs the probes build in the worker (`grader.probes.autograd_graph.build`, TRUNKS, HEADS).
+graphs the probes build in the worker (`probes.autograd_graph.build`, TRUNKS, HEADS).
 It does the exercise's work, so like every `*_reference.py` it stays out of a student release,
 which replays the values the visible checks need (`grader/release/replay.py`). Arguments and
 results are plain: programs (lists), names, tensors.
@@ -11,7 +11,7 @@ import warnings
 
 import torch
 
-from grader.probes.autograd_graph import HEADS, TRUNKS, build
+from probes.autograd_graph import HEADS, TRUNKS, build
 
 
 def chain_reference(program: list) -> list[str]:

@@ -5,7 +5,7 @@ check that scores each fault). A check looks at its behaviour alone, so that fix
 earns its points whatever else is still broken, and it asks for the behaviour itself, so that
 a fix written differently passes and a "fix" that deletes the feature (the validation, the
 schedule, the normalisation, dropout, BatchNorm ...) fails. Records come from the probes in
-`grader/probes/bughunt.py`; each probe runs once per submission and its record is shared by the
+`probes/bughunt.py`; each probe runs once per submission and its record is shared by the
 checks that read it (`shared`, `grader.checking.memo`). References come from the fixed scripts
 (the course's `solutions/bughunt/*.py`), run here in the grader.
 
@@ -72,7 +72,7 @@ def require(sub, *names: str, call: str) -> None:
 
 
 def probe(sub, probe_name: str, call: str, **kwargs) -> Any:
-    """`grader.probes.bughunt.<probe_name>(module, **kwargs)` in the worker."""
+    """`probes.bughunt.<probe_name>(module, **kwargs)` in the worker."""
     return sub.probe(f"bughunt:{probe_name}", label=call, timeout=TIMEOUT, **kwargs)
 
 
@@ -93,7 +93,7 @@ def rounded(values, digits: int = 4) -> list:
 class TrainCase:
     """How the grader calls a script's `train`: a harness model (kind, sizes, seed), batches,
     and the arguments by train's parameter names ("$model", "$train_loader", ... stand for the
-    harness objects; see `grader.probes.bughunt.train_audit`)."""
+    harness objects; see `probes.bughunt.train_audit`)."""
 
     model: str
     sizes: list[int]
@@ -109,12 +109,12 @@ class TrainCase:
     history_keys: tuple[str, ...] = ("train_loss", "val_loss")
     call: str = ""
     # The script's own model class and its constructor's positional arguments, for a train()
-    # that only runs on the script's model (see `grader.probes.bughunt.train_audit`).
+    # that only runs on the script's model (see `probes.bughunt.train_audit`).
     own_model: list | None = None
     state: dict = field(init=False)
 
     def __post_init__(self):
-        from grader.probes.bughunt import build_model
+        from probes.bughunt import build_model
 
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
@@ -159,7 +159,7 @@ _REFERENCE_AUDITS: dict[tuple[str, int], dict | None] = {}
 
 
 def reference_audit(exercise: str, case: TrainCase) -> dict | None:
-    """`grader.probes.bughunt.train_audit` of the fixed script on `case`, run here in the
+    """`probes.bughunt.train_audit` of the fixed script on `case`, run here in the
     grader (it is the course's own code), quietly and without touching the grader's random
     state; None if it fails. Cached: the run is the same for every submission."""
     key = (exercise, id(case))
@@ -168,7 +168,7 @@ def reference_audit(exercise: str, case: TrainCase) -> dict | None:
 
         import numpy as np
 
-        from grader.probes.bughunt import train_audit
+        from probes.bughunt import train_audit
 
         py_state, np_state = random.getstate(), np.random.get_state()
         try:
@@ -191,7 +191,7 @@ def record_grad_histograms(sub, case: TrainCase, record: dict, evidence: dict) -
     draws nothing. Evidence only: never raises, never part of a verdict."""
     try:
         from grader.checking.compare import grad_histogram_evidence
-        from grader.probes.bughunt import _own_model, build_model
+        from probes.bughunt import _own_model, build_model
 
         ref = reference_audit(sub.exercise, case)
         if record.get("model") == "harness":
@@ -869,7 +869,7 @@ def _scored(forwards: list, batches_: list, loss: str,
             score_weight: float) -> tuple[float, int, int]:
     """(summed loss, correct predictions, samples) over the forwards of the loader's samples,
     each row matched by value to its targets; forwards of anything else are left out."""
-    from grader.probes.bughunt import column_mse, row_keys
+    from probes.bughunt import column_mse, row_keys
 
     targets: dict[Any, Any] = {}
     for batch in batches_:

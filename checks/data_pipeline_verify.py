@@ -1,5 +1,5 @@
 """Verifiers of the `data_pipeline` checks (visible and hidden): each runs one case, through
-`sub.call` for plain functions or through a probe (`grader/probes/data_pipeline.py`) for the
+`sub.call` for plain functions or through a probe (`probes/data_pipeline.py`) for the
 live objects (a Dataset, DataLoaders, a Sampler), and judges the record in the grader. Shipped
 with the visible checks; it holds no hidden check's inputs.
 """

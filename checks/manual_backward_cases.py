@@ -3,7 +3,7 @@
 code that does the exercises' work, which a student release must not ship (it gets the values
 the visible checks need, recorded).
 
-The scalar and vector test functions come from `grader.probes.manual_backward`, the very table
+The scalar and vector test functions come from `probes.manual_backward`, the very table
 the worker uses, so the function a submission differentiated and the one the grader
 differentiated are the same.
 """
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from grader.probes.manual_backward import VECTOR_FUNCTIONS, describe_step
+from probes.manual_backward import VECTOR_FUNCTIONS, describe_step
 
 # --------------------------------------------------------------------------- data
 

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from grader.checking.memo import reference_cache
-from grader.probes.manual_backward import SCALAR_FUNCTIONS, VECTOR_FUNCTIONS
+from probes.manual_backward import SCALAR_FUNCTIONS, VECTOR_FUNCTIONS
 
 def _leaf(a) -> torch.Tensor:
     return torch.tensor(np.asarray(a, dtype=np.float64), dtype=torch.float64, requires_grad=True)

@@ -36,7 +36,7 @@ from manual_backward_reference import (
     softplus_reference)
 from grader.checking.compare import error_evidence, mismatch_report
 from grader import StudentError, expect_array, fail, short
-from grader.probes.manual_backward import SCALAR_FUNCTIONS, VECTOR_FUNCTIONS, describe_step
+from probes.manual_backward import SCALAR_FUNCTIONS, VECTOR_FUNCTIONS, describe_step
 from grader.checking.student import StudentRaised
 
 

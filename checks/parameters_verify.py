@@ -1,6 +1,6 @@
 """Verifiers of the `parameters` checks (visible and hidden), shipped with the visible checks.
 
-The student's modules can only be built in the worker: probes (`grader/probes/parameters.py`)
+The student's modules can only be built in the worker: probes (`probes/parameters.py`)
 build them with torch seeded, run them on inputs chosen by the checks and send back plain
 records. The verdicts are computed here, from the outside wherever possible: an MLP's output is
 recomputed from the weights it registered, RunningNorm is run against nn.BatchNorm1d step after
@@ -34,7 +34,7 @@ import torch
 import parameters_reference as reference
 from parameters_cases import norm_steps, seeded_normal
 from grader import CheckFailure, StudentError, expect_array, fail, short
-from grader.probes.parameters import build_case
+from probes.parameters import build_case
 from grader.checking.student import StudentRaised
 
 

@@ -1,6 +1,6 @@
 """Visible checks for `autograd_graph`.
 
-The graphs a function walks are built in the worker by `grader/probes/autograd_graph.py` from the
+The graphs a function walks are built in the worker by `probes/autograd_graph.py` from the
 programs in `autograd_graph_cases.py` (a graph cannot cross the process boundary); the answers
 come from torch in the grader (`autograd_graph_reference.py`), the verdicts from
 `autograd_graph_verify.py`.

@@ -1,7 +1,7 @@
 """Visible checks for `data_pipeline` (CURRICULUM.md, `data_pipeline`).
 
 Plain functions are called through `sub.call`; a Dataset, DataLoaders and a Sampler are live
-objects, so probes (`grader/probes/data_pipeline.py`) build them with the student's code in the
+objects, so probes (`probes/data_pipeline.py`) build them with the student's code in the
 worker and record what they yield. Verdicts: `data_pipeline_verify.py`.
 """
 

@@ -4,7 +4,7 @@ Every gradient is compared with torch autograd in float64, computed in the grade
 `manual_backward_cases.py`, answers in `manual_backward_reference.py`, verdicts in
 `manual_backward_verify.py`). Functions that take a Python function or build live objects
 (`numerical_gradient`, `vector_jacobian_product`, `Softplus`, `Value`) are driven by the probes
-in `grader/probes/manual_backward.py`, which return plain records.
+in `probes/manual_backward.py`, which return plain records.
 """
 
 import numpy as np

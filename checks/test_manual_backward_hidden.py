@@ -17,7 +17,7 @@ from manual_backward_verify import (ATOL, GD_HINT, NUMGRAD_ATOL, NUMGRAD_HINT,
                                                   expect_python_float, expect_values,
                                                   numerical_gradient_call, softplus_call, vjp_call)
 from grader import StudentError, check, expect_type, fail, short
-from grader.probes.manual_backward import SCALAR_FUNCTIONS
+from probes.manual_backward import SCALAR_FUNCTIONS
 from grader.checking.student import StudentRaised
 
 # --------------------------------------------------------------------------- mse_linear_grads

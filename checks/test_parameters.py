@@ -1,6 +1,6 @@
 """Visible checks for `parameters` (CURRICULUM.md section 3).
 
-The student's modules can only be built in the worker: probes (`grader/probes/parameters.py`)
+The student's modules can only be built in the worker: probes (`probes/parameters.py`)
 build them with torch seeded, run them on inputs chosen here (`parameters_cases.py`) and send
 back plain records; the verdicts are computed in the grader (`parameters_verify.py`).
 """

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from grader.probes.training_loops import build_model, state_of
+from probes.training_loops import build_model, state_of
 
 Batches = list[tuple[torch.Tensor, torch.Tensor]]
 

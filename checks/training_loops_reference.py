@@ -16,7 +16,7 @@ import torch
 from training_loops_cases import (AccumulatedCase, CheckpointCase, EvaluateCase,
                                                 FitCase, Setup, TrainEpochCase)
 from grader.checking.memo import reference_cache
-from grader.probes.training_loops import (build_loader, build_loss, build_model,
+from probes.training_loops import (build_loader, build_loss, build_model,
                                           build_optimizer, build_scheduler, set_mode, state_of)
 
 

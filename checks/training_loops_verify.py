@@ -1,5 +1,5 @@
 """Verifiers of the `training_loops` checks (visible and hidden): each runs one case through a
-probe (`grader/probes/training_loops.py`) and judges the record against the grader's own
+probe (`probes/training_loops.py`) and judges the record against the grader's own
 reference run (`training_loops_reference.py`) on the same seeded data and initial weights.
 Shipped with the visible checks; it holds no hidden check's inputs.
 
@@ -30,7 +30,7 @@ from grader.checking.memo import shared
 from grader.checking.recorded import digest
 from grader import StudentError, expect_type, fail, short
 from grader.checking.student import StudentRaised
-from grader.probes.training_loops import build_model
+from probes.training_loops import build_model
 
 
 # Correct styles land within 3e-8 of the reference weights (see the module docstring).

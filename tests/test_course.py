@@ -614,6 +614,7 @@ def test_eval_outputs_differ_is_recorded_as_a_flag(monkeypatch, differ):
     import torch
 
     from grader import evidence as ev
+    from grader.course.knowledge import knowledge
 
     use_course(default_course())
     import_checks_from(default_course().checks_dir)
@@ -627,7 +628,7 @@ def test_eval_outputs_differ_is_recorded_as_a_flag(monkeypatch, differ):
         bughunt_common.verify_dropout(None, "Net", [], torch.zeros(1), evidence)
     except Exception:  # noqa: BLE001 - a failed check is fine here: the evidence is the point
         pass
-    assert ev.problems(evidence) == []
+    assert ev.problems(evidence, knowledge(default_course()).keys) == []
     assert evidence.get("eval_outputs_differ") is differ
 
 

@@ -39,7 +39,7 @@ def test_wheel_ships_package_data(installed):
                      "grader/curriculum/faults.toml",
                      "grader/curriculum/exercises/bughunt/regression.py",
                      "grader/curriculum/solutions/bughunt/regression.py",
-                     "grader/probes/bughunt.py",
+                     "grader/curriculum/probes/bughunt.py",
                      "grader/curriculum/checks/test_bughunt_regression_hidden.py"):
         assert required in names, required
     assert not any(n.startswith(("tests/", "grader/tests/")) for n in names)

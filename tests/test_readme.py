@@ -84,8 +84,7 @@ def bash_blocks(text: str) -> list[Block]:
                 if marker is not None and marker.group(1) == "run":
                     code = EXIT.match(marker.group(2).strip())
                     exit_code = int(code.group(1)) if code else 0
-                commands = [c.strip() for c in lines[i + 1:end]
-                            if c.strip() and not c.strip().startswith("#")]
+                commands = commands_of(lines[i + 1:end])
                 blocks.append(Block(i + 1, marker.group(1) if marker else None, exit_code,
                                     commands, marker.group(2).strip() if marker else ""))
             marker, i = None, end
@@ -93,6 +92,29 @@ def bash_blocks(text: str) -> list[Block]:
             marker = None  # a marker belongs to the block right after it
         i += 1
     return blocks
+
+
+HEREDOC = re.compile(r"<<-?\s*'?\"?(\w+)'?\"?\s*$")
+
+
+def commands_of(lines: list[str]) -> list[str]:
+    """A block's command lines (comments and blank lines skipped); a line that opens a here
+    document (`cat > f <<'EOF'`) is one command with every line up to its terminator, as
+    written (a file's own `#` lines and indentation included)."""
+    commands, i = [], 0
+    while i < len(lines):
+        line = lines[i].strip()
+        opened = HEREDOC.search(line)
+        if opened:
+            end = next(j for j in range(i + 1, len(lines))
+                       if lines[j].strip() == opened.group(1))
+            commands.append("\n".join([line, *lines[i + 1:end + 1]]))
+            i = end + 1
+            continue
+        if line and not line.startswith("#"):
+            commands.append(line)
+        i += 1
+    return commands
 
 
 def page_blocks(page: str) -> list[Block]:
@@ -196,6 +218,10 @@ def test_the_parser_reads_markers_and_exit_codes():
                                        ", exit 1 (stubs)"),
                                  Block(9, None, 0, ["unmarked"]),
                                  Block(14, "skip", 0, ["slow"], "(slow)")]
+    # A here document is one command, its lines as written (`#` and indentation are the file's).
+    text = "```bash\ncat > f <<'EOF'\n# must fail: x\n    y = 1\nEOF\nls\n```\n"
+    assert bash_blocks(text)[0].commands == ["cat > f <<'EOF'\n# must fail: x\n    y = 1\nEOF",
+                                             "ls"]
     assert slug(" Job arrays: `--shard K/N` and `torchgrade index`") == \
         "job-arrays---shard-kn-and-torchgrade-index"
 
@@ -205,6 +231,7 @@ PROMISES = {
     "docs/students.md": ["torchgrade-check/strides_broadcasting/report.html",
                          "torchgrade-check/bughunt_regression/report.html"],
     "docs/self-learners.md": ["strides_broadcasting_solution.py"],
+    "docs/AUTHORING.md": ["stepcourse/course.toml", "torchgrade-check/train_step/report.html"],
     "docs/instructors.md": ["release/notebooks/strides_broadcasting.ipynb", "graded/index.html",
                             "graded/ada/results.json", "graded/bo/results.json"],
 }

@@ -176,8 +176,8 @@ def test_leak_scan_of_the_release_and_its_wheel_finds_nothing(student_release, a
     assert [str(leak) for leak in leaks if not leak.allowed] == []
     # The one shipped on purpose (a probe seeds the generators set_seed seeds), in the folder
     # and in the wheel.
-    assert {leak.path for leak in leaks} == {"grader/probes/training_loops.py",
-                                             f"{wheel.name}!grader/probes/training_loops.py"}
+    assert {leak.path for leak in leaks} == {"grader/curriculum/probes/training_loops.py",
+                                             f"{wheel.name}!grader/curriculum/probes/training_loops.py"}
 
 
 def test_a_hidden_checks_name_that_a_visible_check_also_bears_is_no_secret(all_secrets, checks):

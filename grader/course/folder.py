@@ -20,6 +20,7 @@ import importlib.machinery
 import importlib.util
 import keyword
 import os
+import pkgutil
 import re
 import sys
 import types
@@ -33,6 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from grader.course.location import COURSE_FILE, ENV, default_root  # noqa: F401 - re-exported
 from grader.course.patch import PatchError, apply_patch, parse_patch
 from grader.errors import UsageError
+from grader.worker.seal import COURSE_PROBES as PROBES_DIR
+from grader.worker.seal import install_course_probes
 
 try:
     import tomllib
@@ -66,6 +69,9 @@ def exercise_name_problem(name: str) -> str | None:
     if name.endswith("_hidden"):
         return (f"{name!r} ends in _hidden (test_<name>.py would read as another exercise's "
                 "hidden checks)")
+    if name == PROBES_DIR:
+        return (f"{name!r} is the package the course's own probes are imported as, in the "
+                "worker beside the student's module")
     return None
 
 
@@ -153,6 +159,18 @@ class Equivalent(BaseModel):
     reason: str = Field(min_length=1)
 
 
+class ShippedOnPurpose(BaseModel):
+    """Code a student release ships on purpose although a solution or a hidden check holds it
+    too: the leak scan's `secret` (as its refusal names it) found in `file` (the end of a path
+    the release holds), and why that is no leak."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    secret: str = Field(min_length=1)
+    file: str = Field(min_length=1)
+    reason: str = Field(min_length=1)
+
+
 class CourseConfig(BaseModel):
     """course.toml."""
 
@@ -161,6 +179,7 @@ class CourseConfig(BaseModel):
     name: str = Field(min_length=1)
     exercises: list[str] = Field(min_length=1, description="the exercises, in course order")
     equivalent: list[Equivalent] = []
+    shipped_on_purpose: list[ShippedOnPurpose] = []
 
 
 @dataclass(frozen=True)
@@ -192,6 +211,7 @@ class Course:
     name: str
     exercises: tuple[str, ...]
     equivalent: tuple[Equivalent, ...] = ()
+    shipped_on_purpose: tuple[ShippedOnPurpose, ...] = ()
 
     @property
     def exercises_dir(self) -> Path:
@@ -204,6 +224,12 @@ class Course:
     @property
     def checks_dir(self) -> Path:
         return self.root / "checks"
+
+    @property
+    def probes_dir(self) -> Path:
+        """Its own probes (optional): `sub.probe("<module>:<function>")` runs one in the worker,
+        and its checks import them as `probes.<module>`."""
+        return self.root / PROBES_DIR
 
     @property
     def mutants_dir(self) -> Path:
@@ -234,7 +260,7 @@ class Course:
     def may_build_optimizers(self, exercises: list[str]) -> bool:
         """Whether checking `exercises` may build a torch.optim optimizer (whose first use
         imports torch._dynamo, ~1.8 s): if the stub of one of them, which names what its checks
-        and probes use (`parameters`, `training_loops`, the bug hunts), mentions one, or cannot
+        and probes use (a training loop's, a bug hunt's), mentions one, or cannot
         be read. Loose on purpose: a word that matches for another reason (`re.compile`) only
         costs that import ahead of time, as before; a process that builds one unannounced
         imports it then, once."""
@@ -395,11 +421,29 @@ def _load(root: Path, stamps: tuple[int, ...]) -> Course:
         raise CourseError(f"{toml}: exercises must be distinct lower-case Python names (a name "
                           "is listed twice)")
     course = Course(root=root, name=config.name, exercises=tuple(config.exercises),
-                    equivalent=tuple(config.equivalent))
+                    equivalent=tuple(config.equivalent),
+                    shipped_on_purpose=tuple(config.shipped_on_purpose))
     _check_bughunt_paths(root)
     _require_files(course)
     _refuse_shadowing(root / "checks")
+    _check_probe_names(course)
     return course
+
+
+def _check_probe_names(course: Course) -> None:
+    """A course's probe modules are named as `sub.probe("<module>:<function>")` names them: a
+    Python name, and none of the grader's own probe modules (`grader.probes`: the generic
+    recorders any course may import), which the worker resolves under the same names."""
+    import grader.probes as generic
+
+    ours = {info.name for info in pkgutil.iter_modules(generic.__path__)}
+    for path in sorted(course.probes_dir.glob("*.py")):
+        if not path.stem.isidentifier() or keyword.iskeyword(path.stem):
+            raise CourseError(f"{path}: a probe module's name must be a Python name (it is "
+                              "imported as probes.<name>)")
+        if path.stem in ours:
+            raise CourseError(f"{path}: grader.probes.{path.stem} is one of the grader's own "
+                              "probe modules; name the course's another way")
 
 
 def _require_files(course: Course) -> None:
@@ -519,7 +563,7 @@ def load_course(root: Path | str) -> Course:
     # (the bug hunts' paths), a file added to checks/ (a helper that may shadow a module) or
     # removed from exercises/ (a stub now missing).
     return _load(path, tuple(_stamp(path / rel) for rel in
-                             (COURSE_FILE, "faults.toml", "checks", "exercises")))
+                             (COURSE_FILE, "faults.toml", "checks", "exercises", PROBES_DIR)))
 
 
 def _stamp(path: Path) -> int:
@@ -607,3 +651,6 @@ def import_checks_from(checks_dir: Path) -> None:
         if str(checks_dir) in sys.path:
             sys.path.remove(str(checks_dir))
         sys.path.insert(0, str(checks_dir))
+    # The course's own probes, as its checks import them (`from probes.<module> import ...`).
+    probes = checks_dir.parent / PROBES_DIR
+    install_course_probes(probes if probes.is_dir() else None)

@@ -1,14 +1,14 @@
 """A mutant written as a patch (`mutants/<exercise>/<name>.diff`): a unified diff against the
 exercise's solution, read and applied here, and made from a whole wrong copy (`make_patch`).
 
-    # must fail: c_strides_values
-    --- solutions/strides_broadcasting.py
-    +++ solutions/strides_broadcasting.py
-    @@ -20,3 +20,3 @@ def c_strides(shape, itemsize):
-         strides = []
-    -    step = itemsize
-    +    step = 1
-         for length in reversed(shape):
+    # must fail: rows_sum_to_one
+    --- solutions/softmax_rows.py
+    +++ solutions/softmax_rows.py
+    @@ -6,3 +6,3 @@ def softmax_rows(x):
+         shifted = x - x.max(axis=1, keepdims=True)
+    -    e = np.exp(shifted)
+    +    e = np.exp(x)
+         return e / e.sum(axis=1, keepdims=True)
 
 What `diff -u solutions/x.py wrong_copy.py` writes, under the mutant's own `# must fail:` (and
 `# diagnoses:`) lines. Before the first hunk, `---`/`+++` lines, `#` lines, `diff`/`index` lines

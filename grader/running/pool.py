@@ -350,7 +350,7 @@ def _start_zygote(settings: PoolSettings, *, optimizers: bool
         try:
             starting.set_result(Zygote(
                 hidden=[p for p in (settings.out, settings.submissions, settings.course) if p],
-                optimizers=optimizers, template=settings.template))
+                optimizers=optimizers, template=settings.template, course=settings.course))
         except BaseException as exc:  # noqa: BLE001 - its user says what it was
             starting.set_exception(exc)
 

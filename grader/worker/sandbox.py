@@ -189,6 +189,20 @@ def view_spec(binds: list[tuple[str, str, str]], hidden: list[str]) -> dict[str,
     return {"allowed": allowed, "masks": masks, "private": list(PRIVATE), "hidden": hidden}
 
 
+def shipped_course() -> Path:
+    """The shipped curriculum's folder: grader/curriculum installed, else the source checkout's
+    root (`grader.course.location.default_root`, a later stage, says the same)."""
+    package = Path(grader.__file__).resolve().parent
+    return package / "curriculum" if (package / "curriculum").is_dir() else package.parent
+
+
+def environment_course() -> Path:
+    """The course of this process's environment: TORCHGRADE_COURSE's, else the shipped one.
+    A caller that knows its course (`grader.course.folder.active_course`) passes it instead."""
+    chosen = os.environ.get(COURSE_ENV)
+    return Path(chosen).expanduser().resolve() if chosen else shipped_course()
+
+
 def must_not_see(extra=()) -> list[str]:
     """Paths no worker may see, wherever and however the grader was started: its current
     directory, every existing path on its command line (SUBMISSIONS, OUT, an assignment), the
@@ -198,10 +212,9 @@ def must_not_see(extra=()) -> list[str]:
     a worker's view (`grader.worker.view`)."""
     package = Path(grader.__file__).resolve().parent
     installation = [Path(d) for d in _python_dirs() + list(SYSTEM_DIRS)]
-    # The course being graded: the shipped curriculum (installed: grader/curriculum; a source
-    # checkout: the repository's root), and the one `--course DIR` or TORCHGRADE_COURSE chose
-    # (its solutions and hidden checks).
-    shipped = package / "curriculum" if (package / "curriculum").is_dir() else package.parent
+    # The course being graded: the shipped curriculum, and the one `--course DIR` or
+    # TORCHGRADE_COURSE chose (its solutions and hidden checks).
+    shipped = shipped_course()
     strict = {os.getcwd(), str(shipped), *map(str, extra)}
     strict |= {os.environ[COURSE_ENV]} if os.environ.get(COURSE_ENV) else set()
     # A course's files may be symlinks into what workers are shown (a checks/ folder kept under

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
-from grader.probes.training_loops import describe_return
+from grader.probes.recorders import describe_return
 from grader.probes.watch import changed_rng, global_rng_state, snapshot, unchanged_inputs
 
 

@@ -18,6 +18,8 @@ import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from grader.probes.recorders import unregistered_attributes
+
 # --------------------------------------------------------------------------- records
 
 
@@ -56,26 +58,6 @@ def registration(model: nn.Module) -> dict:
         "linears": linears,
         **unregistered_attributes(model),
     }
-
-
-def unregistered_attributes(model: nn.Module) -> dict:
-    """Attributes `parameters()` cannot see (for diagnoses): Python lists, tuples or dicts of
-    modules ("module_lists"), and tensors that require grad without being parameters
-    ("bare_tensors"), by dotted attribute name."""
-    lists, bare = [], []
-    for prefix, m in model.named_modules():
-        for name, value in vars(m).items():
-            if name.startswith("_"):
-                continue
-            full = f"{prefix}.{name}" if prefix else name
-            items = value.values() if isinstance(value, dict) else value
-            if isinstance(value, (list, tuple, dict)) and any(isinstance(v, nn.Module)
-                                                              for v in items):
-                lists.append(full)
-            elif isinstance(value, torch.Tensor) and not isinstance(value, nn.Parameter) \
-                    and value.requires_grad:
-                bare.append(full)
-    return {"module_lists": lists, "bare_tensors": bare}
 
 
 def _keys(state: dict) -> list[dict]:

@@ -48,7 +48,7 @@ from torch import is_grad_enabled, nn
 from torch.overrides import TorchFunctionMode
 from torch.utils.data import TensorDataset
 
-from grader.probes.parameters import unregistered_attributes
+from grader.probes.recorders import unregistered_attributes
 
 MAX_PRINTED = 4000
 DROPOUT_OPS = {F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, F.alpha_dropout,
