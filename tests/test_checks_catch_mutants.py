@@ -1,8 +1,8 @@
 """Every exercise's checks, through `torchgrade verify` on the shipped course: full marks for
 the solution (three times, identical verdicts), zero for the stub, exactly the declared failures
-for every wrong implementation in mutants/, every check failed by at least one of
-them, no check passed by a hollow implementation of its targets, generated mutants killed or
-marked equivalent; here too: a module's stub fails every check
+for every wrong implementation in mutants/ (patches of the solution), every check
+failed by at least one of them, no check passed by a hollow implementation of its targets,
+generated mutants killed or marked equivalent; here too: a module's stub fails every check
 as "not implemented yet", a bug hunt's stub exactly its seeded faults, and full marks for the
 correct submissions in other styles in tests/styles/."""
 
@@ -162,8 +162,8 @@ def test_missing_function_costs_only_its_checks(grade_files):
 def test_a_loader_that_is_the_dataset_is_said_so_not_iterated_until_the_deadline(grade_files):
     """A probe iterated a returned Dataset by index without end (its items never ran out):
     each check waited out its 60-90 s deadline and said "timed out"."""
-    source = (REPO / "mutants" / "data_pipeline" /
-              "make_worker_loader_returns_the_dataset.py").read_text()
+    [source] = [m.source() for m in default_course().mutants("data_pipeline")
+                if m.name == "make_worker_loader_returns_the_dataset"]
     result = grade_files({"data_pipeline.py": source}, exercises=["data_pipeline"])
     worker_checks = [c for c in result.checks if "make_worker_loader" in c.targets]
     assert len(worker_checks) == 2

@@ -4,7 +4,8 @@
     exercises/<exercise>.py     the stub students get      (a bug hunt: exercises/<path>)
     solutions/<exercise>.py     the reference solution     (a bug hunt: solutions/<path>)
     checks/test_<exercise>.py, checks/test_<exercise>_hidden.py, helper modules
-    mutants/<exercise>/<name>.py   whole wrong modules, line 1 `# must fail: check, check`
+    mutants/<exercise>/<name>.diff  wrong implementations as patches of the solution, line 1
+                                `# must fail: check, check` (or <name>.py, a whole wrong copy)
     faults.toml, samples/       optional: catalogued faults and bug hunts; sample submissions
 
 The shipped curriculum (the repository's root, the package data `grader.curriculum`
@@ -24,13 +25,14 @@ import re
 import sys
 import types
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grader.course.location import COURSE_FILE, ENV, default_root  # noqa: F401 - re-exported
+from grader.course.patch import PatchError, apply_patch, parse_patch
 from grader.errors import UsageError
 from grader.worker.seal import COURSE_PROBES as PROBES_DIR
 from grader.worker.seal import install_course_probes
@@ -46,6 +48,9 @@ BUGHUNT_PATH = r"^bughunt/[a-z0-9_]+\.py$"  # as grader.course.faults.BugHunt.pa
 BUGHUNT_PREFIX = "bughunt_"  # an exercise so named is a bug hunt (grader.course.bughunt)
 MUST_FAIL = "# must fail:"
 DIAGNOSES = "# diagnoses:"
+# A declared mutant's two forms: a patch of the solution (grader/course/patch.py), or a whole
+# wrong copy of it (kept for authors who prefer one, and for course folders written before).
+PATCH, WHOLE = ".diff", ".py"
 
 
 class CourseError(UsageError):
@@ -179,18 +184,20 @@ class CourseConfig(BaseModel):
 
 @dataclass(frozen=True)
 class DeclaredMutant:
-    """A wrong implementation an author wrote (`mutants/<exercise>/<name>.py`): `fails` are the
-    check ids (`exercise.check`) it must fail, exactly; `diagnoses` the catalogued faults the
-    failing checks must name."""
+    """A wrong implementation an author wrote (`mutants/<exercise>/<name>.diff`, a patch of the
+    solution, or `<name>.py`, a whole copy): `fails` are the check ids (`exercise.check`) it must
+    fail, exactly; `diagnoses` the catalogued faults the failing checks must name; `text` the
+    module graded (a patch: applied when the mutant was read)."""
 
     exercise: str
     name: str
     path: Path
     fails: frozenset[str]
     diagnoses: frozenset[str] = frozenset()
+    text: str | None = field(default=None, repr=False, compare=False)
 
     def source(self) -> str:
-        return self.path.read_text(encoding="utf-8")
+        return self.path.read_text(encoding="utf-8") if self.text is None else self.text
 
 
 # What, in a process, makes torch import torch._dynamo (~1.8 s): the first call of an
@@ -312,11 +319,22 @@ class Course:
 
     def mutants(self, exercise: str) -> list[DeclaredMutant]:
         """The declared mutants of `exercise`, by name; raises CourseError for a file that is
-        not UTF-8 text or whose first line is not `# must fail: ...`."""
-        return [read_mutant(exercise, path) for path in self.mutant_files(exercise)]
+        not UTF-8 text, whose first line is not `# must fail: ...`, or a patch that does not
+        apply to the solution."""
+        return [read_mutant(exercise, path, self.solution(exercise))
+                for path in self.mutant_files(exercise)]
 
     def mutant_files(self, exercise: str) -> list[Path]:
-        return sorted((self.mutants_dir / exercise).glob("*.py"))
+        """The files of `exercise`'s declared mutants, by name: patches (`<name>.diff`) and
+        whole copies (`<name>.py`). CourseError when a name has both."""
+        folder = self.mutants_dir / exercise
+        files = sorted(p for p in folder.glob("*") if p.suffix in (PATCH, WHOLE) and p.is_file())
+        names = [p.stem for p in files]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise CourseError(f"{folder}: mutant {twice[0]} is there twice, as "
+                              f"{twice[0]}{PATCH} and {twice[0]}{WHOLE}: keep one")
+        return sorted(files, key=lambda p: p.stem)
 
 
 def exercise_of(path: Path | str) -> str:
@@ -324,11 +342,16 @@ def exercise_of(path: Path | str) -> str:
     return Path(path).stem.removeprefix("test_").removesuffix("_hidden")
 
 
-def read_mutant(exercise: str, path: Path) -> DeclaredMutant:
-    """The mutant at `path`; CourseError (naming the file) when it is not UTF-8 text or does not
-    declare what it fails. Not compiled: a mutant that does not even compile is a wrong module
-    like any other (it fails every check)."""
-    lines = course_text(path).splitlines()[:2] + ["", ""]
+def read_mutant(exercise: str, path: Path, solution: Path | None = None) -> DeclaredMutant:
+    """The mutant at `path`; CourseError (naming the file) when it is not UTF-8 text, does not
+    declare what it fails, or is a patch (`.diff`) that cannot be read or does not apply to
+    `solution` (the exercise's). Not compiled: a mutant that does not even compile is a wrong
+    module like any other (it fails every check).
+
+    A patch's module is its `# must fail:` (and `# diagnoses:`) lines followed by the solution
+    with the patch applied: the very text of the whole copy it stands for, line numbers and all."""
+    text = course_text(path)
+    lines = text.splitlines()[:2] + ["", ""]
     where = f"{path}: line 1 must be `{MUST_FAIL} check, check` (check names without test_)"
     if not lines[0].startswith(MUST_FAIL):
         raise CourseError(where)
@@ -342,7 +365,35 @@ def read_mutant(exercise: str, path: Path) -> DeclaredMutant:
                           "named by its function's name without test_, e.g. values_match)")
     return DeclaredMutant(exercise, path.stem, path,
                           frozenset(f"{exercise}.{n.removeprefix('test_')}" for n in fails),
-                          frozenset(diagnoses))
+                          frozenset(diagnoses),
+                          _patched(path, text, solution) if path.suffix == PATCH else text)
+
+
+def _patched(path: Path, text: str, solution: Path | None) -> str:
+    """The module a patch mutant stands for: its declaration lines, then `solution` patched."""
+    if solution is None:
+        raise ValueError(f"{path}: a patch mutant needs the solution it applies to")
+    try:
+        base = course_text(solution)
+    except CourseError as exc:
+        raise CourseError(f"{path}: the solution it patches cannot be read ({exc})") from None
+    try:
+        patched = apply_patch(parse_patch(text), base, target=_near(solution, path))
+    except PatchError as exc:
+        raise CourseError(f"{path}: {exc}") from None
+    declared = text.split("\n", 2)
+    head = declared[0] + "\n"
+    if len(declared) > 1 and declared[1].startswith(DIAGNOSES):
+        head += declared[1] + "\n"
+    return head + patched
+
+
+def _near(solution: Path, mutant: Path) -> str:
+    """`solution` as seen from the course folder that holds `mutant` (mutants/<exercise>/)."""
+    try:
+        return str(solution.relative_to(mutant.parents[2]))
+    except (ValueError, IndexError):
+        return str(solution)
 
 
 def _names(text: str) -> list[str]:
