@@ -128,5 +128,12 @@ def test_the_worker_resolves_the_courses_probes_beside_the_graders(tmp_path, mon
         table = seal.resolve_probes()
         assert table["mine:run"](None, 1) == 2 and "mine:_private" not in table
         assert "tracing:count_steps" in table  # the grader's own, under their names
+        # Compiled under its name in the course, not the zygote's copy's folder (what a warning
+        # through it shows a student), its source readable there.
+        assert table["mine:run"].__code__.co_filename == "probes/mine.py"
+        import linecache
+
+        assert linecache.getline("probes/mine.py", 2) == "    return x + 1\n"
     finally:
         seal.install_course_probes(None)
+        sys.path_importer_cache.pop(str(folder.resolve()), None)

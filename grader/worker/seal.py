@@ -32,6 +32,7 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import linecache
 import os
 import pkgutil
 import sys
@@ -284,8 +285,23 @@ def load_course_probes(folder: str | None) -> None:
     if folder is None:
         return
     install_course_probes(folder)
+    sys.path_importer_cache[os.path.realpath(folder)] = importlib.machinery.FileFinder(
+        os.path.realpath(folder), (CourseProbeLoader, [".py"]))
     _RESOLVED.clear()
     resolve_probes()
+
+
+class CourseProbeLoader(importlib.machinery.SourceFileLoader):
+    """A course's probe read from the zygote's copy but compiled under its name in the course,
+    `probes/<module>.py`: what a warning or a traceback through it shows a student, the same in
+    every run (the copy's folder is a new one each time) and naming no folder of the machine.
+    Its lines are put in `linecache` under that name, where the warning's source line is read."""
+
+    def source_to_code(self, data, path, *, _optimize=-1):  # type: ignore[override]
+        shown = f"{COURSE_PROBES}/{os.path.basename(path)}"
+        text = importlib.util.decode_source(data)
+        linecache.cache[shown] = (len(text), None, text.splitlines(True), shown)
+        return compile(text, shown, "exec", dont_inherit=True, optimize=_optimize)
 
 
 _RESOLVED: dict[str, Callable] = {}
