@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark `torchgrade check FILE`, cold and warm, against a bare `python -c "import torch"`.
 
-    python benchmarks/bench_check.py [--file curriculum/solutions/strides_broadcasting.py]
+    python benchmarks/bench_check.py [--file solutions/strides_broadcasting.py]
                                      [--runs 3] [--bytecode as-installed|as-is]
 
 In one run, side by side, each timed `--runs` times (wall clock of the whole process, as a
@@ -105,7 +105,7 @@ def _server_pids(folder: Path) -> list[int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--file", type=Path,
-                        default=REPO / "curriculum" / "solutions" / "strides_broadcasting.py",
+                        default=REPO / "solutions" / "strides_broadcasting.py",
                         help="the module to check (default: strides_broadcasting's solution)")
     parser.add_argument("--runs", type=int, default=3, help="runs of each (default 3)")
     add_bytecode_option(parser)

@@ -6,14 +6,14 @@
                                      [--bytecode as-installed|as-is]
 
 1. Generates N submissions (default 40): for every exercise, each student gets the reference
-   solution, one of the wrong implementations in curriculum/mutants/<exercise>/, or
+   solution, one of the wrong implementations in mutants/<exercise>/, or
    the stub, in a fixed mix (about 40% solutions, 50% mutants,
    10% stubs; seeded).
 2. Grades them all with `torchgrade grade SUBS --out OUT -j J` (a fresh OUT, so nothing is
    skipped), sampling the memory of every process of its tree (/proc, every 20 ms).
 3. In the same run, grades them one after another the naive way: a fresh Python per submission
    running the same checks (by default `torchgrade check --no-server --hidden SUB --exercises
-   ...`, or `python -m pytest curriculum/checks --submission SUB`).
+   ...`, or `python -m pytest checks --submission SUB`).
 4. Prints seconds per submission for both and their ratio; the per-submission overhead beyond
    the checks' own compute (from each results.json: the grading process's wall time for the
    submission minus the sum of its checks' durations), the whole run's fixed start-up cost

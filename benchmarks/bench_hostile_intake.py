@@ -42,7 +42,7 @@ def _notebook(cells: list[str]) -> str:
 
 
 def honest(folder: Path) -> None:
-    solutions = ROOT / "curriculum" / "solutions"
+    solutions = ROOT / "solutions"
     (folder / "strides_broadcasting.py").write_text(
         (solutions / "strides_broadcasting.py").read_text())
     (folder / "parameters.ipynb").write_text(_notebook(

@@ -1,5 +1,5 @@
 """Behaviour unchanged by a refactor: grade the demo class's samples and one student per mutant
-(curriculum/mutants) with a checkout's own grader, before and after, and compare every results.json.
+(mutants/) with a checkout's own grader, before and after, and compare every results.json.
 
 usage: python scripts/same_results.py grade REPO OUT [CLASS]  (REPO's .venv and code; ~10 min;
            CLASS: grade that class folder instead of building one from REPO's mutants, so that
@@ -21,11 +21,11 @@ VOLATILE = {"grading_s", "checks_s", "duration_s", "graded_at", "fingerprint", "
 
 
 def make_class(repo: Path, dest: Path) -> None:
-    """Every declared mutant of the course in `repo/curriculum` (one student each) and its
+    """Every declared mutant of the course at `repo` (a repository root; one student each), its
     sample class."""
     from grader.course.folder import load_course
 
-    course = load_course(repo / "curriculum")
+    course = load_course(repo)
     for ex in course.exercises:
         for m in course.mutants(ex):
             p = dest / f"{ex}__{m.name}" / course.student_file(ex)

@@ -21,9 +21,9 @@ os.environ.setdefault("TORCHGRADE_STRICT_EVIDENCE", "1")
 os.environ["TORCHGRADE_CHECK_SERVER"] = "0"
 
 REPO = Path(__file__).resolve().parents[1]
-SOLUTIONS = REPO / "curriculum" / "solutions"
-EXERCISES = REPO / "curriculum" / "exercises"
-CHECKS_DIR = REPO / "curriculum" / "checks"
+SOLUTIONS = REPO / "solutions"
+EXERCISES = REPO / "exercises"
+CHECKS_DIR = REPO / "checks"
 
 # The fast tier's guard: a test marked `fast` that starts a sandbox fails (tests/fast_tier.py).
 from fast_tier import pytest_runtest_call, pytest_runtest_setup  # noqa: E402, F401

@@ -1,5 +1,6 @@
-"""The shipped curriculum's declared mutants (`curriculum/mutants/<exercise>/<name>.py`, each a
-whole wrong module naming on its first line the checks it must fail), for the tests."""
+"""The shipped curriculum's declared mutants (`mutants/<exercise>/<name>.diff` of the course, each
+a patch of the solution naming on its first line the checks it must fail), for the tests: a
+mutant's `source()` is the whole wrong module, the solution patched."""
 
 from __future__ import annotations
 

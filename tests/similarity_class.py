@@ -19,8 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 STYLES = ROOT / "tests" / "styles"
-SOLUTIONS = ROOT / "curriculum" / "solutions"
-STUBS = ROOT / "curriculum" / "exercises"
+SOLUTIONS = ROOT / "solutions"
+STUBS = ROOT / "exercises"
 # Written for these tests (full marks under `torchgrade check --hidden`, like tests/styles/),
 # and a copy of one disguised by hand.
 OWN = ROOT / "tests" / "similarity"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import doctest
 
 import re
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -60,8 +61,10 @@ def prove(course: Path, exercise: str) -> None:
     assert verdict.solution_full_marks and verdict.stub_scores_zero
     assert verdict.declared_mutants.total == verdict.declared_mutants.as_declared > 0
     assert verdict.checks_never_failed == []
-    for mutant in sorted((course / "mutants" / exercise).glob("*.py")):
-        declared_failures(mutant)  # the guide's line-1 format
+    mutants = sorted((course / "mutants" / exercise).glob("*.*"))
+    assert mutants
+    for mutant in mutants:
+        declared_failures(mutant)  # the guide's line-1 format, for patches and whole copies
 
 
 @pytest.fixture
@@ -104,6 +107,29 @@ def test_the_worked_example_is_complete():
             assert set(imports) <= {"grader", "softmax_rows_cases"}, (path, imports)
 
 
+def test_a_patch_made_as_the_guide_says_is_proved_by_verify(worked_example, tmp_path):
+    """The guide's recipe: copy the solution, put the mistake in the copy, `diff -u` under a
+    `# must fail:` line; verify grades the patched solution and finds it fails as declared."""
+    mutants = worked_example / "mutants" / "softmax_rows"
+    for old in mutants.iterdir():
+        old.unlink()
+    solution = worked_example / "solutions" / "softmax_rows.py"
+    wrong = tmp_path / "no_shift.py"
+    wrong.write_text(solution.read_text().replace("np.exp(shifted)", "np.exp(x)"))
+    diff = subprocess.run(["diff", "-u", str(solution), str(wrong)], capture_output=True,
+                          text=True)
+    assert diff.returncode == 1, diff.stderr
+    (mutants / "no_shift.diff").write_text(f"# must fail: large_scores\n{diff.stdout}")
+    (mutants / "columns.py").write_text(  # a whole copy, beside it
+        "# must fail: matches_torch, large_scores\nimport numpy as np\n\n\n"
+        "def softmax_rows(x):\n    e = np.exp(x - x.max(axis=0, keepdims=True))\n"
+        "    return e / e.sum(axis=0, keepdims=True)\n")
+    verdict = verify(load_course(worked_example), ["softmax_rows"], max_mutants=0,
+                     jobs=1).exercises["softmax_rows"]
+    assert verdict.problems == [] and verdict.checks_never_failed == [], verdict
+    assert verdict.declared_mutants.total == verdict.declared_mutants.as_declared == 2
+
+
 @fast
 def test_every_guide_block_that_names_a_file_is_extracted():
     """A marker not followed by a code block would silently drop a file from the test above."""
@@ -123,7 +149,15 @@ def test_new_exercise_creates_the_course(tmp_path):
     assert data == {"name": "ml101", "exercises": ["scale_it"]}
     assert {str(p) for p in made.files} == {str(p) for p in files_of("scale_it")}
     for rel in made.files:
-        compile((course / rel).read_text(encoding="utf-8"), str(rel), "exec")
+        if rel.suffix == ".py":
+            compile((course / rel).read_text(encoding="utf-8"), str(rel), "exec")
+    # The mutants are patches of the solution that state only their change.
+    mutants = load_course(course).mutants("scale_it")
+    assert {m.path.name for m in mutants} == {"adds.diff", "in_place.diff"}
+    for m in mutants:
+        assert len(m.path.read_text(encoding="utf-8").splitlines()) < 12, m.path
+        compile(m.source(), str(m.path), "exec")
+        assert "x + factor" in m.source() or "x *= factor" in m.source()
     visible = (course / "checks" / "test_scale_it.py").read_text(encoding="utf-8")
     assert "from grader import" in visible and "grader." not in visible.replace(
         "from grader import", "")

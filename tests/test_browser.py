@@ -42,7 +42,7 @@ pytestmark = [
 ]
 
 EXERCISES = ["strides_broadcasting", "manual_backward", "training_loops"]
-SAMPLES = REPO / "curriculum" / "samples"
+SAMPLES = REPO / "samples"
 SHOTS = os.environ.get("TORCHGRADE_SCREENSHOTS")
 
 # Tries to get markup into the page through everything a submission controls: what it prints

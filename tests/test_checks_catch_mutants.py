@@ -1,8 +1,8 @@
 """Every exercise's checks, through `torchgrade verify` on the shipped course: full marks for
 the solution (three times, identical verdicts), zero for the stub, exactly the declared failures
-for every wrong implementation in curriculum/mutants/, every check failed by at least one of
-them, no check passed by a hollow implementation of its targets, generated mutants killed or
-marked equivalent; here too: a module's stub fails every check
+for every wrong implementation in mutants/ (patches of the solution), every check
+failed by at least one of them, no check passed by a hollow implementation of its targets,
+generated mutants killed or marked equivalent; here too: a module's stub fails every check
 as "not implemented yet", a bug hunt's stub exactly its seeded faults, and full marks for the
 correct submissions in other styles in tests/styles/."""
 
@@ -40,7 +40,7 @@ def failures(result) -> dict[str, str]:
 
 
 # The shipped course proved as any course is: `torchgrade verify` (grader/authoring/verify.py)
-# grades the solution three times, the stub, every declared mutant (curriculum/mutants/) and
+# grades the solution three times, the stub, every declared mutant (mutants/) and
 # the first VERIFY_CAP generated mutants (a stable choice) of each exercise. Its verdicts are
 # written to $TORCHGRADE_VERIFY_OUT (CI keeps them) as verify-<exercise>.json.
 VERIFY_CAP = int(os.environ.get("TORCHGRADE_VERIFY_MAX_MUTANTS", "30"))
@@ -74,7 +74,7 @@ def test_verify_proves_the_shipped_exercise(verified, exercise):
     declared mutant fails exactly the checks it declares and names its diagnoses, every check is
     failed by some declared mutant, none is passed by a hollow implementation, and every
     generated mutant graded is killed or marked equivalent (with a reason) in
-    curriculum/course.toml."""
+    course.toml."""
     verdict = verified[exercise]
     assert verdict.problems == [], verdict.problems
     assert verdict.solution_full_marks and verdict.stub_scores_zero
@@ -162,8 +162,8 @@ def test_missing_function_costs_only_its_checks(grade_files):
 def test_a_loader_that_is_the_dataset_is_said_so_not_iterated_until_the_deadline(grade_files):
     """A probe iterated a returned Dataset by index without end (its items never ran out):
     each check waited out its 60-90 s deadline and said "timed out"."""
-    source = (REPO / "curriculum" / "mutants" / "data_pipeline" /
-              "make_worker_loader_returns_the_dataset.py").read_text()
+    [source] = [m.source() for m in default_course().mutants("data_pipeline")
+                if m.name == "make_worker_loader_returns_the_dataset"]
     result = grade_files({"data_pipeline.py": source}, exercises=["data_pipeline"])
     worker_checks = [c for c in result.checks if "make_worker_loader" in c.targets]
     assert len(worker_checks) == 2
@@ -192,7 +192,7 @@ def test_checks_declare_points_and_the_visibility_of_their_file():
 
 
 def test_check_files_hold_imports_and_checks_only():
-    """One layout per exercise (curriculum/README.md): a check file is a docstring, imports
+    """One layout per exercise (checks/README.md): a check file is a docstring, imports
     and @check functions; cases, references and verifiers live in helper modules, and no check
     file imports another."""
     for path in check_files():

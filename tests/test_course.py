@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from grader.course import faults
+from grader.course.patch import apply_patch, make_patch, parse_patch
 from grader.course.folder import (CourseError, active_course, default_course, import_checks_from,
                                   load_course, use_course)
 
@@ -136,6 +137,139 @@ def test_a_mutant_must_say_what_it_fails(course_dir):
     (course_dir / "mutants" / "scale" / "silent.py").write_text("def scale(x, f):\n    return x\n")
     with pytest.raises(CourseError, match="must fail"):
         load_course(course_dir).mutants("scale")
+
+
+# --------------------------------------------------------------------------- mutants as patches
+
+IGNORES_ZERO = """# must fail: scale_values
+# diagnoses: scale-ignores-zero
+--- solutions/scale.py
++++ solutions/scale.py
+@@ -4,2 +4,2 @@
+ def scale(x, factor):
+-    return x * factor
++    return x * factor if factor else x
+"""
+
+
+@pytest.mark.fast
+def test_a_patch_mutant_is_the_solution_with_its_change(course_dir):
+    """`<name>.diff`: the declaration lines, then a unified diff of the solution; the module
+    graded is those lines over the patched solution (line numbers as a whole copy's)."""
+    mutants = course_dir / "mutants" / "scale"
+    (mutants / "ignores_zero.py").unlink()
+    (mutants / "ignores_zero.diff").write_text(IGNORES_ZERO)
+    [m] = load_course(course_dir).mutants("scale")
+    assert (m.name, m.fails, m.diagnoses) == ("ignores_zero", {"scale.scale_values"},
+                                               {"scale-ignores-zero"})
+    assert m.source() == ("# must fail: scale_values\n# diagnoses: scale-ignores-zero\n"
+                          + SOLUTION.replace("x * factor\n", "x * factor if factor else x\n"))
+
+
+@pytest.mark.fast
+def test_both_forms_load_side_by_side_and_a_name_is_one_or_the_other(course_dir):
+    mutants = course_dir / "mutants" / "scale"
+    (mutants / "doubles.diff").write_text(IGNORES_ZERO.replace("x * factor if factor else x",
+                                                               "2 * x * factor"))
+    course = load_course(course_dir)
+    assert [(m.name, m.path.suffix) for m in course.mutants("scale")] == [
+        ("doubles", ".diff"), ("ignores_zero", ".py")]
+    whole = course.mutants("scale")[1]
+    assert whole.source() == (mutants / "ignores_zero.py").read_text()  # as before
+    (mutants / "ignores_zero.diff").write_text(IGNORES_ZERO)
+    with pytest.raises(CourseError, match="ignores_zero is there twice") as info:
+        load_course(course_dir).mutants("scale")
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.fast
+def test_a_patch_that_no_longer_applies_is_one_line_naming_the_file_and_the_hunk(course_dir):
+    """The solution edited under the patch: CourseError naming the mutant, the hunk and the
+    line that differs. Lines gained elsewhere do not matter (the hunk is found where it is)."""
+    mutants = course_dir / "mutants" / "scale"
+    (mutants / "ignores_zero.diff").write_text(IGNORES_ZERO.replace("ignores_zero", "x"))
+    (mutants / "ignores_zero.py").unlink()
+    solution = course_dir / "solutions" / "scale.py"
+    solution.write_text("import math\n\n" + SOLUTION)  # moved down two lines: still applies
+    assert "factor if factor else x" in load_course(course_dir).mutants("scale")[0].source()
+    solution.write_text(SOLUTION.replace("return x * factor", "return factor * x"))
+    with pytest.raises(CourseError) as info:
+        load_course(course_dir).mutants("scale")
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"{mutants / 'ignores_zero.diff'}: hunk 1 (@@ -4,2 +4,2 @@) "
+                              "does not apply to solutions/scale.py: line 5 reads "
+                              "'    return factor * x', the hunk expects "
+                              "'    return x * factor'"), message
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("text, says", [
+    ("# must fail: scale_values\ndef scale(x, f):\n    return x\n",
+     "line 2: expected a unified diff"),
+    ("# must fail: scale_values\n--- a\n+++ b\n", "holds no hunk"),
+    ("# must fail: scale_values\n@@ -3,2 +3,2 @@\n def scale(x, factor):\n",
+     r"hunk 1 \(@@ -3,2 \+3,2 @@, line 2\) ends early"),
+    ("# must fail: scale_values\n@@ -3,1 +3,1 @@\n-    return x * factor\n+    return x\n"
+     "+    pass\n", "line 5: expected a hunk"),
+    ("# must fail: scale_values\n@@ -3,2 +3,2 @@\n*def scale(x, factor):\n",
+     "does not fit its header's counts"),
+    ("--- solutions/scale.py\n@@ -4 +4 @@\n-    return x * factor\n+    return x\n",
+     "line 1 must be `# must fail:"),
+])
+def test_a_patch_that_cannot_be_read_is_one_line(course_dir, text, says):
+    (course_dir / "mutants" / "scale" / "bad.diff").write_text(text)
+    with pytest.raises(CourseError, match=says) as info:
+        load_course(course_dir).mutants("scale")
+    assert "\n" not in str(info.value) and "bad.diff" in str(info.value)
+
+
+@pytest.mark.fast
+def test_a_patch_reads_as_diff_writes_it(course_dir):
+    """What `diff -u` prints (dated file lines), `git diff` (its own lines before them), a
+    blank context line whose space an editor stripped, and a file without a final newline."""
+    solution = course_dir / "solutions" / "scale.py"
+    solution.write_text(SOLUTION + "\nLIMIT = 3")
+    patch = ("# must fail: scale_values\n"
+             "diff --git a/solutions/scale.py b/solutions/scale.py\n"
+             "index 1234567..89abcde 100644\n"
+             "--- solutions/scale.py\t2026-12-07 10:00:00.000000000 +0100\n"
+             "+++ /tmp/wrong.py\t2026-12-07 10:01:00.000000000 +0100\n"
+             "@@ -4,4 +4,4 @@\n"
+             " def scale(x, factor):\n"
+             "     return x * factor\n"
+             "\n"
+             "-LIMIT = 3\n"
+             "\\ No newline at end of file\n"
+             "+LIMIT = 4\n")
+    (course_dir / "mutants" / "scale" / "limit.diff").write_text(patch)
+    limit = {m.name: m for m in load_course(course_dir).mutants("scale")}["limit"]
+    assert limit.source() == "# must fail: scale_values\n" + SOLUTION + "\nLIMIT = 4\n"
+
+
+@pytest.mark.fast
+def test_make_patch_gives_back_the_copy_exactly():
+    """`make_patch` then `apply_patch` is the identity on the wrong copy, whatever its lines
+    hold (form feeds and Unicode separators are not line ends here) and however it ends."""
+    base = "a\nb\x0cc\nd\u2028e\nf\ng\nh\n"
+    for wrong in ("a\nB\x0cc\nd\u2028e\nf\ng\nh\n", base + "i", "x\n" + base, base[:-1],
+                  "a\nb\x0cc\nd\u2028E\nf\ng\nh\r\n", "", "z\n"):
+        patch = make_patch(base, wrong, label="solutions/m.py", context=1)
+        assert apply_patch(parse_patch(patch), base) == wrong, (patch, wrong)
+
+
+@pytest.mark.fast
+def test_the_shipped_mutants_are_patches_under_10000_lines():
+    """Issue 39: each shipped mutant states only its change; every file under the shipped
+    course's mutants folder counted, under 10,000 lines. Each applies to its solution."""
+    course = default_course()
+    files = [p for p in course.mutants_dir.rglob("*") if p.is_file()
+             and "__pycache__" not in p.parts]
+    assert files and all(p.suffix == ".diff" for p in files), [
+        p for p in files if p.suffix != ".diff"][:5]
+    assert sum(p.read_bytes().count(b"\n") for p in files) < 10_000
+    loaded = [m for e in course.exercises for m in course.mutants(e)]
+    assert len(loaded) == len(files)
 
 
 @pytest.mark.fast
@@ -480,6 +614,7 @@ def test_eval_outputs_differ_is_recorded_as_a_flag(monkeypatch, differ):
     import torch
 
     from grader import evidence as ev
+    from grader.course.knowledge import knowledge
 
     use_course(default_course())
     import_checks_from(default_course().checks_dir)
@@ -493,7 +628,7 @@ def test_eval_outputs_differ_is_recorded_as_a_flag(monkeypatch, differ):
         bughunt_common.verify_dropout(None, "Net", [], torch.zeros(1), evidence)
     except Exception:  # noqa: BLE001 - a failed check is fine here: the evidence is the point
         pass
-    assert ev.problems(evidence) == []
+    assert ev.problems(evidence, knowledge(default_course()).keys) == []
     assert evidence.get("eval_outputs_differ") is differ
 
 
@@ -514,12 +649,18 @@ def test_a_mutant_that_is_not_utf8_is_named(course_dir):
 def test_verify_reports_a_mutant_that_is_not_utf8_and_runs_the_others(course_dir, tmp_path):
     (course_dir / "mutants" / "scale" / "latin1.py").write_bytes(
         "# must fail: scale_values\n# é\n".encode("latin-1"))
+    # A patch whose solution was edited under it: a problem of its own, one line.
+    (course_dir / "mutants" / "scale" / "stale.diff").write_text(
+        IGNORES_ZERO.replace("return x * factor\n", "return factor * x\n", 1))
     proc = torchgrade("verify", "--course", course_dir, "--max-mutants", "0", "--json",
                       tmp_path / "v.json", "--html", tmp_path / "v.html", cwd=tmp_path)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     verdict = json.loads((tmp_path / "v.json").read_text())["exercises"]["scale"]
-    [problem] = verdict["problems"]
-    assert "mutants/scale/latin1.py: not UTF-8" in problem
+    latin1, stale = verdict["problems"]
+    assert "mutants/scale/latin1.py: not UTF-8" in latin1
+    assert ("mutants/scale/stale.diff: hunk 1 (@@ -4,2 +4,2 @@) does not apply to "
+            "solutions/scale.py: line 5 reads '    return x * factor'") in stale
+    assert "\n" not in stale
     assert verdict["declared_mutants"]["as_declared"] == 1  # ignores_zero still ran
 
 

@@ -394,7 +394,7 @@ def test_the_client_writes_only_the_outputs_of_the_submission_it_sent(tmp_path):
 def test_a_course_bundle_unpacks_to_the_same_files(tmp_path):
     from grader.running.remote import CourseBundle
 
-    course = Path(__file__).parents[1] / "curriculum"
+    course = Path(__file__).parents[1]
     bundle = CourseBundle.pack(course)
     assert CourseBundle.pack(course).digest == bundle.digest  # times do not count
     unpacked = bundle.unpack(tmp_path)
@@ -408,11 +408,16 @@ def test_a_worker_sees_the_course_the_client_fingerprints(tmp_path):
     and linked files included (else every worker would refuse to grade)."""
     import shutil
 
+    from grader.course.location import COURSE_FOLDERS, COURSE_ROOT_FILES
     from grader.intake.fingerprint import _digest
     from grader.running.remote import CourseBundle
 
     course = tmp_path / "course"
-    shutil.copytree(default_root(), course, ignore=shutil.ignore_patterns("__pycache__"))
+    for part in [p for p in COURSE_FOLDERS if (default_root() / p).is_dir()]:
+        shutil.copytree(default_root() / part, course / part,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    for name in COURSE_ROOT_FILES:
+        shutil.copy(default_root() / name, course / name)
     (course / "checks" / ".ipynb_checkpoints").mkdir()
     (course / "checks" / ".ipynb_checkpoints" / "helper-checkpoint.py").write_text("x = 1\n")
     (course / "solutions" / "linked.py").symlink_to(course / "solutions" /

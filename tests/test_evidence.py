@@ -1,8 +1,9 @@
 """Typed contracts between steps (issue 16), fast and without a sandbox:
 
 - every evidence key a check (or the grader) writes and every key a reader (diagnosis rules,
-  report pictures, report facts) names is declared once, in `grader.evidence.E`, with the
-  modules that write it; a value of another type, or an undeclared key, is caught where a
+  report pictures, report facts) names is declared once, in `grader.evidence.E` (the grader's
+  own) or in the shipped curriculum's `checks/diagnoses.py` (its own), with the modules that
+  write it; a value of another type, or an undeclared key, is caught where a
   check's evidence is recorded (`grader.checking.plugin.check_evidence`);
 - decisions about why a check did not pass read `CheckResult.reason`, never message text;
 - one table (`grader.outputs.outcomes`) says how each outcome is shown in terminal, reports,
@@ -22,13 +23,18 @@ import pytest
 
 from conftest import CHECKS_DIR
 from grader import evidence
-from grader.evidence import KEYS, E
+from grader.course.folder import default_course
+from grader.course.knowledge import diagnoses_module, knowledge
+from grader.evidence import KEYS as GENERIC_KEYS
 from grader.models import CheckResult
 
 pytestmark = pytest.mark.fast  # no sandbox: part of `pytest -m fast`
 
 GRADER = Path(evidence.__file__).resolve().parent
-READERS = ("scoring/diagnose.py", "outputs/plots.py", "outputs/report.py")
+KEYS = knowledge().keys  # the grader's and the shipped curriculum's
+E = diagnoses_module(default_course()).E  # the curriculum's keys, the grader's inherited
+READERS = (CHECKS_DIR / "diagnoses.py", GRADER / "outputs" / "plots.py",
+           GRADER / "outputs" / "report.py")
 
 
 # --------------------------------------------------------------------------- the scan
@@ -36,9 +42,10 @@ READERS = ("scoring/diagnose.py", "outputs/plots.py", "outputs/report.py")
 
 def sources() -> list[Path]:
     """Every module of the grader (probes, worker included) but the declaration, and the
-    shipped curriculum's checks."""
+    shipped curriculum's checks and probes."""
     return sorted([p for p in GRADER.rglob("*.py") if p.name != "evidence.py"]
-                  + list(CHECKS_DIR.glob("*.py")))
+                  + list(CHECKS_DIR.glob("*.py"))
+                  + list((CHECKS_DIR.parent / "probes").glob("*.py")))
 
 
 def _literal_keys(node: ast.AST, module: ast.Module) -> list[str] | None:
@@ -195,15 +202,23 @@ def test_the_scan_sees_every_write():
 
 
 def test_declared_writers_are_the_modules_that_write():
+    """A key of the grader's (`grader.evidence.E`) names the grader's modules that write it,
+    one of the course's the course's check modules that do."""
     found = written_by()
-    wrong = {key.name: (sorted(key.writers), sorted(found.get(key.name, ())))
-             for key in KEYS.values() if set(key.writers) != found.get(key.name, set())}
+    ours = {p.stem for p in GRADER.rglob("*.py")}
+
+    def expected(key) -> set[str]:
+        writers = found.get(key.name, set())
+        return writers & ours if key.name in GENERIC_KEYS else writers - ours
+
+    wrong = {key.name: (sorted(key.writers), sorted(expected(key)))
+             for key in KEYS.values() if set(key.writers) != expected(key)}
     assert not wrong, f"(declared writers, modules found writing the key): {wrong}"
 
 
 def test_readers_name_only_declared_keys_and_never_by_string():
     for name in READERS:
-        named, by_string = reads(GRADER / name)
+        named, by_string = reads(name)
         assert named <= set(KEYS), f"{name} reads undeclared evidence {named - set(KEYS)}"
         assert not by_string, f"{name} reads evidence by a string, not through E: {by_string}"
 
@@ -231,14 +246,16 @@ def test_the_scan_finds_what_it_looks_for(tmp_path):
 
 
 def test_every_key_has_a_writer_and_a_reader_or_is_shown_only():
-    read_names = set().union(*(reads(GRADER / name)[0] for name in READERS))
+    # grader.evidence reads one key itself, for the rules (`says`: E.error).
+    read_names = set().union(*(reads(name)[0] for name in (*READERS, GRADER / "evidence.py")))
     drawn = {k.name for k in KEYS.values() if k.drawn}
     unread = [k.name for k in KEYS.values() if not k.shown_only and k.name not in read_names]
     assert not unread, f"declared as read, but no reader names them: {unread}"
     # shown_only must be true: a key a rule or a picture reads is not only shown
     read_anyway = [k.name for k in KEYS.values() if k.shown_only and k.name in read_names]
     assert not read_anyway, f"declared shown_only, but read: {read_anyway}"
-    assert all(k.writers for k in KEYS.values())
+    found = written_by()
+    assert all(k.name in found for k in KEYS.values())
     # a key a picture draws is read by plots (its label and strides ride with the shapes)
     plots_read = reads(GRADER / "outputs" / "plots.py")[0]
     assert drawn - plots_read <= {"got_strides"}, drawn - plots_read
@@ -263,12 +280,16 @@ def test_each_key_is_declared_once_with_a_meaning():
 
 def test_a_value_of_another_type_is_a_problem():
     assert evidence.problems({"diverged": True, "loss_curve": [1.0, None, "nan"],
-                              "shapes": [(2, 3), [3]]}) == []
-    assert evidence.problems({"diverged": "yes"})[0].startswith("evidence 'diverged' is not")
+                              "shapes": [(2, 3), [3]]}, KEYS) == []
+    assert evidence.problems({"diverged": "yes"}, KEYS)[0].startswith(
+        "evidence 'diverged' is not")
     assert E.loss_curve.problem("1, 2, 3") is not None
     assert E.steps_per_epoch.problem(2.5) is not None
-    assert evidence.problems({"loss_crve": [1.0]}) == [
-        "evidence key 'loss_crve' is not declared in grader.evidence.E"]
+    assert evidence.problems({"loss_crve": [1.0]}, KEYS) == [
+        "evidence key 'loss_crve' is not declared (grader.evidence.E or the course's "
+        "checks/diagnoses.py)"]
+    # The grader's own keys alone know nothing of a course's.
+    assert evidence.problems({"diverged": True}) != []
 
 
 def recorded(**evidence_) -> CheckResult:

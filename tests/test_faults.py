@@ -21,13 +21,16 @@ import pytest
 from conftest import EXERCISES, SOLUTIONS, end_to_end_checks
 from grader.course.folder import default_course
 from grader.course import bughunt
-from grader.scoring.diagnose import RULES
+from grader.course.knowledge import knowledge
+
 from grader.course.faults import bughunts, catalogue, load
 from grader.models import CheckResult
 from grader.course.registry import check_files, exercise_of, known_exercises, visibility_of_file
 from conftest import run_and_score
 from grader.intake.submission import load_submission
 from mutants import mutants_of
+
+RULES = dict(knowledge().rules)  # the shipped curriculum's (checks/diagnoses.py)
 
 FAULTS = catalogue()
 CHECKS = default_course().checks_dir

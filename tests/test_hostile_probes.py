@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import SOLUTIONS
+from conftest import REPO, SOLUTIONS
 from grader.outputs.report import render_report
 from conftest import run_and_score
 from grader.checking.selection import CheckSelection
@@ -147,7 +147,7 @@ def evaluate(model, loader, loss_fn):
 RECORDER_ATTACKS = {
     "probe_function_wrapped": """
 try:
-    import grader.probes.training_loops as _p
+    import probes.training_loops as _p
     _orig_run = _p.evaluate_run
 
     def _in_no_grad(module, **kwargs):
@@ -160,7 +160,7 @@ except Exception:
 """,
     "recorder_class_imported": """
 try:
-    import grader.probes.training_loops as _p
+    import grader.probes.recorders as _p
 
     def _record(self, module, args):
         self.forwards.append([False, False])
@@ -171,7 +171,7 @@ except Exception:
 """,
     "recorder_helper_replaced": """
 try:
-    import grader.probes.training_loops as _p
+    import probes.training_loops as _p
     import types as _types
     _p.torch = _types.SimpleNamespace(**{**vars(torch), "is_grad_enabled": lambda: False})
 except Exception:
@@ -477,6 +477,7 @@ def test_a_check_resting_on_a_worker_record_says_so(grade_only):
 SEAL_SCRIPT = r"""
 import builtins, operator, sys
 from grader.worker import seal
+seal.load_course_probes(sys.argv[1])  # the course's probes, as a zygote imports them
 seal.prepare()  # as a zygote does; then a grader module imported after it is sealed too
 import grader.outputs.plots
 sealed = seal.seal()
@@ -484,7 +485,8 @@ from_table = sealed.probes["training_loops:evaluate_run"]
 recorder = from_table.__globals__["ModeRecorder"]
 results = {}
 for what, attempt in {
-    "import": lambda: __import__("grader.probes.training_loops"),
+    "import": lambda: __import__("grader.probes.recorders"),
+    "import the course's": lambda: __import__("probes.training_loops"),
     "setattr": lambda: setattr(recorder, "_record", None),
     "type.__setattr__": lambda: type.__setattr__(recorder, "_record", None),
     "delattr": lambda: delattr(recorder, "_record"),
@@ -496,6 +498,7 @@ for what, attempt in {
     except (ImportError, TypeError) as exc:
         results[what] = type(exc).__name__
 assert "grader" not in sys.modules and "grader.probes.tracing" not in sys.modules
+assert "probes" not in sys.modules and "probes.training_loops" not in sys.modules
 assert "grader.outputs.plots" not in sys.modules and "grader.outputs.plots" in sealed._names
 assert sealed.changed() is None, sealed.changed()
 original = from_table.__globals__["mode_of"]
@@ -515,11 +518,11 @@ def test_the_seal_in_a_fresh_process():
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-c", SEAL_SCRIPT], capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run([sys.executable, "-c", SEAL_SCRIPT, str(REPO / "probes")],
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     results = ast.literal_eval(proc.stdout.strip().splitlines()[-1])
-    assert results["import"] == "ModuleNotFoundError"
+    assert results["import"] == results["import the course's"] == "ModuleNotFoundError"
     assert results["setattr"] == results["type.__setattr__"] == results["delattr"] == "TypeError"
     assert results["table"] == "TypeError"
     assert "mode_of was replaced" in results["globals"]

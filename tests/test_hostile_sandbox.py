@@ -137,7 +137,7 @@ def _prober(course: Path) -> str:
     package = Path(grader.__file__).resolve().parent
     paths = [course, course / "class", course / "graded", course / "lib",
              course / "class" / "honest" / f"{EXERCISE}.py",
-             package.parent / "curriculum" / "checks", SOLUTIONS,
+             package.parent / "checks", SOLUTIONS,
              package.parent / "tests"]
     return (SOLUTIONS / f"{EXERCISE}.py").read_text() + f"""
 import os as _os

@@ -342,7 +342,7 @@ def test_a_worker_killed_for_memory_the_machine_lacked_is_lost_not_final_and_gra
 
     from grader.worker import cgroups
 
-    solution = (Path(__file__).parent.parent / "curriculum" / "solutions" / f"{EX}.py")
+    solution = (Path(__file__).parent.parent / "solutions" / f"{EX}.py")
     cls = tmp_path / "class"
     (cls / "hog").mkdir(parents=True)
     (cls / "hog" / f"{EX}.py").write_text(

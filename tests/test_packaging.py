@@ -34,12 +34,12 @@ def test_wheel_ships_package_data(installed):
                      "grader/curriculum/exercises/strides_broadcasting.py",
                      "grader/curriculum/solutions/strides_broadcasting.py",
                      "grader/curriculum/samples/cleo_mistakes/strides_broadcasting.py",
-                     "grader/curriculum/mutants/parameters/mlp_final_layer_created_in_forward.py",
+                     "grader/curriculum/mutants/parameters/mlp_final_layer_created_in_forward.diff",
                      # bug hunts: the catalogue, both versions of each script, their checks
                      "grader/curriculum/faults.toml",
                      "grader/curriculum/exercises/bughunt/regression.py",
                      "grader/curriculum/solutions/bughunt/regression.py",
-                     "grader/probes/bughunt.py",
+                     "grader/curriculum/probes/bughunt.py",
                      "grader/curriculum/checks/test_bughunt_regression_hidden.py"):
         assert required in names, required
     assert not any(n.startswith(("tests/", "grader/tests/")) for n in names)

@@ -16,9 +16,9 @@ A bash block without a marker fails the test. Each page's marked blocks run in t
 one command line at a time (comments and blank lines skipped), each in `bash` in a scratch
 folder of the page's own, with this environment's `torchgrade` first on PATH, so a later block
 of a page sees what an earlier one made (the release the instructor built, the student's check
-results). The scratch folder starts with a copy of the stubs where the page's reader has them:
-`exercises/` (as a student's release has; the instructor's page builds its release from there),
-or `curriculum/exercises/` for the self-learners, who work in this repository. The pages run
+results). The scratch folder starts with a copy of the stubs where every page's reader has them,
+`exercises/`: a student's release has them there, a self-learner's clone of this repository
+too, and the instructor's page builds its release from there. The pages run
 apart, so each must make what it uses, as its reader would: a page that relies on another's
 commands does not pass. Pages run: README.md, then PAGES in that order, then any other page
 under docs/ (a new page is covered as soon as it exists).
@@ -46,8 +46,6 @@ README = REPO / "README.md"
 DOCS = REPO / "docs"
 PAGES = ["README.md", "docs/students.md", "docs/self-learners.md", "docs/instructors.md",
          "docs/operations.md", "docs/AUTHORING.md"]
-# Where a page's reader has the stubs (relative to the scratch folder); default: exercises/.
-STUBS_AT = {"docs/self-learners.md": "curriculum/exercises"}
 # Pages linked to before they exist (none now).
 PENDING: set[str] = set()
 MARKER = re.compile(r"<!--\s*readme-test:\s*(run|skip)\b(.*?)-->")
@@ -86,8 +84,7 @@ def bash_blocks(text: str) -> list[Block]:
                 if marker is not None and marker.group(1) == "run":
                     code = EXIT.match(marker.group(2).strip())
                     exit_code = int(code.group(1)) if code else 0
-                commands = [c.strip() for c in lines[i + 1:end]
-                            if c.strip() and not c.strip().startswith("#")]
+                commands = commands_of(lines[i + 1:end])
                 blocks.append(Block(i + 1, marker.group(1) if marker else None, exit_code,
                                     commands, marker.group(2).strip() if marker else ""))
             marker, i = None, end
@@ -95,6 +92,29 @@ def bash_blocks(text: str) -> list[Block]:
             marker = None  # a marker belongs to the block right after it
         i += 1
     return blocks
+
+
+HEREDOC = re.compile(r"<<-?\s*'?\"?(\w+)'?\"?\s*$")
+
+
+def commands_of(lines: list[str]) -> list[str]:
+    """A block's command lines (comments and blank lines skipped); a line that opens a here
+    document (`cat > f <<'EOF'`) is one command with every line up to its terminator, as
+    written (a file's own `#` lines and indentation included)."""
+    commands, i = [], 0
+    while i < len(lines):
+        line = lines[i].strip()
+        opened = HEREDOC.search(line)
+        if opened:
+            end = next(j for j in range(i + 1, len(lines))
+                       if lines[j].strip() == opened.group(1))
+            commands.append("\n".join([line, *lines[i + 1:end + 1]]))
+            i = end + 1
+            continue
+        if line and not line.startswith("#"):
+            commands.append(line)
+        i += 1
+    return commands
 
 
 def page_blocks(page: str) -> list[Block]:
@@ -198,6 +218,10 @@ def test_the_parser_reads_markers_and_exit_codes():
                                        ", exit 1 (stubs)"),
                                  Block(9, None, 0, ["unmarked"]),
                                  Block(14, "skip", 0, ["slow"], "(slow)")]
+    # A here document is one command, its lines as written (`#` and indentation are the file's).
+    text = "```bash\ncat > f <<'EOF'\n# must fail: x\n    y = 1\nEOF\nls\n```\n"
+    assert bash_blocks(text)[0].commands == ["cat > f <<'EOF'\n# must fail: x\n    y = 1\nEOF",
+                                             "ls"]
     assert slug(" Job arrays: `--shard K/N` and `torchgrade index`") == \
         "job-arrays---shard-kn-and-torchgrade-index"
 
@@ -207,6 +231,7 @@ PROMISES = {
     "docs/students.md": ["torchgrade-check/strides_broadcasting/report.html",
                          "torchgrade-check/bughunt_regression/report.html"],
     "docs/self-learners.md": ["strides_broadcasting_solution.py"],
+    "docs/AUTHORING.md": ["stepcourse/course.toml", "torchgrade-check/train_step/report.html"],
     "docs/instructors.md": ["release/notebooks/strides_broadcasting.ipynb", "graded/index.html",
                             "graded/ada/results.json", "graded/bo/results.json"],
 }
@@ -217,7 +242,7 @@ PROMISES = {
                                   if any(b.action == "run" for b in page_blocks(p))])
 def test_page_commands_run_as_documented(page, tmp_path):
     blocks = [b for b in page_blocks(page) if b.action == "run"]
-    shutil.copytree(exercises_root(), tmp_path / STUBS_AT.get(page, "exercises"),
+    shutil.copytree(exercises_root(), tmp_path / "exercises",
                     ignore=shutil.ignore_patterns("__pycache__", "__init__.py"))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}"
                                  f"{os.environ.get('PATH', '')}"}

@@ -79,7 +79,7 @@ def test_release_holds_what_a_student_needs(student_release):
         assert f"grader/curriculum/checks/test_{exercise}.py" in files  # empty if all hidden
         assert (student_release / "exercises" / stub).read_text() == \
             stub_path(exercise).read_text()
-    # The helper modules the visible checks import (curriculum/README.md: cases and
+    # The helper modules the visible checks import (checks/README.md: cases and
     # verifiers), and the recorded reference values.
     checks = "grader/curriculum/checks"
     helpers = {f"{checks}/{m}_{role}.py" for role in ("cases", "verify")
@@ -176,8 +176,8 @@ def test_leak_scan_of_the_release_and_its_wheel_finds_nothing(student_release, a
     assert [str(leak) for leak in leaks if not leak.allowed] == []
     # The one shipped on purpose (a probe seeds the generators set_seed seeds), in the folder
     # and in the wheel.
-    assert {leak.path for leak in leaks} == {"grader/probes/training_loops.py",
-                                             f"{wheel.name}!grader/probes/training_loops.py"}
+    assert {leak.path for leak in leaks} == {"grader/curriculum/probes/training_loops.py",
+                                             f"{wheel.name}!grader/curriculum/probes/training_loops.py"}
 
 
 def test_a_hidden_checks_name_that_a_visible_check_also_bears_is_no_secret(all_secrets, checks):

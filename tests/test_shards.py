@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXERCISES, REPO, SOLUTIONS
+from conftest import EXERCISES, SOLUTIONS
 from grader.cli import main as cli_main
+from mutants import mutants_of
 from grader.grading.out import out_locks
 from grader.errors import UsageError
 from grader.intake.lms import list_download, parse
@@ -26,13 +27,13 @@ from grader.intake.students import class_students
 from grader.outputs.writing import OutLock, read_json, remove_stale_temp_files
 
 EXERCISE = "strides_broadcasting"
-MUTANTS = REPO / "curriculum" / "mutants" / EXERCISE
-CLASS = {  # student -> the file they hand in
-    "ann": SOLUTIONS / f"{EXERCISE}.py",
-    "bob": EXERCISES / f"{EXERCISE}.py",
-    "cat": MUTANTS / "c_strides_fortran_order.py",
-    "dan": SOLUTIONS / f"{EXERCISE}.py",
-    "eve": MUTANTS / "broadcast_strides_never_raises.py",
+MUTANTS = {m.name: m.source() for m in mutants_of(EXERCISE)}
+CLASS = {  # student -> the text of the file they hand in
+    "ann": (SOLUTIONS / f"{EXERCISE}.py").read_text(),
+    "bob": (EXERCISES / f"{EXERCISE}.py").read_text(),
+    "cat": MUTANTS["c_strides_fortran_order"],
+    "dan": (SOLUTIONS / f"{EXERCISE}.py").read_text(),
+    "eve": MUTANTS["broadcast_strides_never_raises"],
 }
 
 
@@ -143,7 +144,7 @@ def test_two_shards_at_once_then_index_give_the_class_of_one_run(tmp_path):
     subs = tmp_path / "subs"
     for student, source in CLASS.items():
         (subs / student).mkdir(parents=True)
-        (subs / student / f"{EXERCISE}.py").write_text(source.read_text())
+        (subs / student / f"{EXERCISE}.py").write_text(source)
     common = ["--exercises", EXERCISE, "-j", "1"]
     sharded = tmp_path / "sharded"
     runs = [subprocess.Popen([sys.executable, "-m", "grader.cli", "grade", str(subs), "--out",

@@ -6,8 +6,8 @@ It writes, in the course folder DIR (created, with its `course.toml`, when missi
     solutions/NAME.py                 the reference solution
     checks/test_NAME.py               a visible check
     checks/test_NAME_hidden.py        a hidden check
-    mutants/NAME/adds.py              wrong implementations, each declaring on its first line
-    mutants/NAME/in_place.py          the checks it must fail
+    mutants/NAME/adds.diff            wrong implementations as patches of the solution, each
+    mutants/NAME/in_place.diff        declaring on its first line the checks it must fail
 
 and appends NAME to `exercises` in `course.toml`, editing only that array's text (comments,
 other keys and tables are kept as written). The files make `torchgrade verify` pass at once:
@@ -33,6 +33,7 @@ from pathlib import Path
 from string import Template
 
 from grader.course.folder import exercise_name_problem
+from grader.course.patch import make_patch
 from grader.errors import UsageError
 
 try:
@@ -125,24 +126,15 @@ def test_scale_keeps_dtype_and_input(sub):
                          hint="return a new array of x's kind and dtype; do not write into x")
 '''
 
+# The mutants: each its `# must fail:` line and the change to the solution's body that makes it
+# wrong; written as patches of the solution (`mutants/NAME/<mutant>.diff`, see
+# grader/course/patch.py), as `diff -u` would make them.
 MUTANTS = {
-    "adds": '''\
-# must fail: scale_multiplies_every_element, scale_keeps_dtype_and_input
-"""$name, wrong: adds factor instead of multiplying."""
-
-
-def scale(x, factor):
-    return x + factor
-''',
-    "in_place": '''\
-# must fail: scale_keeps_dtype_and_input
-"""$name, wrong: multiplies x in place (right values, but the caller's x is changed)."""
-
-
-def scale(x, factor):
-    x *= factor
-    return x
-''',
+    "adds": ("# must fail: scale_multiplies_every_element, scale_keeps_dtype_and_input\n",
+             "    return x * factor\n", "    return x + factor  # adds instead of multiplying\n"),
+    "in_place": ("# must fail: scale_keeps_dtype_and_input\n",
+                 "    return x * factor\n",
+                 "    x *= factor  # right values, but the caller's x is changed\n    return x\n"),
 }
 
 
@@ -163,8 +155,12 @@ def files_of(name: str) -> dict[Path, str]:
            Path("solutions", f"{name}.py"): fill(SOLUTION),
            Path("checks", f"test_{name}.py"): fill(VISIBLE),
            Path("checks", f"test_{name}_hidden.py"): fill(HIDDEN)}
-    out.update({Path("mutants", name, f"{mutant}.py"): fill(text)
-                for mutant, text in MUTANTS.items()})
+    solution = out[Path("solutions", f"{name}.py")]
+    for mutant, (declared, right, wrong) in MUTANTS.items():
+        assert solution.count(right) == 1
+        patch = make_patch(solution, solution.replace(right, wrong),
+                           label=f"solutions/{name}.py")
+        out[Path("mutants", name, f"{mutant}.diff")] = declared + patch
     return out
 
 

@@ -7,9 +7,10 @@ pytest session and its own zygote):
 1. the solution, three times: full marks every time, with identical verdicts;
 2. the stub: score 0, every check that carries points failing with a message (a bug hunt's
    stub is its faulty script: it scores 0 on the checks of its seeded faults);
-3. every declared mutant (`mutants/<exercise>/<name>.py`): it fails exactly the checks its
-   line 1 names and its checks name every fault its line 2 names (a bug hunt's: no other);
-   then every check of the exercise must be failed by some declared mutant;
+3. every declared mutant (`mutants/<exercise>/<name>.diff`, a patch of the solution, or
+   `<name>.py`, a whole copy; a patch that no longer applies is a problem): it fails exactly
+   the checks its line 1 names and its checks name every fault its line 2 names (a bug
+   hunt's: no other); then every check of the exercise must be failed by some declared mutant;
 4. hollow implementations (`grader.authoring.hollow`): for the targets of each check (module-
    level functions), the solution with those functions only raising ValueError,
    returning None, returning their first argument, or returning zeros shaped like their
@@ -434,9 +435,14 @@ def verify_exercise(course: Course, exercise: str, *, workers: int, scratch: Pat
     solution = course.solution(exercise).read_text(encoding="utf-8")
     stub = course.stub(exercise).read_text(encoding="utf-8")
     mutants = []
-    for path in course.mutant_files(exercise):  # a broken one is a problem; the others run
+    try:
+        files = course.mutant_files(exercise)
+    except CourseError as exc:  # a name given twice
+        files = []
+        verdict.problems.append(f"declared mutants: {exc}")
+    for path in files:  # a broken one (a patch that no longer applies) is a problem; the rest run
         try:
-            mutants.append(read_mutant(exercise, path))
+            mutants.append(read_mutant(exercise, path, course.solution(exercise)))
         except CourseError as exc:
             verdict.problems.append(f"declared mutant: {exc}")
     jobs = [_Job(f"solution-{i + 1}", "solution", solution) for i in range(SOLUTION_RUNS)]

@@ -3,7 +3,7 @@
 Two plugin objects take part in a grading session:
 
 - `GradingSession` owns the student's modules (and the workers behind them) and serves the
-  `sub` fixture, so a check reads `sub.call("c_strides", (2, 3), 8)`.
+  `sub` fixture, so a check reads `sub.call("scale", x, 2.0)`.
 - `ResultCollector` turns each check's report into a `CheckResult` (status from the exception
   the check ended with); like pytest's junitxml, it writes only once, at the end.
 
@@ -26,6 +26,7 @@ from grader.checking.compare import CheckFailure
 from grader.checking.student import StudentError, StudentModule, TimeBudget
 from grader.checking.recorded import install as install_recorded
 from grader.course.folder import import_checks_from
+from grader.course.knowledge import knowledge
 from grader.course.registry import MARK, check_id, exercise_of, info_of
 from grader.evidence import problems as evidence_problems
 from grader.evidence import undeclared
@@ -128,7 +129,9 @@ class GradingSession:
     def zygote(self, exercise: str) -> Zygote:
         """The zygote that forks `exercise`'s workers."""
         if self._zygote is None:
-            self._zygote = Zygote()
+            from grader.course.folder import active_course
+
+            self._zygote = Zygote(course=active_course().root)
         if isinstance(self._zygote, Zygotes):
             return self._zygote.for_exercise(exercise)
         return self._zygote
@@ -227,18 +230,22 @@ class ResultCollector:
 
 
 def check_evidence(result: CheckResult) -> CheckResult:
-    """`result`, its evidence checked against the declared keys (`grader.evidence`) where it is
-    recorded. A key not declared or a value of another type is the grader's own bug: logged,
-    and the result kept as it is (evidence is never part of a verdict, and values copied from a
-    worker's record may be anything). With TORCHGRADE_STRICT_EVIDENCE set (the grader's own
+    """`result`, its evidence checked against the declared keys (`grader.evidence.E` and the
+    course's, `grader.course.knowledge`) where it is recorded. A key not declared or a value of
+    another type is the grader's own bug (or the course's): logged, and the result kept as it is
+    (evidence is never part of a verdict, and values copied from a worker's record may be
+    anything). With TORCHGRADE_STRICT_EVIDENCE set (the grader's own
     tests set it) an undeclared key makes the check an internal error, so that it cannot pass
     unnoticed; a value's type is only logged there too, since student code may supply it."""
-    found = evidence_problems(result.evidence)
+    if not result.evidence:
+        return result
+    keys = knowledge().keys  # the grader's, the default course's and the active course's
+    found = evidence_problems(result.evidence, keys)
     if not found:
         return result
-    log.warning("torchgrade: %s recorded evidence not as declared in grader.evidence: %s",
-                result.id, "; ".join(found))
-    missing = undeclared(result.evidence)
+    log.warning("torchgrade: %s recorded evidence not as declared: %s", result.id,
+                "; ".join(found))
+    missing = undeclared(result.evidence, keys)
     if not missing or not os.environ.get(STRICT_EVIDENCE):
         return result
     return result.model_copy(update=dict(

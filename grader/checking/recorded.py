@@ -1,7 +1,7 @@
 """Reference values recorded for the visible checks, replayed in a student release.
 
 Some visible checks compare a submission with a grader-side reference implementation: a module
-`checks/<name>_reference.py` (e.g. `training_loops_reference.py` runs the training loop
+`checks/<name>_reference.py` (e.g. a reference module that runs a training loop
 the contract describes). Shipping it would hand out the answer. So `torchgrade release` runs the
 visible checks against the reference solutions with every public function of those modules
 wrapped by a recorder (`grader.release.replay`), and ships what each call returned, keyed

@@ -1,6 +1,6 @@
 """`StudentModule`: a student's exercise module as checks see it, loaded in a sandboxed worker.
 
-Checks call into it (`sub.call("c_strides", (2, 3), 8)`) and get plain data back, decoded in the
+Checks call into it (`sub.call("scale", x, 2.0)`) and get plain data back, decoded in the
 grader. Whatever goes wrong on the student's side arrives as a `StudentError` whose `status` and
 message become the check's verdict; a worker that timed out, crashed or sent a reply over the
 grader's budget is replaced for the next call, and a module that cannot be imported fails every

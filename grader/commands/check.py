@@ -103,8 +103,8 @@ def check_work(path: Path, *, out: Path, exercises: list[str] | None = None,
 
 def refuse_unknown(only: list[str] | None, select, chosen: list[str]) -> None:
     """UsageError when a name of `only` is one no check `select` kept is about, naming those
-    it could have been. Even beside one that is: `--only Value,fit_linear` checked Value
-    alone, silently, and the student took fit_linear_gd for checked."""
+    it could have been. Even beside one that is: `--only forward,fit_line` checked forward
+    alone, silently, and the student took fit_line_gd for checked."""
     unknown = [name for name in only or [] if name not in select.matched]
     if only and (select.selected == 0 or unknown):
         graded = ", ".join(chosen)

@@ -62,10 +62,11 @@ def sandbox(*, optimizers: bool = True, launched=None):
     """A started worker parent, as a context manager (GraderUnavailable if it cannot start).
     `optimizers=False`: its workers will build no torch.optim optimizer; `launched`: called
     once its process is started (see `Zygote`)."""
+    from grader.course.folder import active_course
     from grader.worker.client import Zygote, ZygoteError
 
     try:
-        return Zygote(optimizers=optimizers, launched=launched)
+        return Zygote(optimizers=optimizers, launched=launched, course=active_course().root)
     except ZygoteError as exc:
         raise GraderUnavailable(str(exc)) from None
 

@@ -24,9 +24,18 @@ def solution(exercise: str, *, attempts: Path = Path("torchgrade-check"),
         raise UsageError(f"there is no reference solution of {exercise}")
     if not i_have_tried and not tried(exercise, Path(attempts)):
         raise UsageError(f"try {exercise} first: fill in its stub and run `torchgrade check "
-                         f"{exercise}.py` (its results in {attempts} unlock the solution), or "
-                         "say --i-have-tried")
+                         f"{stub_here(exercise)}` (its results in {attempts} unlock the "
+                         "solution), or say --i-have-tried")
     return path.read_text(encoding="utf-8")
+
+
+def stub_here(exercise: str) -> str:
+    """Where the stub of `exercise` is, as a path from here: `exercises/<file>` in a clone's root
+    or a release folder, else the file's own name (the folder a student works in)."""
+    from grader.course.folder import active_course
+
+    name = active_course().student_file(exercise)
+    return f"exercises/{name}" if (Path("exercises") / name).is_file() else name
 
 
 def tried(exercise: str, attempts: Path) -> bool:

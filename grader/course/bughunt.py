@@ -50,13 +50,13 @@ def hunt(exercise: str) -> BugHunt:
 
 
 def student_path(exercise: str) -> str:
-    """Where the student's file lives in a submission, e.g. "bughunt/regression.py"."""
+    """Where the student's file lives in a submission, e.g. "bughunt/mnist.py"."""
     return hunt(exercise).path
 
 
 def exercise_for(relpath: str, wanted: list[str]) -> str | None:
     """The exercise a file of a submission is for: its stem, or `bughunt_<stem>` for a file in
-    a folder named `bughunt` (e.g. hw1/bughunt/regression.py)."""
+    a folder named `bughunt` (e.g. hw1/bughunt/mnist.py)."""
     path = PurePosixPath(relpath)
     if path.stem in wanted:
         return path.stem

@@ -4,10 +4,11 @@
     exercises/<exercise>.py     the stub students get      (a bug hunt: exercises/<path>)
     solutions/<exercise>.py     the reference solution     (a bug hunt: solutions/<path>)
     checks/test_<exercise>.py, checks/test_<exercise>_hidden.py, helper modules
-    mutants/<exercise>/<name>.py   whole wrong modules, line 1 `# must fail: check, check`
+    mutants/<exercise>/<name>.diff  wrong implementations as patches of the solution, line 1
+                                `# must fail: check, check` (or <name>.py, a whole wrong copy)
     faults.toml, samples/       optional: catalogued faults and bug hunts; sample submissions
 
-The shipped curriculum (`curriculum/` in the repository, the package data `grader.curriculum`
+The shipped curriculum (the repository's root, the package data `grader.curriculum`
 once installed) is the default course. `--course DIR` and `TORCHGRADE_COURSE` choose another
 one for a whole command (`use_course`); everything that needs "the course" asks
 `active_course()`, and what crosses into another process passes the course's root explicitly.
@@ -19,18 +20,22 @@ import importlib.machinery
 import importlib.util
 import keyword
 import os
+import pkgutil
 import re
 import sys
 import types
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grader.course.location import COURSE_FILE, ENV, default_root  # noqa: F401 - re-exported
+from grader.course.patch import PatchError, apply_patch, parse_patch
 from grader.errors import UsageError
+from grader.worker.seal import COURSE_PROBES as PROBES_DIR
+from grader.worker.seal import install_course_probes
 
 try:
     import tomllib
@@ -43,6 +48,9 @@ BUGHUNT_PATH = r"^bughunt/[a-z0-9_]+\.py$"  # as grader.course.faults.BugHunt.pa
 BUGHUNT_PREFIX = "bughunt_"  # an exercise so named is a bug hunt (grader.course.bughunt)
 MUST_FAIL = "# must fail:"
 DIAGNOSES = "# diagnoses:"
+# A declared mutant's two forms: a patch of the solution (grader/course/patch.py), or a whole
+# wrong copy of it (kept for authors who prefer one, and for course folders written before).
+PATCH, WHOLE = ".diff", ".py"
 
 
 class CourseError(UsageError):
@@ -61,6 +69,9 @@ def exercise_name_problem(name: str) -> str | None:
     if name.endswith("_hidden"):
         return (f"{name!r} ends in _hidden (test_<name>.py would read as another exercise's "
                 "hidden checks)")
+    if name == PROBES_DIR:
+        return (f"{name!r} is the package the course's own probes are imported as, in the "
+                "worker beside the student's module")
     return None
 
 
@@ -148,6 +159,18 @@ class Equivalent(BaseModel):
     reason: str = Field(min_length=1)
 
 
+class ShippedOnPurpose(BaseModel):
+    """Code a student release ships on purpose although a solution or a hidden check holds it
+    too: the leak scan's `secret` (as its refusal names it) found in `file` (the end of a path
+    the release holds), and why that is no leak."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    secret: str = Field(min_length=1)
+    file: str = Field(min_length=1)
+    reason: str = Field(min_length=1)
+
+
 class CourseConfig(BaseModel):
     """course.toml."""
 
@@ -156,22 +179,25 @@ class CourseConfig(BaseModel):
     name: str = Field(min_length=1)
     exercises: list[str] = Field(min_length=1, description="the exercises, in course order")
     equivalent: list[Equivalent] = []
+    shipped_on_purpose: list[ShippedOnPurpose] = []
 
 
 @dataclass(frozen=True)
 class DeclaredMutant:
-    """A wrong implementation an author wrote (`mutants/<exercise>/<name>.py`): `fails` are the
-    check ids (`exercise.check`) it must fail, exactly; `diagnoses` the catalogued faults the
-    failing checks must name."""
+    """A wrong implementation an author wrote (`mutants/<exercise>/<name>.diff`, a patch of the
+    solution, or `<name>.py`, a whole copy): `fails` are the check ids (`exercise.check`) it must
+    fail, exactly; `diagnoses` the catalogued faults the failing checks must name; `text` the
+    module graded (a patch: applied when the mutant was read)."""
 
     exercise: str
     name: str
     path: Path
     fails: frozenset[str]
     diagnoses: frozenset[str] = frozenset()
+    text: str | None = field(default=None, repr=False, compare=False)
 
     def source(self) -> str:
-        return self.path.read_text(encoding="utf-8")
+        return self.path.read_text(encoding="utf-8") if self.text is None else self.text
 
 
 # What, in a process, makes torch import torch._dynamo (~1.8 s): the first call of an
@@ -185,6 +211,7 @@ class Course:
     name: str
     exercises: tuple[str, ...]
     equivalent: tuple[Equivalent, ...] = ()
+    shipped_on_purpose: tuple[ShippedOnPurpose, ...] = ()
 
     @property
     def exercises_dir(self) -> Path:
@@ -197,6 +224,12 @@ class Course:
     @property
     def checks_dir(self) -> Path:
         return self.root / "checks"
+
+    @property
+    def probes_dir(self) -> Path:
+        """Its own probes (optional): `sub.probe("<module>:<function>")` runs one in the worker,
+        and its checks import them as `probes.<module>`."""
+        return self.root / PROBES_DIR
 
     @property
     def mutants_dir(self) -> Path:
@@ -227,7 +260,7 @@ class Course:
     def may_build_optimizers(self, exercises: list[str]) -> bool:
         """Whether checking `exercises` may build a torch.optim optimizer (whose first use
         imports torch._dynamo, ~1.8 s): if the stub of one of them, which names what its checks
-        and probes use (`parameters`, `training_loops`, the bug hunts), mentions one, or cannot
+        and probes use (a training loop's, a bug hunt's), mentions one, or cannot
         be read. Loose on purpose: a word that matches for another reason (`re.compile`) only
         costs that import ahead of time, as before; a process that builds one unannounced
         imports it then, once."""
@@ -286,11 +319,22 @@ class Course:
 
     def mutants(self, exercise: str) -> list[DeclaredMutant]:
         """The declared mutants of `exercise`, by name; raises CourseError for a file that is
-        not UTF-8 text or whose first line is not `# must fail: ...`."""
-        return [read_mutant(exercise, path) for path in self.mutant_files(exercise)]
+        not UTF-8 text, whose first line is not `# must fail: ...`, or a patch that does not
+        apply to the solution."""
+        return [read_mutant(exercise, path, self.solution(exercise))
+                for path in self.mutant_files(exercise)]
 
     def mutant_files(self, exercise: str) -> list[Path]:
-        return sorted((self.mutants_dir / exercise).glob("*.py"))
+        """The files of `exercise`'s declared mutants, by name: patches (`<name>.diff`) and
+        whole copies (`<name>.py`). CourseError when a name has both."""
+        folder = self.mutants_dir / exercise
+        files = sorted(p for p in folder.glob("*") if p.suffix in (PATCH, WHOLE) and p.is_file())
+        names = [p.stem for p in files]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise CourseError(f"{folder}: mutant {twice[0]} is there twice, as "
+                              f"{twice[0]}{PATCH} and {twice[0]}{WHOLE}: keep one")
+        return sorted(files, key=lambda p: p.stem)
 
 
 def exercise_of(path: Path | str) -> str:
@@ -298,11 +342,16 @@ def exercise_of(path: Path | str) -> str:
     return Path(path).stem.removeprefix("test_").removesuffix("_hidden")
 
 
-def read_mutant(exercise: str, path: Path) -> DeclaredMutant:
-    """The mutant at `path`; CourseError (naming the file) when it is not UTF-8 text or does not
-    declare what it fails. Not compiled: a mutant that does not even compile is a wrong module
-    like any other (it fails every check)."""
-    lines = course_text(path).splitlines()[:2] + ["", ""]
+def read_mutant(exercise: str, path: Path, solution: Path | None = None) -> DeclaredMutant:
+    """The mutant at `path`; CourseError (naming the file) when it is not UTF-8 text, does not
+    declare what it fails, or is a patch (`.diff`) that cannot be read or does not apply to
+    `solution` (the exercise's). Not compiled: a mutant that does not even compile is a wrong
+    module like any other (it fails every check).
+
+    A patch's module is its `# must fail:` (and `# diagnoses:`) lines followed by the solution
+    with the patch applied: the very text of the whole copy it stands for, line numbers and all."""
+    text = course_text(path)
+    lines = text.splitlines()[:2] + ["", ""]
     where = f"{path}: line 1 must be `{MUST_FAIL} check, check` (check names without test_)"
     if not lines[0].startswith(MUST_FAIL):
         raise CourseError(where)
@@ -316,7 +365,35 @@ def read_mutant(exercise: str, path: Path) -> DeclaredMutant:
                           "named by its function's name without test_, e.g. values_match)")
     return DeclaredMutant(exercise, path.stem, path,
                           frozenset(f"{exercise}.{n.removeprefix('test_')}" for n in fails),
-                          frozenset(diagnoses))
+                          frozenset(diagnoses),
+                          _patched(path, text, solution) if path.suffix == PATCH else text)
+
+
+def _patched(path: Path, text: str, solution: Path | None) -> str:
+    """The module a patch mutant stands for: its declaration lines, then `solution` patched."""
+    if solution is None:
+        raise ValueError(f"{path}: a patch mutant needs the solution it applies to")
+    try:
+        base = course_text(solution)
+    except CourseError as exc:
+        raise CourseError(f"{path}: the solution it patches cannot be read ({exc})") from None
+    try:
+        patched = apply_patch(parse_patch(text), base, target=_near(solution, path))
+    except PatchError as exc:
+        raise CourseError(f"{path}: {exc}") from None
+    declared = text.split("\n", 2)
+    head = declared[0] + "\n"
+    if len(declared) > 1 and declared[1].startswith(DIAGNOSES):
+        head += declared[1] + "\n"
+    return head + patched
+
+
+def _near(solution: Path, mutant: Path) -> str:
+    """`solution` as seen from the course folder that holds `mutant` (mutants/<exercise>/)."""
+    try:
+        return str(solution.relative_to(mutant.parents[2]))
+    except (ValueError, IndexError):
+        return str(solution)
 
 
 def _names(text: str) -> list[str]:
@@ -344,11 +421,29 @@ def _load(root: Path, stamps: tuple[int, ...]) -> Course:
         raise CourseError(f"{toml}: exercises must be distinct lower-case Python names (a name "
                           "is listed twice)")
     course = Course(root=root, name=config.name, exercises=tuple(config.exercises),
-                    equivalent=tuple(config.equivalent))
+                    equivalent=tuple(config.equivalent),
+                    shipped_on_purpose=tuple(config.shipped_on_purpose))
     _check_bughunt_paths(root)
     _require_files(course)
     _refuse_shadowing(root / "checks")
+    _check_probe_names(course)
     return course
+
+
+def _check_probe_names(course: Course) -> None:
+    """A course's probe modules are named as `sub.probe("<module>:<function>")` names them: a
+    Python name, and none of the grader's own probe modules (`grader.probes`: the generic
+    recorders any course may import), which the worker resolves under the same names."""
+    import grader.probes as generic
+
+    ours = {info.name for info in pkgutil.iter_modules(generic.__path__)}
+    for path in sorted(course.probes_dir.glob("*.py")):
+        if not path.stem.isidentifier() or keyword.iskeyword(path.stem):
+            raise CourseError(f"{path}: a probe module's name must be a Python name (it is "
+                              "imported as probes.<name>)")
+        if path.stem in ours:
+            raise CourseError(f"{path}: grader.probes.{path.stem} is one of the grader's own "
+                              "probe modules; name the course's another way")
 
 
 def _require_files(course: Course) -> None:
@@ -468,7 +563,7 @@ def load_course(root: Path | str) -> Course:
     # (the bug hunts' paths), a file added to checks/ (a helper that may shadow a module) or
     # removed from exercises/ (a stub now missing).
     return _load(path, tuple(_stamp(path / rel) for rel in
-                             (COURSE_FILE, "faults.toml", "checks", "exercises")))
+                             (COURSE_FILE, "faults.toml", "checks", "exercises", PROBES_DIR)))
 
 
 def _stamp(path: Path) -> int:
@@ -556,3 +651,6 @@ def import_checks_from(checks_dir: Path) -> None:
         if str(checks_dir) in sys.path:
             sys.path.remove(str(checks_dir))
         sys.path.insert(0, str(checks_dir))
+    # The course's own probes, as its checks import them (`from probes.<module> import ...`).
+    probes = checks_dir.parent / PROBES_DIR
+    install_course_probes(probes if probes.is_dir() else None)

@@ -4,7 +4,7 @@ An instructor keeps one small TOML file per assignment:
 
     name = "hw1"
     due = 2026-03-01T23:59:00+01:00          # optional; a TOML date-time (offset recommended)
-    exercises = ["strides_broadcasting", { name = "manual_backward", points = 20 }]
+    exercises = ["softmax_rows", { name = "attention_scores", points = 20 }]
     roster = "students.csv"                  # optional: student_id,last_name,first_name,email
 
     overrides = "overrides.csv"              # optional: student,target,points,reason

@@ -112,9 +112,10 @@ def _digest(course_root: Path) -> str:
     for name, entry in _walk(resources.files("grader.templates")):
         if name.endswith((".j2", ".css")):
             h.update(f"templates/{name}\0".encode() + entry.read_bytes() + b"\0")
-    # The course: its checks, the solutions and stubs they may compute references from, and its
-    # catalogue (diagnoses, what a bug-hunt copy is scored on). Not its mutants or samples.
-    for part in ("course.toml", "faults.toml", "checks", "solutions", "exercises"):
+    # The course: its checks and probes, the solutions and stubs they may compute references
+    # from, and its catalogue (diagnoses, what a bug-hunt copy is scored on). Not its mutants or
+    # samples.
+    for part in ("course.toml", "faults.toml", "checks", "probes", "solutions", "exercises"):
         top = course_root / part
         for p in sorted([top] if top.is_file() else top.rglob("*.py") if top.is_dir() else []):
             h.update(p.relative_to(course_root).as_posix().encode() + b"\0")

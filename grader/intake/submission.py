@@ -355,8 +355,8 @@ def files_found_note(path: Path, candidates: list[Found], missing: list[str]) ->
 def rank_depth(found: Found) -> int:
     """How deep a file lies, for choosing among several files of one exercise (shallowest
     first, then .py before .ipynb): a bug hunt's `bughunt/` folder is part of its file's name
-    (`bughunt/regression.py`), so `exercises/bughunt/regression.py` ranks with
-    `exercises/strides_broadcasting.py`, before `notebooks/bughunt_regression.ipynb` as a
+    (`bughunt/mnist.py`), so `exercises/bughunt/mnist.py` ranks with
+    `exercises/softmax_rows.py`, before `notebooks/bughunt_mnist.ipynb` as a
     module's `.py` comes before its notebook (a release folder holds both)."""
     return found.depth - (PurePosixPath(found.relpath).parent.name == BUGHUNT_FOLDER)
 
@@ -396,7 +396,7 @@ def scan(path: Path, wanted: list[str], notes: list[str]) -> list[Found]:
         except OSError as exc:
             notes.append(f"{name} could not be read ({exc.strerror})")
             return []
-        # bughunt/regression.py handed in alone is still the bug hunt "bughunt_regression".
+        # bughunt/mnist.py handed in alone is still the bug hunt "bughunt_mnist".
         relpath = (f"{BUGHUNT_FOLDER}/{name}" if path.resolve().parent.name == BUGHUNT_FOLDER
                    else name)
         if match_exercise(relpath, wanted)[0] is None:

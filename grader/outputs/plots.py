@@ -17,7 +17,7 @@ Output is deterministic: same evidence, same bytes (fixed hash salt, no date, fi
 
 Evidence read: the keys of `grader.evidence.E` declared `drawn` (loss, validation-loss and
 learning-rate curves against the reference's, `grad_ratio`, `grad_errors`, the descent path on
-its loss surface and fit_linear_gd at three learning rates (`lr_sweep`), per-layer gradient
+its loss surface and the same descent at three learning rates (`lr_sweep`), per-layer gradient
 histograms at the first and last step (`grad_histograms`), broadcasting shapes and strides),
 read through that declaration.
 Anything malformed (student numbers can be NaN, huge, missing) is drawn as far as it is
@@ -335,7 +335,7 @@ def grad_ratio_picture(evidence: dict):
     raw = E.grad_ratio.get(evidence)
     if not isinstance(raw, list) or not raw:
         return None
-    # One list (train_epoch) or one list per case (train_accumulated): the first case that
+    # One list (one training run) or one list per case (several runs): the first case that
     # goes wrong is the one worth showing, else the last.
     found = [numbers(c) for c in raw] if isinstance(raw[0], list) else [numbers(raw)]
     cases = [c for c in found if c]
@@ -432,8 +432,8 @@ def grad_errors_picture(evidence: dict):
 
 
 def descent_picture(evidence: dict):
-    """The path of fit_linear_gd on the contours of its loss, on a one-feature problem whose
-    loss L(w, b) = mean((w x + b - y)^2) is fixed by five moments of the data."""
+    """The path of a gradient descent of (w, b) on the contours of its loss, on a one-feature
+    problem whose loss L(w, b) = mean((w x + b - y)^2) is fixed by five moments of the data."""
     moments = E.loss_surface.get(evidence)
     reference = points(E.reference_descent_path.get(evidence))
     yours = points(E.descent_path.get(evidence))
@@ -578,7 +578,7 @@ PATH_STYLES: dict[str, dict[str, Any]] = {
 
 
 def lr_sweep_picture(evidence: dict):
-    """fit_linear_gd at three learning rates, one contour panel each: your path against the
+    """The same descent at three learning rates, one contour panel each: your path against the
     reference's, and the step at which either leaves the picture."""
     sweep = E.lr_sweep.get(evidence)
     if not isinstance(sweep, dict):

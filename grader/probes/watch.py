@@ -19,7 +19,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 
-from grader.probes.training_loops import describe_return
+from grader.probes.recorders import describe_return
 
 # Changes listed at most (a record stays small whatever the input's size).
 MAX_CHANGES = 8

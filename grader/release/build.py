@@ -44,7 +44,8 @@ import grader
 from grader.course.bughunt import is_bughunt
 from grader.checking.edition import RELEASE_FILE, StudentRelease, student_release
 from grader.checking.recorded import RECORDED_DIR, SUFFIX, versions
-from grader.course.folder import COURSE_FILE, ENV, Course, active_course
+from grader.course.folder import COURSE_FILE, ENV, PROBES_DIR, Course, active_course
+from grader.course.knowledge import DIAGNOSES
 from grader.course.registry import check_files, exercise_of, known_exercises, visibility_of_file
 from grader.release.leaks import NOT_SHIPPED
 from grader.checking.selection import PendingCheck, collect_checks, counts_before_grading
@@ -103,7 +104,8 @@ def _build(out: Path, exercises: list[str]) -> Release:
     _refuse_unshipped_reach(visible, helpers, course.checks_dir)
     _copy_checks(released / "checks", visible, helpers, course.checks_dir)
     _placeholder_checks(released / "checks", exercises, visible)
-    _prune_probes(out / "grader", released / "checks")
+    _copy_course_probes(course, released / PROBES_DIR)
+    _prune_probes([out / "grader" / "probes", released / PROBES_DIR], released / "checks")
     release.recorded = _record(released / "checks" / RECORDED_DIR, exercises,
                                {h for h in helpers if h.endswith(SUFFIX)}, course)
     checks = collect_checks(exercises)
@@ -166,7 +168,7 @@ def _copy_grader(target: Path) -> None:
 def check_helpers(files: list[Path], checks_dir: Path) -> set[str]:
     """The helper modules of `checks_dir` that `files` import, directly or through each other.
     Raises ReleaseError if they reach a check file or a `*_hidden` helper (hidden checks' own
-    inputs and verifiers: `curriculum/README.md`)."""
+    inputs and verifiers: `checks/README.md`)."""
     seen: set[str] = set()
     todo = list(files)
     while todo:
@@ -218,10 +220,13 @@ def _imported_top_level(path: Path) -> set[str]:
 
 def _copy_checks(target: Path, visible: list[Path], helpers: set[str], checks_dir: Path) -> None:
     """The visible checks and the helpers they import, but no reference module (the release
-    replays what they returned: `grader.checking.recorded`)."""
+    replays what they returned: `grader.checking.recorded`); the course's evidence keys and
+    diagnosis rules (`checks/diagnoses.py`: what a student's own check records and is
+    diagnosed with)."""
     target.mkdir(parents=True)
-    if (checks_dir / "conftest.py").is_file():
-        shutil.copy2(checks_dir / "conftest.py", target / "conftest.py")
+    for name in ("conftest.py", DIAGNOSES):
+        if (checks_dir / name).is_file():
+            shutil.copy2(checks_dir / name, target / name)
     for path in visible:
         shutil.copy2(path, target / path.name)
     for name in sorted(helpers):
@@ -248,17 +253,29 @@ def _placeholder_checks(target: Path, exercises: list[str], visible: list[Path])
                 'is graded\n(`torchgrade check` lists them by title)."""\n', encoding="utf-8")
 
 
-def _prune_probes(grader_dir: Path, checks_dir: Path) -> None:
-    """Leave out the probe modules no shipped check needs. A probe runs in the worker, so the
-    visible checks' probes ship (they hold instrumentation, no answers); but a probe only hidden
-    checks call (a bug hunt's harness, say) may hold a fixed copy of the code a student must
-    fix. A shipped check names a probe as `sub.probe("<module>:<function>", ...)` or imports
-    `grader.probes.<module>`; probes may import each other."""
-    probes = {p.stem: p for p in (grader_dir / "probes").glob("*.py") if p.stem != "__init__"}
+def _copy_course_probes(course: Course, target: Path) -> None:
+    """The course's own probes (`probes/*.py`), if it has any, as the released course's."""
+    files = sorted(course.probes_dir.glob("*.py"))
+    if files:
+        target.mkdir()
+        for path in files:
+            shutil.copyfile(path, target / path.name)
+
+
+def _prune_probes(folders: list[Path], checks_dir: Path) -> None:
+    """Leave out the probe modules no shipped check needs, the grader's (`grader/probes`) and the
+    course's (`probes/`) alike. A probe runs in the worker, so the visible checks' probes ship
+    (they hold instrumentation, no answers); but a probe only hidden checks call (a bug hunt's
+    harness, say) may hold a fixed copy of the code a student must fix. A shipped check names a
+    probe as `sub.probe("<module>:<function>", ...)` or imports `probes.<module>` (the course's)
+    or `grader.probes.<module>`; probes may import each other. (A course's probe module is never
+    named as one of the grader's: `load_course` refuses it.)"""
+    probes = {p.stem: p for folder in folders for p in folder.glob("*.py")
+              if p.stem != "__init__"}
 
     def named_in(text: str) -> set[str]:
         return {name for name in probes if re.search(
-            rf"""["']{name}:|grader\.probes\.{name}\b|from grader\.probes import .*\b{name}\b""",
+            rf"""["']{name}:|\bprobes\.{name}\b|\bfrom (?:grader\.)?probes import .*\b{name}\b""",
             text)}
 
     needed = set()
@@ -435,7 +452,7 @@ packages = {json.dumps(packages)}
 "grader" = ["*.json"]
 "grader.checking" = ["*.ini"]
 "grader.curriculum" = ["*.toml", "exercises/*.py", "exercises/*/*.py", "checks/*.py",
-                       "checks/{RECORDED_DIR}/*.json"]
+                       "checks/{RECORDED_DIR}/*.json", "probes/*.py"]
 "grader.templates" = ["*"]
 ''', encoding="utf-8")
     torch_version = versions()["torch"].split("+")[0]

@@ -10,7 +10,7 @@ only gathers them, in course order (`exercises` of `course.toml`):
 
 `tests/test_curriculum.py` keeps the committed file equal to `curriculum_markdown()`, every
 public name of every stub in it, and every solution's signatures equal to its stub's.
-Code cites the contract by exercise name ("CURRICULUM.md, `strides_broadcasting`"), never by a
+Code cites the contract by exercise name ("CURRICULUM.md, `softmax_rows`"), never by a
 section number.
 """
 
@@ -93,7 +93,7 @@ def pitfalls_section() -> list[str]:
     lines = [f"- `{fid}`: {escape_markdown(faults[fid].title) if fid in faults else '(missing)'}"
              for fid in load().pitfalls]
     return ["", PITFALLS_HEADING, "",
-            ("The fault catalogue (`curriculum/faults.toml`, its `pitfalls` list) holds "
+            ("The fault catalogue (`faults.toml`, its `pitfalls` list) holds "
              "at least these faults:"), "", *lines]
 
 

@@ -5,7 +5,7 @@
 - **solutions**: the body of every function, method and class of every reference solution
   (the course's `solutions/`, subfolders included), unless a stub provides it as code: a
   definition of the same name whose code holds it (a bug hunt's stub is its solution with faults
-  injected, a module's stub may give a method such as `Value.__repr__` ready-made: what they
+  injected, a module's stub may give a method such as `Model.__repr__` ready-made: what they
   share is no secret). A stub's code is what the syntax tree holds without docstrings, comments
   or the text of string literals (`code_words`): a solution pasted into a stub's docstring, a
   comment or a string is no licence, it is a leak;
@@ -66,7 +66,7 @@ SEP = "\x00"
 @dataclass(frozen=True)
 class Secret:
     kind: str            # "solution", "reference", "hidden check"
-    origin: str          # where it comes from, e.g. "solutions/c.py: c_strides"
+    origin: str          # where it comes from, e.g. "solutions/m.py: softmax_rows"
     words: str = ""      # a word sequence (joined by SEP), searched for
     shape: str = ""      # ast.dump of a body, compared with the functions of Python code
     name: str = ""       # searched as a whole word
@@ -83,20 +83,15 @@ class Leak:
 
     @property
     def allowed(self) -> str | None:
-        """Why this one is shipped on purpose, or None (it must not be)."""
+        """Why this one is shipped on purpose (the course's `[[shipped_on_purpose]]`), or None
+        (it must not be)."""
+        from grader.course.folder import active_course
+
         inner = self.path.rpartition("!")[2]
-        for (origin, path), reason in ALLOWED.items():
-            if self.secret.origin == origin and inner.endswith(path):
-                return reason
+        for entry in active_course().shipped_on_purpose:
+            if self.secret.origin == entry.secret and inner.endswith(entry.file):
+                return entry.reason
         return None
-
-
-# Code a release ships on purpose although a solution has it too: (secret, file) -> why.
-ALLOWED = {
-    ("solutions/training_loops.py: set_seed", "grader/probes/training_loops.py"):
-        "the train_classifier probe (which runs in the worker, so it ships) seeds the same "
-        "three generators; the contract of set_seed names them one by one",
-}
 
 
 # --------------------------------------------------------------------------- text as words
@@ -264,7 +259,7 @@ def secrets() -> list[Secret]:
 
     course = active_course()
     exercises, solutions, checks_dir = course.exercises_dir, course.solutions_dir, course.checks_dir
-    public = _public_corpus(exercises, checks_dir)
+    public = _public_corpus(exercises, checks_dir, course.probes_dir)
     # Code a stub provides ships anyway: a bug hunt's stub is its solution with faults injected
     # (and one bug hunt's correct function may be another's faulty one), a module's stub may
     # give a method ready-made. Only code counts, under the same name: not a docstring.
@@ -344,7 +339,7 @@ def _hidden_names(public: Public) -> list[Secret]:
         origin = f"{found.id} ({found.info.title})"
         bare = found.name.removeprefix("test_")
         names = [found.name, found.id]
-        # A bare name may be a function a stub defines (`test_pairwise_sq_dists`) or one of the
+        # A bare name may be a function a stub defines (`test_softmax_rows`) or one of the
         # grader's identifiers; any other appearance (a visible helper's comment, a string) is
         # the hidden check's name given away.
         if len(bare) >= 12 and joined([bare]) not in public.identifiers:
@@ -358,7 +353,8 @@ class Public:
     """What a release ships by design, as joined words, to tell a secret from what is no secret.
 
     - `grader`: the code (`code_words`) of the grader's own shipped modules, which ship whatever
-      a course holds: it vouches for any statement;
+      a course holds, and of the course's probes, which run in the worker and ship as the
+      grader's did (instrumentation, no answers): it vouches for any statement;
     - `identifiers`: that code and the stubs' code: a hidden check's bare name found there is a
       function a student writes or one of the grader's names;
     - `idioms`: the words of the grader's modules, the stubs and the visible checks with their
@@ -384,7 +380,7 @@ class Public:
 NOT_SHIPPED = {"__pycache__", "curriculum", "templates", "authoring"}
 
 
-def _public_corpus(exercises: Path, checks_dir: Path) -> Public:
+def _public_corpus(exercises: Path, checks_dir: Path, probes_dir: Path) -> Public:
     """What a release ships by design (see `Public`)."""
     import grader
     from grader.checking.recorded import SUFFIX
@@ -393,6 +389,7 @@ def _public_corpus(exercises: Path, checks_dir: Path) -> Public:
     grader_dir = Path(grader.__file__).resolve().parent
     modules = [p.read_text(encoding="utf-8") for p in sorted(grader_dir.rglob("*.py"))
                if p.relative_to(grader_dir).parts[0] not in NOT_SHIPPED]
+    modules += [p.read_text(encoding="utf-8") for p in sorted(probes_dir.glob("*.py"))]
     stubs = [p.read_text(encoding="utf-8") for p in sorted(exercises.rglob("*.py"))]
     visible = [p.read_text(encoding="utf-8") for p in sorted(checks_dir.glob("*.py"))
                if visibility_of_file(p) != "hidden" and not p.stem.endswith(SUFFIX)]

@@ -46,7 +46,7 @@ def solutions_root() -> Path:
 
 def module_path(exercise: str, root: Path) -> Path | None:
     """`root/<exercise>.py`, or a module in a subfolder: `root/**/<exercise>.py`, or (for ids
-    like `bughunt_regression`) `root/bughunt/regression.py`."""
+    like `bughunt_mnist`) `root/bughunt/mnist.py`."""
     direct = root / f"{exercise}.py"
     if direct.is_file():
         return direct
@@ -79,7 +79,7 @@ class Part:
     name: str | None
     code: str             # the source, without the definition's docstring
     doc: str | None = None
-    signature: str = ""   # `c_strides(shape, itemsize)`, `MLP(in_dim, hidden, ...)`
+    signature: str = ""   # `softmax_rows(x, dim)`, `MLP(in_dim, hidden, ...)`
 
 
 def module_parts(source: str) -> tuple[str, list[Part]]:

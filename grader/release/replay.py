@@ -38,7 +38,7 @@ def record_visible_references(out: Path, exercises: list[str], *,
     prepare_checks(course.checks_dir)
     recordings = [wrap_for_recording(importlib.import_module(name))
                   for name in reference_modules(course.checks_dir)]
-    with Zygote() as zygote:
+    with Zygote(course=course.root) as zygote:
         for root, must_pass in ((course.solutions_dir, True), (course.exercises_dir, False)):
             submission = load_submission(root, exercises=exercises, student="reference")
             result = run_checks(submission, exercises=exercises, zygote=zygote,

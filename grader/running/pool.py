@@ -314,12 +314,16 @@ def serve(conn: Connection, settings: PoolSettings, steps: GradingSteps) -> None
     os._exit(0)
 
 
-# A grading process holds torch, pytest, the checks and one submission's intake: 0.26 GiB at the
-# most in honest runs (VmData ~0.3 GiB). Past its budget its own allocations fail with a
-# MemoryError where they happen (reading a file: that file's note, the student's own bytes; in a
-# check: the check failed itself, not final), so that no student's bytes make it grow until the
-# kernel's OOM killer chooses some process, an honest neighbour's worker first.
-GRADING_PROCESS_MEMORY = 3 << 29  # 1.5 GiB of private memory (RLIMIT_DATA)
+# A grading process holds torch, pytest, the checks and one submission's intake. RLIMIT_DATA
+# counts address space (private writable mappings), not resident memory: grading a class of
+# every exercise, a grading process's VmData swings between 0.6 and 1.6 GiB while its resident
+# peak stays at 0.42 GiB (the checks' reference training and glibc's per-thread arenas reserve far
+# more than they touch). The budget sits five times above that swing: past it, its own
+# allocations fail with a MemoryError where they happen (reading a file: that file's note, the
+# student's own bytes; in a check: the check failed itself, not final), so that no student's
+# bytes make it grow until the kernel's OOM killer chooses some process, an honest neighbour's
+# worker first; honest grading never comes near it.
+GRADING_PROCESS_MEMORY = 8 << 30  # 8 GiB of private address space (RLIMIT_DATA)
 # Under memory pressure the kernel kills the highest score first: a worker (1000, set by the
 # worker itself: student code), then a grading process (whose submission is graded again),
 # never the parent before them (it holds the run).
@@ -357,7 +361,7 @@ def _start_zygote(settings: PoolSettings, *, optimizers: bool
         try:
             starting.set_result(Zygote(
                 hidden=[p for p in (settings.out, settings.submissions, settings.course) if p],
-                optimizers=optimizers, template=settings.template))
+                optimizers=optimizers, template=settings.template, course=settings.course))
         except BaseException as exc:  # noqa: BLE001 - its user says what it was
             starting.set_exception(exc)
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from grader.course.location import COURSE_FOLDERS, COURSE_ROOT_FILES
 from grader.running.pool import (MAX_ATTEMPTS, TASK_TIMEOUT, GradeTask, Graded, GradingSteps,
                                  PoolSettings, SandboxBroken, SandboxStarted, describe_exit)
 from grader.worker import launch
@@ -66,15 +67,19 @@ class CourseBundle:
 
     @classmethod
     def pack(cls, root: Path) -> CourseBundle:
-        """Every file of the course folder `root` (a linked file by its content; no caches,
-        no linked folders), in a fixed order; the digest covers names and bytes, not times.
-        Raises CourseTooBig past MAX_COURSE_BYTES or MAX_COURSE_FILES."""
+        """Every file of the course folder `root` (its own: `COURSE_FOLDERS`; a linked file
+        by its content; no caches, no linked folders), in a fixed order; the digest covers
+        names and bytes, not times. Raises CourseTooBig past MAX_COURSE_BYTES or
+        MAX_COURSE_FILES."""
         root = Path(root).resolve()
         h = hashlib.sha256()
         buffer = io.BytesIO()
         total = count = 0
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
             for dirpath, dirnames, filenames in os.walk(root):
+                if Path(dirpath) == root:  # a course's own files only (COURSE_FOLDERS)
+                    dirnames[:] = [d for d in dirnames if d in COURSE_FOLDERS]
+                    filenames = [f for f in filenames if f in COURSE_ROOT_FILES]
                 dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
                 for name in sorted(filenames):
                     path = Path(dirpath) / name

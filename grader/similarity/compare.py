@@ -101,7 +101,7 @@ def own_work(source: str, starter: Starter) -> Own:
     # A k-gram is the student's own only when none of its tokens is starter code: one that
     # reaches past the stub's code by a few tokens (the line after a signature, the branch of
     # a case the contract spells out) says little about who wrote what. (Measured: it halves
-    # what independent solutions of autograd_graph share, and leaves copies as they were.)
+    # what independent solutions of a short exercise share, and leaves copies as they were.)
     edges = np.zeros(len(tokens.text) + 1, dtype=np.int64)
     np.add.at(edges, np.flatnonzero(starter_kgram), 1)
     np.add.at(edges, np.flatnonzero(starter_kgram) + K, -1)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast, overload
 
 import grader
-from grader.worker import cgroups, launch, messages, sandbox, view
+from grader.worker import cgroups, launch, messages, sandbox, seal, view
 from grader.worker.limits import WorkerLimits
 from grader.worker.zygote import WARM_ENV
 
@@ -282,6 +282,19 @@ class ZygoteTemplate:
         self.close()
 
 
+def copy_course_probes(course: Path, into: Path) -> Path | None:
+    """A copy of the course's `probes/*.py` in `into`/course-probes (readable by the zygote, as
+    its view shows `into`; a linked file by its content), or None when the course has none."""
+    files = sorted(p for p in (course / "probes").glob("*.py") if p.is_file())
+    if not files:
+        return None
+    target = into / "course-probes"
+    target.mkdir(mode=0o755)
+    for path in files:
+        (target / path.name).write_bytes(path.read_bytes())
+    return target
+
+
 def _worker_env(scratch_root: str) -> dict[str, str]:
     """The zygote's whole environment: nothing of the grader's (no PYTHONPATH, PYTHONSTARTUP,
     PYTHONHOME, PYTHONUSERBASE, no PATH entry relative to where the grader was started); the
@@ -319,7 +332,7 @@ class Zygote:
     def __init__(self, *, python: str = sys.executable, scratch_root: str | None = None,
                  isolate: bool = True, hidden=(), optimizers: bool = True,
                  launched: Callable[[], None] | None = None,
-                 template: TemplateLink | None = None):
+                 template: TemplateLink | None = None, course: Path | None = None):
         self.optimizers = optimizers
         self._launched = launched
         # A pool's template: this zygote is forked from it (its scratch folder and cgroups lie
@@ -342,6 +355,10 @@ class Zygote:
                                                                    self.cgroup):
             self._template = None  # the template's view would not show them
         self.python = python
+        # The course whose probes its workers run (`sub.probe`): copied here, where the zygote
+        # can read them (its view hides the course's folder), and imported by it before any fork.
+        self.probes = copy_course_probes(course or sandbox.environment_course(),
+                                         Path(self.scratch_root))
         self._log = tempfile.TemporaryFile()
         self._lock = threading.Lock()
         try:
@@ -378,6 +395,8 @@ class Zygote:
     def _settings_env(self, cgroup_env: str, binds: list) -> dict[str, str]:
         """The zygote's own settings: its uids, its cgroups, its view's spec."""
         env = {}
+        if self.probes is not None:
+            env[seal.PROBES_ENV] = str(self.probes)
         if self.uids is not None:
             env["TORCHGRADE_UIDS"] = f"{self.uids.base}:{self.uids.count}"
         if self.cgroup is not None:

@@ -189,6 +189,20 @@ def view_spec(binds: list[tuple[str, str, str]], hidden: list[str]) -> dict[str,
     return {"allowed": allowed, "masks": masks, "private": list(PRIVATE), "hidden": hidden}
 
 
+def shipped_course() -> Path:
+    """The shipped curriculum's folder: grader/curriculum installed, else the source checkout's
+    root (`grader.course.location.default_root`, a later stage, says the same)."""
+    package = Path(grader.__file__).resolve().parent
+    return package / "curriculum" if (package / "curriculum").is_dir() else package.parent
+
+
+def environment_course() -> Path:
+    """The course of this process's environment: TORCHGRADE_COURSE's, else the shipped one.
+    A caller that knows its course (`grader.course.folder.active_course`) passes it instead."""
+    chosen = os.environ.get(COURSE_ENV)
+    return Path(chosen).expanduser().resolve() if chosen else shipped_course()
+
+
 def must_not_see(extra=()) -> list[str]:
     """Paths no worker may see, wherever and however the grader was started: its current
     directory, every existing path on its command line (SUBMISSIONS, OUT, an assignment), the
@@ -198,13 +212,14 @@ def must_not_see(extra=()) -> list[str]:
     a worker's view (`grader.worker.view`)."""
     package = Path(grader.__file__).resolve().parent
     installation = [Path(d) for d in _python_dirs() + list(SYSTEM_DIRS)]
-    # The course being graded: the installed curriculum, and the one `--course DIR` or
+    # The course being graded: the shipped curriculum, and the one `--course DIR` or
     # TORCHGRADE_COURSE chose (its solutions and hidden checks).
-    strict = {os.getcwd(), str(package / "curriculum"), *map(str, extra)}
+    shipped = shipped_course()
+    strict = {os.getcwd(), str(shipped), *map(str, extra)}
     strict |= {os.environ[COURSE_ENV]} if os.environ.get(COURSE_ENV) else set()
     # A course's files may be symlinks into what workers are shown (a checks/ folder kept under
     # /usr/share): the targets must stay out of sight too, or the self-test could not see them.
-    courses = [package / "curriculum"]
+    courses = [shipped]
     courses += [Path(os.environ[COURSE_ENV])] if os.environ.get(COURSE_ENV) else []
     for course in courses:
         strict |= link_targets(course)
@@ -230,6 +245,11 @@ def link_targets(root: Path, limit: int = 20_000) -> set[str]:
     targets: set[str] = set()
     seen = 0
     for folder, dirs, files in os.walk(root, followlinks=False):
+        # A Python environment or a repository's own folders kept beside the course (the
+        # repository's root is the shipped course) hold no course file; their links point into
+        # the installation workers are shown (bin/python -> /usr/bin/python3).
+        dirs[:] = [d for d in dirs if not d.startswith(".")
+                   and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))]
         for name in dirs + files:
             seen += 1
             path = os.path.join(folder, name)

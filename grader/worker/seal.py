@@ -30,21 +30,30 @@ import builtins
 import ctypes
 import importlib
 import importlib.abc
+import importlib.machinery
+import importlib.util
+import linecache
+import os
 import pkgutil
 import sys
 import types
 from collections.abc import Callable, Iterator
 
 PREFIX = "grader"
+# The package a course's own probes are imported as (its `probes/` folder): in the worker, where
+# they are sealed like the grader's, and in the grader, where its checks import their builders.
+COURSE_PROBES = "probes"
+PROBES_ENV = "TORCHGRADE_PROBES"  # the zygote's copy of the course's probes/ folder
 IMMUTABLETYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE (CPython 3.10+)
 
 
 def _ours(name: str) -> bool:
-    return name == PREFIX or name.startswith(PREFIX + ".")
+    return any(name == p or name.startswith(p + ".") for p in (PREFIX, COURSE_PROBES))
 
 
 class RefuseGrader(importlib.abc.MetaPathFinder):
-    """First on `sys.meta_path` in a sealed worker: `import grader...` raises ImportError."""
+    """First on `sys.meta_path` in a sealed worker: `import grader...` (or the course's
+    `probes...`) raises ImportError."""
 
     def find_spec(self, name, path=None, target=None):
         if _ours(name):
@@ -213,31 +222,86 @@ def _changed_names(now: dict, then: dict, *, added: bool) -> str | None:
 
 def resolve_probes() -> dict[str, Callable]:
     """"module:function" -> function, for every public function defined in a module of
-    `grader.probes` (importing them all). A module that fails to import (a broken installation)
+    `grader.probes` (the generic ones) or of the course's `probes` package (imported by
+    `load_course_probes`; a course's module of the same name as a generic one wins), importing
+    them all. A module that fails to import (a broken installation, a course's broken probe)
     maps each of its would-be names to nothing: `broken_probe` then says why.
 
-    Resolved once per process and kept: the zygote resolves them before any fork (`zygote.warm`),
-    and each worker gets the table with the fork, before any student code runs, instead of
-    listing the package's folder again (~1.4 ms per worker). `seal()` copies it."""
+    Resolved once per process and kept: the zygote resolves them before any fork (`zygote.warm`,
+    then `load_course_probes`), and each worker gets the table with the fork, before any
+    student code runs, instead of listing the package's folder again (~1.4 ms per worker).
+    `seal()` copies it."""
     if _RESOLVED:
         return dict(_RESOLVED)
     import grader.probes as package
 
     table: dict[str, Callable] = {}
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name.startswith("_"):
-            continue
-        try:
-            module = importlib.import_module(f"{package.__name__}.{info.name}")
-        except Exception as exc:  # noqa: BLE001 - reported on use, the worker still serves
-            _BROKEN[info.name] = f"{type(exc).__name__}: {exc}"
-            continue
-        for name, value in vars(module).items():
-            if (isinstance(value, types.FunctionType) and value.__module__ == module.__name__
-                    and not name.startswith("_")):
-                table[f"{info.name}:{name}"] = value
+    packages = [package]
+    course = sys.modules.get(COURSE_PROBES)
+    if isinstance(course, types.ModuleType) and getattr(course, "__path__", None):
+        packages.append(course)
+    for each in packages:
+        for info in pkgutil.iter_modules(each.__path__):
+            if info.name.startswith("_"):
+                continue
+            try:
+                module = importlib.import_module(f"{each.__name__}.{info.name}")
+            except Exception as exc:  # noqa: BLE001 - reported on use, the worker still serves
+                _BROKEN[info.name] = f"{type(exc).__name__}: {exc}"
+                continue
+            for name, value in vars(module).items():
+                if (isinstance(value, types.FunctionType) and value.__module__ == module.__name__
+                        and not name.startswith("_")):
+                    table[f"{info.name}:{name}"] = value
     _RESOLVED.update(table)
     return table
+
+
+def install_course_probes(folder: str | os.PathLike[str] | None) -> None:
+    """Make `folder` (a course's `probes/`) the package `probes` of this process: its modules
+    import as `probes.<module>`, and from each other so. Another course's `probes` imported
+    before is forgotten first (two courses' probes of one name never mix); None: none at all."""
+    where = [os.path.realpath(folder)] if folder is not None else None
+    current = sys.modules.get(COURSE_PROBES)
+    if where is not None and current is not None and \
+            list(getattr(current, "__path__", None) or []) == where:
+        return
+    for name in [n for n in list(sys.modules)
+                 if n == COURSE_PROBES or n.startswith(COURSE_PROBES + ".")]:
+        del sys.modules[name]
+    importlib.invalidate_caches()
+    if where is None:
+        return
+    spec = importlib.machinery.ModuleSpec(COURSE_PROBES, None, is_package=True)
+    module = importlib.util.module_from_spec(spec)
+    module.__path__ = where
+    sys.modules[COURSE_PROBES] = module
+
+
+def load_course_probes(folder: str | None) -> None:
+    """In the zygote, before `prepare()`: import the course's probes from `folder` (the grader's
+    copy of its probes/ folder) and resolve them with the grader's, for every worker forked
+    after. None: the course has none."""
+    if folder is None:
+        return
+    install_course_probes(folder)
+    sys.path_importer_cache[os.path.realpath(folder)] = importlib.machinery.FileFinder(
+        os.path.realpath(folder), (CourseProbeLoader, [".py"]))
+    _RESOLVED.clear()
+    resolve_probes()
+
+
+class CourseProbeLoader(importlib.machinery.SourceFileLoader):
+    """A course's probe read from the zygote's copy but compiled under its name in the course,
+    `probes/<module>.py`: what a warning or a traceback through it shows a student, the same in
+    every run (the copy's folder is a new one each time) and naming no folder of the machine.
+    Its lines are put in `linecache` under that name, where the warning's source line is read."""
+
+    def source_to_code(self, data, path, *, _optimize=-1):  # type: ignore[override]
+        shown = f"{COURSE_PROBES}/{os.path.basename(path)}"
+        text = importlib.util.decode_source(data)
+        linecache.cache[shown] = (len(text), None, text.splitlines(True), shown)
+        return compile(text, shown, "exec", dont_inherit=True, optimize=_optimize)
 
 
 _RESOLVED: dict[str, Callable] = {}

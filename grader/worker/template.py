@@ -47,7 +47,8 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-ZYGOTE_ENV = ("HOME", "TORCHGRADE_UIDS", "TORCHGRADE_CGROUPS", "TORCHGRADE_VIEW")
+ZYGOTE_ENV = ("HOME", "TORCHGRADE_UIDS", "TORCHGRADE_CGROUPS", "TORCHGRADE_VIEW",
+              "TORCHGRADE_PROBES")
 MAX_REQUEST = 1 << 18
 FDS = 3
 

@@ -325,6 +325,7 @@ def run(ctrl: socket.socket) -> None:
         wire.send_frame(ctrl, wire.encode(msg))
 
     kinds = {c: h.version for h in hierarchies for c in h.controllers}
+    seal.load_course_probes(os.environ.pop(seal.PROBES_ENV, None))  # before any worker exists
     seal.prepare()  # after the zygote's last import: what every worker would list again
     # Every object made so far (torch's, numpy's, ours: ~280,000) is kept for good: out of the
     # collector's passes in every worker forked from here. A full pass in a worker otherwise

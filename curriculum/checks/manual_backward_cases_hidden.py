@@ -1,6 +1,0 @@
-"""Sizes only the hidden `manual_backward` checks use. Never shipped (a `_hidden` module:
-`curriculum/README.md`)."""
-
-
-VJP_SIZE = 200_000
-VJP_DEADLINE = 5.0
