@@ -47,25 +47,35 @@ def failing(**evidence) -> CheckResult:
                        points=0, max_points=1, status="failed", evidence=evidence)
 
 
-def test_a_course_adds_keys_and_replaces_a_default_rule(tmp_path):
+def test_a_courses_rules_are_its_own_and_its_keys_add_to_the_default_courses(tmp_path):
     course = load_course(write_course(tmp_path / "c"))
     (course.checks_dir / "diagnoses.py").write_text(DIAGNOSES)
     own = knowledge(course)
     shipped = knowledge(default_course())
     assert isinstance(own.keys["stale_steps"], Key) and "stale_steps" not in shipped.keys
     assert set(shipped.keys) < set(own.keys)  # the default course's and the grader's too
-    # Its rule for a shipped fault id replaces the shipped one, in the shipped one's place.
-    assert [f for f, _ in own.rules] == [f for f, _ in shipped.rules]
-    mine = dict(own.rules)["grad-not-zeroed"]
-    assert mine is not dict(shipped.rules)["grad-not-zeroed"]
-    assert "grad-not-zeroed" in diagnose_check(failing(stale_steps=[2]), own.rules)
-    assert "grad-not-zeroed" not in diagnose_check(failing(stale_steps=[2]), shipped.rules)
-    assert "grad-not-zeroed" not in diagnose_check(failing(), own.rules)
+    # Its rules only (one for a fault it inherits): a shipped rule, written for the shipped
+    # checks' evidence, never fires on this course's checks.
+    assert [f for f, _ in own.rules] == ["grad-not-zeroed"]
+    assert dict(own.rules)["grad-not-zeroed"] is not dict(shipped.rules)["grad-not-zeroed"]
+    assert diagnose_check(failing(stale_steps=[2]), own.rules) == ["grad-not-zeroed"]
+    assert diagnose_check(failing(accumulated_steps=[2]), own.rules) == []
+    assert "grad-not-zeroed" in diagnose_check(failing(accumulated_steps=[2]), shipped.rules)
 
 
-def test_a_course_without_diagnoses_has_the_default_courses(tmp_path):
+def test_a_course_without_diagnoses_has_no_rules_and_the_default_courses_keys(tmp_path):
     course = load_course(write_course(tmp_path / "c"))
-    assert knowledge(course) == knowledge(default_course())
+    assert knowledge(course).rules == ()
+    assert knowledge(course).keys == knowledge(default_course()).keys
+
+
+def test_a_rule_for_a_fault_the_catalogue_lacks_is_refused(tmp_path):
+    course = load_course(write_course(tmp_path / "c"))
+    (course.checks_dir / "diagnoses.py").write_text(
+        DIAGNOSES.replace('@rule("grad-not-zeroed")', '@rule("grad-not-zerod")'))
+    with pytest.raises(CourseError, match="a rule for the fault grad-not-zerod, which the "
+                                          "course's faults.toml does not list"):
+        knowledge(course)
 
 
 def test_a_broken_diagnoses_module_is_one_line_naming_it(tmp_path):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from grader.course.folder import (CourseError, active_course, declared_check_ids,
+from grader.course.folder import (Course, CourseError, active_course, declared_check_ids,
                                   default_root)
 
 try:
@@ -88,6 +88,13 @@ def load() -> Catalogue:
     course, default = active_course(), default_root()
     return _merged(_stamp(course.faults_file), None if course.root == default
                    else _stamp(default / "faults.toml"))
+
+
+def fault_ids(course: Course) -> set[str]:
+    """The ids of the faults `course` catalogues (its own and those it inherits)."""
+    default = default_root()
+    return {f.id for f in _merged(_stamp(course.faults_file), None if course.root == default
+                                  else _stamp(default / "faults.toml")).fault}
 
 
 def _stamp(path: Path) -> tuple[Path, float] | None:

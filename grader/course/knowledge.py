@@ -1,11 +1,12 @@
 """What a course knows beyond its checks: the evidence keys its checks record and the diagnosis
 rules that read them, declared in its `checks/diagnoses.py` (docs/AUTHORING.md).
 
-A course builds on the default course's knowledge, as on its fault catalogue
-(`grader.course.faults`): the keys and rules of the default course (the shipped curriculum, or
-a release's own course) come first, then the course's own; a rule of its own for a fault the
-default course has a rule for replaces that one. Every course's keys include the grader's own
-(`grader.evidence.E`).
+A course's rules are its own: a rule is written for the evidence its course's checks record, and
+another course's rule would fire on checks it was never written for. Its keys are its own, the
+grader's (`grader.evidence.E`) and the default course's (the shipped curriculum, or a release's
+own course), whose faults it inherits (`grader.course.faults`): a check of any course may record
+what the shipped checks record, and name one of those faults (`fail(..., fault=ID)`). Every rule
+names a fault of the course's catalogue: CourseError otherwise (a typo would never diagnose).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from grader.course.faults import fault_ids
 from grader.course.folder import Course, CourseError, active_course, default_root
 from grader.evidence import KEYS, Key, Keys, Rule, keys_of
 
@@ -32,17 +34,16 @@ class Knowledge:
 
 
 def knowledge(course: Course | None = None) -> Knowledge:
-    """The keys and rules of `course` (default: the active one), the default course's first."""
+    """The keys and rules of `course` (default: the active one); see the module docstring."""
     course = course or active_course()
-    layers = [_stamped(default_root().resolve() / "checks" / DIAGNOSES)]
-    if course.root.resolve() != default_root().resolve():
-        layers.append(_stamped(course.checks_dir / DIAGNOSES))
-    keys: dict[str, Key] = dict(KEYS)
-    rules: dict[str, Rule] = {}
-    for layer in layers:
-        keys.update(layer.keys)
-        rules.update(layer.rules)
-    return Knowledge(keys=keys, rules=tuple(rules.items()))
+    own = _stamped(course.checks_dir / DIAGNOSES)
+    base = _stamped(default_root().resolve() / "checks" / DIAGNOSES)
+    unknown = [fault for fault, _ in own.rules if fault not in fault_ids(course)]
+    if unknown:
+        raise CourseError(f"{course.checks_dir / DIAGNOSES}: a rule for the fault {unknown[0]}, "
+                          "which the course's faults.toml does not list (nor the faults it "
+                          "inherits)")
+    return Knowledge(keys={**KEYS, **base.keys, **own.keys}, rules=own.rules)
 
 
 def diagnoses_module(course: Course) -> types.ModuleType | None:
