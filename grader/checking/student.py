@@ -24,6 +24,7 @@ import torch
 
 from grader.checking.compare import CheckFailure, fail, format_call, short
 from grader.models import ModuleSource, Reason, Status
+from grader.checking.loading import import_failed
 from grader.intake.submission import SKIPPED_CELL, not_submitted
 from grader.worker import messages, wire
 from grader.worker.client import ReplyRefused, Worker, WorkerCrashed, WorkerTimeout
@@ -173,8 +174,9 @@ class StudentModule:
             where = _text(error.get("where", self.filename), TYPE_CHARS)
             line = f", line {error['line']}" if type(error.get("line")) is int else ""
             status: Status = "crashed" if error.get("kind") == "memory" else "error"
-            self._fail_import(worker, False, f"importing {self.filename} failed ({where}{line}): "
-                              f"{_describe(error)}", status)
+            self._fail_import(worker, False,
+                              import_failed(self.filename, f"{where}{line}", _describe(error)),
+                              status)
         self.names = reply.names
         if first:
             self.notes = [f"{_text(e.get('where'), TYPE_CHARS)}: {_describe(e)}"

@@ -694,6 +694,19 @@ def _as_utf8(data: bytes, name: str, why: str) -> tuple[str, str]:
         "UTF-8.")
 
 
+# What `syntax_problem` says of a chunk that is no valid Python: the compiler's error type first
+# ("SyntaxError in a.py, line 3: ..."; a notebook cell's note goes on after it).
+SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
+_SAYS_SYNTAX = re.compile(rf"^({'|'.join(SYNTAX_ERRORS)}) in ", re.M)
+
+
+def says_syntax_error(note: str) -> bool:
+    """Whether `note` (an exercise's, as a result holds it) is `syntax_problem`'s: its words'
+    one reader, beside their writer (`grader.checking.loading.load_state` yields the typed
+    state every later stage branches on)."""
+    return bool(_SAYS_SYNTAX.search(note))
+
+
 def syntax_problem(chunk: SourceChunk, budget: AnalysisBudget) -> str | None:
     """A student-readable syntax error for the chunk, or None when it compiles (or is over
     `budget`: compiling costs the grading process, outside the worker's memory limit, up to

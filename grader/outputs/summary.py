@@ -6,7 +6,6 @@ Pure functions of `SubmissionResult`s; `grader.outputs.report.render_index` rend
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -15,6 +14,7 @@ from datetime import datetime, timezone
 from pydantic import BaseModel, Field
 
 import grader
+from grader.checking.loading import load_state
 from grader.models import (NOT_STARTED, CheckResult, EarlierGrade, ExerciseResult,
                            SubmissionResult, Visibility, state_of)
 from grader.outputs.exports import Remark, remark_list, remarks
@@ -169,9 +169,6 @@ def is_broken(check: CheckResult) -> bool:
     return OUTCOMES[state_of(check)].broken and check.reason not in NOT_STARTED
 
 
-SYNTAX = re.compile(r"^(SyntaxError|IndentationError|TabError) in ", re.M)
-# grader.checking.student: a module whose top level raised (an ImportError, a NameError, ...).
-IMPORT_FAILED = re.compile(r"^importing .+ failed \(")
 
 
 def exercise_state(result: SubmissionResult, part: ExerciseResult) -> str:
@@ -185,9 +182,10 @@ def exercise_state(result: SubmissionResult, part: ExerciseResult) -> str:
     checks = [c for c in result.checks if c.exercise == part.exercise]
     if part.path is None or any(c.reason == "not_submitted" for c in checks):
         return "not handed in"
-    if any(SYNTAX.search(n) for n in part.notes):
+    load = load_state(part.notes, checks)
+    if load == "syntax_error":
         return "syntax error"
-    if checks and all(c.status == "error" and IMPORT_FAILED.match(c.message) for c in checks):
+    if load == "import_failed":
         return "does not import"
     if checks and all(state_of(c) == "todo" for c in checks):
         return "not started"
