@@ -11,7 +11,8 @@ import pytest
 
 from grader.course.folder import (CourseError, default_course, import_checks_from, load_course,
                                   use_course)
-from grader.course.knowledge import knowledge
+from grader.authoring.verify import validate
+from grader.course.knowledge import knowledge, refuse_unknown_faults
 from grader.evidence import Key
 from grader.models import CheckResult
 from grader.scoring.diagnose import diagnose_check
@@ -73,9 +74,12 @@ def test_a_rule_for_a_fault_the_catalogue_lacks_is_refused(tmp_path):
     course = load_course(write_course(tmp_path / "c"))
     (course.checks_dir / "diagnoses.py").write_text(
         DIAGNOSES.replace('@rule("grad-not-zeroed")', '@rule("grad-not-zerod")'))
+    assert [f for f, _ in knowledge(course).rules] == ["grad-not-zerod"]  # inert at grading
     with pytest.raises(CourseError, match="a rule for the fault grad-not-zerod, which the "
                                           "course's faults.toml does not list"):
-        knowledge(course)
+        refuse_unknown_faults(course)  # what verify does first
+    with pytest.raises(CourseError, match="grad-not-zerod"):
+        validate(course, None)
 
 
 def test_a_broken_diagnoses_module_is_one_line_naming_it(tmp_path):

@@ -45,6 +45,7 @@ from pydantic import BaseModel, Field
 
 from grader.authoring.hollow import HollowMutant, hollow, hollowable
 from grader.authoring.mutation import GeneratedMutant, called_name, generate
+from grader.course.knowledge import refuse_unknown_faults
 from grader.course.folder import (Course, CourseError, DeclaredMutant, course_source,
                                   read_mutant)
 from grader.errors import GraderUnavailable, UsageError
@@ -473,7 +474,8 @@ def validate(course: Course, exercises: list[str] | None, *, budget: float | Non
              max_mutants: int | None = None) -> list[str]:
     """The exercises to verify (default: all, in the course's order). Raises UsageError for
     an exercise the course does not have, or whose solution or stub is missing or not readable
-    UTF-8 Python, and for a budget or cap that makes no sense."""
+    UTF-8 Python, for a diagnosis rule of a fault the course does not catalogue, and for a
+    budget or cap that makes no sense."""
     names = list(exercises or course.exercises)
     unknown = [e for e in names if e not in course.exercises]
     if unknown:
@@ -484,6 +486,7 @@ def validate(course: Course, exercises: list[str] | None, *, budget: float | Non
             if not path.is_file():
                 raise CourseError(f"{e}: its {what} {path} is missing")
             course_source(path)  # readable UTF-8 Python, or one line naming it
+    refuse_unknown_faults(course)
     if budget is not None and budget <= 0:
         raise UsageError("--budget must be a positive number of seconds")
     if max_mutants is not None and max_mutants < 0:

@@ -6,7 +6,9 @@ another course's rule would fire on checks it was never written for. Its keys ar
 grader's (`grader.evidence.E`) and the default course's (the shipped curriculum, or a release's
 own course), whose faults it inherits (`grader.course.faults`): a check of any course may record
 what the shipped checks record, and name one of those faults (`fail(..., fault=ID)`). Every rule
-names a fault of the course's catalogue: CourseError otherwise (a typo would never diagnose).
+names a fault of the course's catalogue: `torchgrade verify` refuses one that does not
+(`refuse_unknown_faults`: a typo would never diagnose); at grading it is only inert, since a
+student release's catalogue holds the faults its visible checks detect and no more.
 """
 
 from __future__ import annotations
@@ -38,12 +40,17 @@ def knowledge(course: Course | None = None) -> Knowledge:
     course = course or active_course()
     own = _stamped(course.checks_dir / DIAGNOSES)
     base = _stamped(default_root().resolve() / "checks" / DIAGNOSES)
-    unknown = [fault for fault, _ in own.rules if fault not in fault_ids(course)]
+    return Knowledge(keys={**KEYS, **base.keys, **own.keys}, rules=own.rules)
+
+
+def refuse_unknown_faults(course: Course) -> None:
+    """CourseError (one line) for a rule of `course` whose fault its catalogue does not list
+    (nor the faults it inherits)."""
+    unknown = [fault for fault, _ in knowledge(course).rules if fault not in fault_ids(course)]
     if unknown:
         raise CourseError(f"{course.checks_dir / DIAGNOSES}: a rule for the fault {unknown[0]}, "
                           "which the course's faults.toml does not list (nor the faults it "
                           "inherits)")
-    return Knowledge(keys={**KEYS, **base.keys, **own.keys}, rules=own.rules)
 
 
 def diagnoses_module(course: Course) -> types.ModuleType | None:
