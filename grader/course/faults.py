@@ -81,20 +81,14 @@ class Catalogue(BaseModel):
                                 "holds; a student release ships none")
 
 
-def load() -> Catalogue:
-    """The active course's catalogue (see the module docstring), validated: ids unique, every
-    injection into a known bug hunt (which the fault's `exercises` and `detected_by` name),
-    every seeded fault injectable. CourseError when a faults.toml is not valid."""
-    course, default = active_course(), default_root()
+def load(course: Course | None = None) -> Catalogue:
+    """The catalogue of `course` (default: the active one; see the module docstring),
+    validated: ids unique, every injection into a known bug hunt (which the fault's `exercises`
+    and `detected_by` name), every seeded fault injectable. CourseError when a faults.toml is
+    not valid."""
+    course, default = course or active_course(), default_root()
     return _merged(_stamp(course.faults_file), None if course.root == default
                    else _stamp(default / "faults.toml"))
-
-
-def fault_ids(course: Course) -> set[str]:
-    """The ids of the faults `course` catalogues (its own and those it inherits)."""
-    default = default_root()
-    return {f.id for f in _merged(_stamp(course.faults_file), None if course.root == default
-                                  else _stamp(default / "faults.toml")).fault}
 
 
 def _stamp(path: Path) -> tuple[Path, float] | None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from grader.course.faults import fault_ids
+from grader.course import faults
 from grader.course.folder import Course, CourseError, active_course, default_root
 from grader.evidence import KEYS, Key, Keys, Rule, keys_of
 
@@ -46,7 +46,8 @@ def knowledge(course: Course | None = None) -> Knowledge:
 def refuse_unknown_faults(course: Course) -> None:
     """CourseError (one line) for a rule of `course` whose fault its catalogue does not list
     (nor the faults it inherits)."""
-    unknown = [fault for fault, _ in knowledge(course).rules if fault not in fault_ids(course)]
+    known = {f.id for f in faults.load(course).fault}
+    unknown = [fault for fault, _ in knowledge(course).rules if fault not in known]
     if unknown:
         raise CourseError(f"{course.checks_dir / DIAGNOSES}: a rule for the fault {unknown[0]}, "
                           "which the course's faults.toml does not list (nor the faults it "
